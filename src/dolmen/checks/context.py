@@ -1,0 +1,169 @@
+"""What a check body sees: typed facts (collected on first use), the KB, site limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from dolmen.config import Config
+from dolmen.facts import FactStore
+from dolmen.host import Host
+
+if TYPE_CHECKING:
+    from dolmen.baseline import Baseline
+    from dolmen.checks.model import CheckSpec
+    from dolmen.facts.containers import ContainerFacts
+    from dolmen.facts.cpu import CpuFacts
+    from dolmen.facts.gpu import GpuFacts
+    from dolmen.facts.infiniband import InfinibandFacts
+    from dolmen.facts.kernel_log import KernelLogFacts
+    from dolmen.facts.memory import MemoryFacts
+    from dolmen.facts.network import NetworkFacts
+    from dolmen.facts.numa import NumaFacts
+    from dolmen.facts.os import OsFacts
+    from dolmen.facts.pci import PciFacts
+    from dolmen.facts.security import SecurityFacts
+    from dolmen.facts.stack import StackFacts
+    from dolmen.facts.storage import StorageFacts
+    from dolmen.facts.tuning import TuningFacts
+    from dolmen.kb import KnowledgeBase
+
+
+class UndeclaredFact(Exception):
+    """A check read a facts subsystem its metadata does not list in ``needs``."""
+
+
+class Context:
+    """Facts, KB and limits for one run; ``for_check`` narrows it to one check's view."""
+
+    def __init__(
+        self,
+        host: Host,
+        store: FactStore | None = None,
+        config: Config | None = None,
+        baseline: Baseline | None = None,
+        spec: CheckSpec | None = None,
+    ) -> None:
+        self.host = host
+        self.store = store or FactStore(host)
+        self.config = config or Config()
+        self.baseline = baseline
+        self.spec = spec
+
+    def for_check(self, spec: CheckSpec) -> Context:
+        """The same run seen by one check: its needs enforced, its limits resolved."""
+        ctx = Context(self.host, self.store, self.config, self.baseline, spec)
+        ctx.__dict__["kb"] = self.kb  # share the loaded KB
+        return ctx
+
+    def facts(self, name: str) -> Any:
+        """One subsystem's facts; raises FactError when they could not be collected."""
+        if self.spec is not None and name not in self.spec.needs:
+            raise UndeclaredFact(f"{self.spec.id} reads {name!r} facts but does not declare it")
+        return self.store.get(name)
+
+    def limit(self, name: str) -> Any:
+        """A threshold of the current check: the site's value, else the check's default."""
+        assert self.spec is not None, "limit() is for a check's own context"
+        site = self.config.thresholds(self.spec.id)
+        if name in site:
+            return site[name]
+        return self.spec.limits[name]
+
+    @cached_property
+    def kb(self) -> KnowledgeBase:
+        """The knowledge base shipped with dolmen (loaded once per run)."""
+        from dolmen.kb import load_kb
+
+        return load_kb()
+
+    # Typed accessors, one per facts subsystem (DESIGN.md "Facts").
+    @property
+    def os(self) -> OsFacts:
+        return self.facts("os")  # type: ignore[no-any-return]
+
+    @property
+    def cpu(self) -> CpuFacts:
+        return self.facts("cpu")  # type: ignore[no-any-return]
+
+    @property
+    def numa(self) -> NumaFacts:
+        return self.facts("numa")  # type: ignore[no-any-return]
+
+    @property
+    def memory(self) -> MemoryFacts:
+        return self.facts("memory")  # type: ignore[no-any-return]
+
+    @property
+    def pci(self) -> PciFacts:
+        return self.facts("pci")  # type: ignore[no-any-return]
+
+    @property
+    def gpu(self) -> GpuFacts:
+        return self.facts("gpu")  # type: ignore[no-any-return]
+
+    @property
+    def kernel_log(self) -> KernelLogFacts:
+        return self.facts("kernel_log")  # type: ignore[no-any-return]
+
+    @property
+    def infiniband(self) -> InfinibandFacts:
+        return self.facts("infiniband")  # type: ignore[no-any-return]
+
+    @property
+    def network(self) -> NetworkFacts:
+        return self.facts("network")  # type: ignore[no-any-return]
+
+    @property
+    def storage(self) -> StorageFacts:
+        return self.facts("storage")  # type: ignore[no-any-return]
+
+    @property
+    def stack(self) -> StackFacts:
+        return self.facts("stack")  # type: ignore[no-any-return]
+
+    @property
+    def containers(self) -> ContainerFacts:
+        return self.facts("containers")  # type: ignore[no-any-return]
+
+    @property
+    def security(self) -> SecurityFacts:
+        return self.facts("security")  # type: ignore[no-any-return]
+
+    @property
+    def tuning(self) -> TuningFacts:
+        return self.facts("tuning")  # type: ignore[no-any-return]
+
+
+# A predicate returns None when the check applies, else the reason it is skipped.
+Predicate = Callable[[Context], str | None]
+
+
+def _nvidia_gpu(ctx: Context) -> str | None:
+    if ctx.store.get("gpu").present:
+        return None
+    return "no NVIDIA GPU on this host (none on the PCI bus, none from the driver)"
+
+
+def _infiniband(ctx: Context) -> str | None:
+    if ctx.store.get("infiniband").ports:
+        return None
+    return "no InfiniBand/RoCE ports on this host"
+
+
+def _baseline(ctx: Context) -> str | None:
+    return None if ctx.baseline is not None else "no baseline given (--baseline FILE)"
+
+
+def _live(ctx: Context) -> str | None:
+    return None if ctx.host.kind == "live" else "only meaningful on the live host"
+
+
+PREDICATES: Mapping[str, tuple[Predicate, tuple[str, ...]]] = {
+    # name: (function, facts it reads)
+    "nvidia_gpu": (_nvidia_gpu, ("gpu",)),
+    "infiniband": (_infiniband, ("infiniband",)),
+    "baseline": (_baseline, ()),
+    "live": (_live, ()),
+}

@@ -1,0 +1,127 @@
+"""Run the registered checks against a context: failures are results (STYLE.md rule 11)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+from dolmen.checks.context import PREDICATES, Context
+from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
+from dolmen.facts import FactError
+
+CHECK_TIME_LIMIT = 5.0  # seconds of pure computation per check; commands have their own limits
+
+
+class CheckTimeout(Exception):
+    """A check body ran past CHECK_TIME_LIMIT."""
+
+
+def select(
+    specs: Iterable[CheckSpec],
+    level: Level,
+    only: Sequence[str] = (),
+) -> list[CheckSpec]:
+    """Checks at or below ``level``; ``only`` keeps ids or categories given (prefix match)."""
+    chosen = [s for s in specs if s.level <= level]
+    if only:
+        chosen = [s for s in chosen if any(_matches(s.id, o) for o in only)]
+    return sorted(chosen, key=lambda s: s.id)
+
+
+def run_checks(
+    ctx: Context, specs: Iterable[CheckSpec], disabled: Sequence[str] = ()
+) -> list[Finding]:
+    """Run each check; an exception or a timeout becomes ``error`` and the run goes on."""
+    findings: list[Finding] = []
+    for spec in specs:
+        findings.extend(run_one(ctx, spec, disabled))
+    return findings
+
+
+def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list[Finding]:
+    """Findings of one check, including why it was skipped or could not run."""
+    if any(_matches(spec.id, d) for d in disabled):
+        return [_finding(spec, Outcome(Status.SKIP, "host", "disabled by the site configuration"))]
+    try:
+        for name in spec.when:
+            predicate, _ = PREDICATES[name]
+            reason = predicate(ctx)
+            if reason is not None:
+                return [_finding(spec, Outcome(Status.SKIP, "host", reason))]
+        with _time_limit(CHECK_TIME_LIMIT):
+            outcomes = list(spec.fn(ctx.for_check(spec)))
+    except FactError as e:
+        status = Status.ERROR if e.bug else Status.UNKNOWN
+        ev = {"facts": e.subsystem, "error": e.message}
+        if e.bug:
+            ev["traceback"] = e.detail
+        return [
+            _finding(
+                spec,
+                Outcome(
+                    status, "host", f"could not read {e.subsystem} facts: {e.message}", None, ev
+                ),
+            )
+        ]
+    except CheckTimeout:
+        return [
+            _finding(spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s"))
+        ]
+    except Exception as e:
+        return [
+            _finding(
+                spec,
+                Outcome(
+                    Status.ERROR,
+                    "host",
+                    f"check raised {e.__class__.__name__}: {e}",
+                    None,
+                    {"traceback": traceback.format_exc()},
+                ),
+            )
+        ]
+    if not outcomes:
+        return [_finding(spec, Outcome(Status.ERROR, "host", "check returned no outcome"))]
+    return [_finding(spec, o) for o in outcomes]
+
+
+def _finding(spec: CheckSpec, o: Outcome) -> Finding:
+    remedy = o.remedy
+    if remedy is None and o.status in (Status.WARN, Status.FAIL, Status.UNKNOWN):
+        remedy = spec.remedy
+    return Finding(
+        check=spec.id,
+        category=spec.category,
+        status=o.status,
+        subject=o.subject,
+        summary=o.summary,
+        remedy=remedy,
+        evidence=dict(o.evidence),
+        gating=spec.gating,
+    )
+
+
+def _matches(check_id: str, pattern: str) -> bool:
+    return check_id == pattern or check_id.startswith(pattern.rstrip(".") + ".")
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt a runaway pure-Python check (main thread only; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: object) -> None:
+        raise CheckTimeout()
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

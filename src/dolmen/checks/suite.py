@@ -1,0 +1,47 @@
+"""``validate``: Host -> Facts -> Checks -> Verdict, in one call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from dolmen import __version__
+from dolmen.checks import load_registry
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level
+from dolmen.checks.runner import run_checks, select
+from dolmen.config import Config
+from dolmen.host import Host
+from dolmen.report.verdict import Verdict
+
+if TYPE_CHECKING:
+    from dolmen.baseline import Baseline
+
+
+def validate(
+    host: Host,
+    *,
+    level: Level = Level.STANDARD,
+    config: Config | None = None,
+    baseline: Baseline | None = None,
+    only: Sequence[str] = (),
+) -> Verdict:
+    """Run every check up to ``level`` on ``host`` and return the verdict."""
+    config = config or Config()
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    ctx = Context(host, config=config, baseline=baseline)
+    specs = select(load_registry().values(), level, only)
+    disabled = [str(d) for d in config.get("validate", "disable", [])]
+    findings = run_checks(ctx, specs, disabled)
+    return Verdict(
+        host=host.hostname,
+        level=level.name.lower(),
+        findings=tuple(findings),
+        started=started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        duration_s=time.perf_counter() - t0,
+        source=host.describe(),
+        version=__version__,
+    )

@@ -1,0 +1,1 @@
+"""``dolmen.cli``: one module per command group, loaded only when its command runs."""

@@ -1,0 +1,20 @@
+"""cpu facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    """Placeholder."""
+
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> CpuFacts:
+    """Placeholder."""
+    return CpuFacts(unread={"*": "collector not written yet"})

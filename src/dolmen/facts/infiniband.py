@@ -1,0 +1,21 @@
+"""infiniband facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class InfinibandFacts:
+    """Placeholder."""
+
+    ports: tuple[object, ...] = ()
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> InfinibandFacts:
+    """Placeholder."""
+    return InfinibandFacts(unread={"*": "collector not written yet"})

@@ -1,0 +1,20 @@
+"""network facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class NetworkFacts:
+    """Placeholder."""
+
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> NetworkFacts:
+    """Placeholder."""
+    return NetworkFacts(unread={"*": "collector not written yet"})

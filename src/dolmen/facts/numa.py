@@ -1,0 +1,20 @@
+"""numa facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class NumaFacts:
+    """Placeholder."""
+
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> NumaFacts:
+    """Placeholder."""
+    return NumaFacts(unread={"*": "collector not written yet"})

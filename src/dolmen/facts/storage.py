@@ -1,0 +1,20 @@
+"""storage facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class StorageFacts:
+    """Placeholder."""
+
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> StorageFacts:
+    """Placeholder."""
+    return StorageFacts(unread={"*": "collector not written yet"})

@@ -1,0 +1,20 @@
+"""tuning facts (placeholder until its collector lands)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dolmen.host import Host
+
+
+@dataclass(frozen=True)
+class TuningFacts:
+    """Placeholder."""
+
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+def collect(host: Host) -> TuningFacts:
+    """Placeholder."""
+    return TuningFacts(unread={"*": "collector not written yet"})

@@ -1,0 +1,44 @@
+"""``dolmen.host``: the only package that touches the machine (STYLE.md rule 1).
+
+``open_host(source)`` gives a live host for None or ``/``, a tree for a folder,
+and an extracted snapshot for a ``.tar.gz``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dolmen.errors import InputError
+from dolmen.host.base import DEFAULT_TIMEOUT, Host
+from dolmen.host.command import CommandResult, RunStatus, command_key
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "CommandResult",
+    "Host",
+    "RunStatus",
+    "command_key",
+    "open_host",
+]
+
+
+def open_host(source: str | Path | None = None) -> Host:
+    """The host to read: live for None or "/", a host tree folder, or a snapshot archive."""
+    if source is None or str(source) == "/":
+        from dolmen.host.live import LiveHost
+
+        return LiveHost()
+    path = Path(source)
+    if path.is_dir():
+        from dolmen.host.tree import TreeHost
+
+        return TreeHost(path)
+    if path.is_file():
+        from dolmen.host.archive import ArchiveHost
+
+        return ArchiveHost(path)
+    raise InputError(
+        "no such host tree or snapshot",
+        path=str(path),
+        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+    )

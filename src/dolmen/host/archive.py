@@ -1,0 +1,77 @@
+"""A snapshot archive (``.tar.gz``) opened as a host tree in a private temporary folder.
+
+Extraction uses tarfile's ``data`` filter: absolute names, ``..`` components,
+links that leave the folder, devices and other special files are refused with
+one clear error, so a hostile bundle writes nothing outside its folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import tempfile
+import zlib
+from pathlib import Path
+
+from dolmen.errors import InputError
+from dolmen.host.tree import SNAPSHOT_META, TreeHost
+
+MAX_BYTES = 4 << 30  # a support bundle is megabytes; refuse decompression bombs
+MAX_MEMBERS = 500_000
+
+
+class ArchiveHost(TreeHost):
+    """A ``dolmen snapshot`` archive; ``close()`` removes the extracted copy."""
+
+    kind = "archive"
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = archive
+        self._tmp = Path(tempfile.mkdtemp(prefix="dolmen-snapshot-"))
+        try:
+            root = _extract(archive, self._tmp)
+            super().__init__(root)
+        except BaseException:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "archive": str(self.archive)}
+
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _extract(archive: Path, dest: Path) -> Path:
+    hint = "make a fresh one with `dolmen snapshot -o FILE` on the host"
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            total = 0
+            for count, member in enumerate(tar, start=1):
+                total += max(member.size, 0)
+                if count > MAX_MEMBERS or total > MAX_BYTES:
+                    raise InputError(
+                        "snapshot is larger than any support bundle should be; refused",
+                        path=str(archive),
+                        hint=hint,
+                    )
+                try:
+                    tar.extract(member, dest, filter="data")
+                except tarfile.FilterError as e:
+                    raise InputError(
+                        f"unsafe member {member.name!r} in snapshot ({e}); nothing was used",
+                        path=str(archive),
+                        hint="only open bundles made by `dolmen snapshot`",
+                    ) from e
+    except FileNotFoundError as e:
+        raise InputError("no such snapshot file", path=str(archive), hint=hint) from e
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+        raise InputError(
+            f"snapshot is not a readable .tar.gz ({e.__class__.__name__}: {e})",
+            path=str(archive),
+            hint=hint,
+        ) from e
+    entries = [p for p in dest.iterdir()]
+    if len(entries) == 1 and entries[0].is_dir() and (entries[0] / SNAPSHOT_META).exists():
+        return entries[0]
+    return dest

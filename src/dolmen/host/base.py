@@ -1,0 +1,154 @@
+"""The one door to the machine: a ``Host`` reads files and runs commands under a root.
+
+A host is live (root ``/``), a directory tree, or a snapshot archive opened as a
+tree. Paths are written without the leading slash (``proc/cpuinfo``). A file or
+command absent from a tree means "not available on that host", exactly as on a
+live host, so the same code path runs in both cases.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dolmen.host.command import CommandResult
+
+if TYPE_CHECKING:
+    from dolmen.host.gpu import GpuInventory
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class Host(ABC):
+    """A machine to read from, live or recorded. See module docstring."""
+
+    kind: str = "abstract"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # --- files -----------------------------------------------------------------
+    @abstractmethod
+    def path(self, rel: str) -> Path:
+        """The real path of ``rel`` (host-relative, no leading slash), confined to the root."""
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The bytes of a file; raises OSError (FileNotFoundError, PermissionError...)."""
+        with open(self.path(rel), "rb") as f:
+            return f.read()
+
+    def read(self, rel: str) -> str:
+        """The text of a file (UTF-8, undecodable bytes replaced); raises OSError."""
+        return self.read_bytes(rel).decode("utf-8", errors="replace")
+
+    def read_opt(self, rel: str) -> str | None:
+        """The text of a file, or None when it is absent or unreadable."""
+        try:
+            return self.read(rel)
+        except OSError:
+            return None
+
+    def read_value(self, rel: str) -> str | None:
+        """A one-value file (sysfs, procfs) stripped of whitespace, or None when unreadable."""
+        text = self.read_opt(rel)
+        return None if text is None else text.strip()
+
+    def exists(self, rel: str) -> bool:
+        """Whether ``rel`` exists (following links inside the host)."""
+        return self.path(rel).exists()
+
+    def is_dir(self, rel: str) -> bool:
+        """Whether ``rel`` is a directory (following links inside the host)."""
+        return self.path(rel).is_dir()
+
+    def listdir(self, rel: str) -> list[str]:
+        """Sorted names in a directory; [] when it is absent or unreadable."""
+        try:
+            return sorted(os.listdir(self.path(rel)))
+        except OSError:
+            return []
+
+    def readlink(self, rel: str) -> str | None:
+        """The target of a symbolic link as stored, or None when ``rel`` is not a link."""
+        try:
+            return os.readlink(self.path_nofollow(rel))
+        except OSError:
+            return None
+
+    def path_nofollow(self, rel: str) -> Path:
+        """The real path of ``rel`` with its last component not followed."""
+        parent, _, name = rel.strip("/").rpartition("/")
+        return (self.path(parent) if parent else self.root) / name
+
+    def glob(self, pattern: str) -> list[str]:
+        """Host-relative paths matching a shell pattern, component by component, sorted."""
+        parts = [p for p in pattern.strip("/").split("/") if p]
+        found = [""]
+        for part in parts:
+            nxt: list[str] = []
+            for base in found:
+                if any(ch in part for ch in "*?["):
+                    names = fnmatch.filter(self.listdir(base), part)
+                else:
+                    names = [part] if self.exists(_join(base, part)) else []
+                nxt.extend(_join(base, n) for n in names)
+            found = nxt
+        return sorted(found)
+
+    def mode(self, rel: str) -> int | None:
+        """The permission bits of a file (following links), or None when absent."""
+        try:
+            return stat.S_IMODE(os.stat(self.path(rel)).st_mode)
+        except OSError:
+            return None
+
+    # --- commands --------------------------------------------------------------
+    @abstractmethod
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
+    ) -> CommandResult:
+        """Run a command (never through a shell) and return what it printed.
+
+        ``key`` names the command's file in a host tree when the live argv varies
+        (``dmesg`` is recorded as ``commands/dmesg`` whatever options ran live).
+        """
+
+    @abstractmethod
+    def environ(self) -> Mapping[str, str]:
+        """The environment of the host's user session (PATH, CUDA_HOME, LD_LIBRARY_PATH...)."""
+
+    # --- identity and GPUs -------------------------------------------------------
+    @property
+    @abstractmethod
+    def hostname(self) -> str:
+        """The host's name."""
+
+    @cached_property
+    def gpus(self) -> GpuInventory:
+        """GPU inventory: NVML when libnvidia-ml loads (live), else ``nvidia-smi -q -x``."""
+        from dolmen.host.gpu import read_gpus
+
+        return read_gpus(self)
+
+    def describe(self) -> dict[str, Any]:
+        """What this host is, for reports: kind, root, name."""
+        return {"kind": self.kind, "root": str(self.root), "hostname": self.hostname}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what opening the host took (a snapshot's temporary folder)."""
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base}/{name}" if base else name

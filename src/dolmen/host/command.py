@@ -1,0 +1,50 @@
+"""The result of one command run on a host, live or recorded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from urllib.parse import quote
+
+
+class RunStatus(StrEnum):
+    """How a command ended. A missing binary, a timeout and a non-zero exit are distinct."""
+
+    OK = "ok"  # exit code 0
+    FAILED = "failed"  # ran, exit code != 0
+    MISSING = "missing"  # binary not found (live) or not recorded (tree)
+    TIMEOUT = "timeout"  # killed after its time limit
+    DENIED = "denied"  # found but could not be executed (permissions)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """stdout/stderr as text (UTF-8, undecodable bytes replaced), exit code and status."""
+
+    argv: tuple[str, ...]
+    status: RunStatus
+    stdout: str = ""
+    stderr: str = ""
+    rc: int | None = None
+    reason: str = ""  # why it is not OK, in words, for evidence and unknown findings
+
+    @property
+    def ok(self) -> bool:
+        """True when the command ran and exited 0."""
+        return self.status is RunStatus.OK
+
+    def describe(self) -> str:
+        """One line saying what happened, for evidence: ``nvidia-smi -q -x: exit 9: ...``."""
+        cmd = " ".join(self.argv)
+        if self.status is RunStatus.OK:
+            return f"{cmd}: ok"
+        if self.status is RunStatus.FAILED:
+            first = (self.stderr.strip() or self.stdout.strip()).splitlines()[:1]
+            tail = f": {first[0]}" if first else ""
+            return f"{cmd}: exit {self.rc}{tail}"
+        return f"{cmd}: {self.reason or self.status.value}"
+
+
+def command_key(argv: list[str] | tuple[str, ...]) -> str:
+    """The file name of a command's output in a host tree (DESIGN.md): quote(" ".join(argv))."""
+    return quote(" ".join(argv), safe="")

@@ -1,0 +1,139 @@
+"""A host recorded as a directory tree (DESIGN.md "Host"): files at their paths,
+command outputs under ``commands/<key>``, and ``dolmen-snapshot.json``.
+
+Every path is resolved *inside* the tree, as ``openat2(RESOLVE_IN_ROOT)`` would:
+absolute links are re-rooted and ``..`` stops at the root, so a hostile tree
+cannot make dolmen read outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from dolmen.errors import InputError
+from dolmen.host.base import DEFAULT_TIMEOUT, Host
+from dolmen.host.command import CommandResult, RunStatus, command_key
+
+SNAPSHOT_META = "dolmen-snapshot.json"
+COMMANDS_DIR = "commands"
+_MAX_LINKS = 40
+
+
+class TreeHost(Host):
+    """A host tree on disk: a support bundle, a test scenario, an extracted snapshot."""
+
+    kind = "tree"
+
+    def __init__(self, root: Path) -> None:
+        root = Path(os.path.realpath(root))
+        if not root.is_dir():
+            raise InputError(
+                "not a host tree (no such directory)",
+                path=str(root),
+                hint="pass a folder made by `dolmen snapshot` or a .tar.gz snapshot",
+            )
+        super().__init__(root)
+        self._prefix = str(root).rstrip("/") + "/"
+
+    def path(self, rel: str) -> Path:
+        rel = rel.strip("/")
+        if not rel:
+            return self.root
+        fast = os.path.realpath(os.path.join(self._prefix, rel))
+        if fast.startswith(self._prefix) or fast == str(self.root):
+            return Path(fast)
+        return Path(self._resolve_in_root(rel))
+
+    def _resolve_in_root(self, rel: str) -> str:
+        """Walk ``rel`` component by component, re-rooting links that leave the tree."""
+        todo = [p for p in rel.split("/") if p]
+        todo.reverse()
+        done: list[str] = []
+        links = 0
+        while todo:
+            part = todo.pop()
+            if part == ".":
+                continue
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            candidate = self._prefix + "/".join([*done, part])
+            try:
+                target = os.readlink(candidate)
+            except OSError:  # not a link, or absent: keep the name as it is
+                done.append(part)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise OSError(40, "too many levels of symbolic links", rel)
+            if target.startswith("/"):
+                done = []
+            todo.extend(reversed([p for p in target.split("/") if p]))
+        return self._prefix + "/".join(done)
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
+    ) -> CommandResult:
+        args = tuple(argv)
+        name = key or command_key(args)
+        base = f"{COMMANDS_DIR}/{name}"
+        try:
+            out = self.read(base)
+        except IsADirectoryError:
+            return CommandResult(args, RunStatus.MISSING, reason=f"{base} is not a file")
+        except OSError:
+            why = self.not_captured.get(name, "not recorded in this host tree")
+            return CommandResult(args, RunStatus.MISSING, reason=why)
+        err = self.read_opt(base + ".err") or ""
+        rc_text = (self.read_opt(base + ".rc") or "0").strip()
+        try:
+            rc = int(rc_text)
+        except ValueError:
+            return CommandResult(
+                args,
+                RunStatus.MISSING,
+                out,
+                err,
+                reason=f"{base}.rc is not an exit code: {rc_text!r}",
+            )
+        status = RunStatus.OK if rc == 0 else RunStatus.FAILED
+        return CommandResult(args, status, out, err, rc, "" if rc == 0 else f"exit code {rc}")
+
+    @cached_property
+    def meta(self) -> dict[str, Any]:
+        """``dolmen-snapshot.json``, or {} when the tree has none (hand-made test trees)."""
+        text = self.read_opt(SNAPSHOT_META)
+        if text is None:
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise InputError(
+                f"{SNAPSHOT_META} is not valid JSON ({e})", path=str(self.root / SNAPSHOT_META)
+            ) from e
+        if not isinstance(data, dict):
+            raise InputError(f"{SNAPSHOT_META} is not a JSON object", path=str(self.root))
+        return data
+
+    @property
+    def not_captured(self) -> Mapping[str, str]:
+        """Command keys and paths the snapshot could not capture, with the reason."""
+        raw = self.meta.get("not_captured", {})
+        return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+    def environ(self) -> Mapping[str, str]:
+        env = self.meta.get("environment", {})
+        return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+    @property
+    def hostname(self) -> str:
+        name = self.meta.get("hostname")
+        if isinstance(name, str) and name:
+            return name
+        return (self.read_value("etc/hostname") or self.root.name).splitlines()[0]

@@ -1,0 +1,43 @@
+"""``--json``: the ``dolmen.verdict/1`` document (docs/verdict-schema.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dolmen.facts import to_jsonable
+from dolmen.report.verdict import SCHEMA, Verdict
+
+
+def verdict_document(v: Verdict) -> dict[str, Any]:
+    """The verdict as plain JSON values, in the documented schema."""
+    return {
+        "schema": SCHEMA,
+        "host": v.host,
+        "status": v.health.value,
+        "exit_code": int(v.health.exit_code),
+        "level": v.level,
+        "started": v.started,
+        "duration_s": round(v.duration_s, 4),
+        "dolmen_version": v.version,
+        "source": to_jsonable(v.source),
+        "counts": v.counts,
+        "findings": [
+            {
+                "check": f.check,
+                "category": f.category,
+                "status": f.status.value,
+                "subject": f.subject,
+                "summary": f.summary,
+                "remedy": f.remedy,
+                "gating": f.gating,
+                "evidence": to_jsonable(f.evidence),
+            }
+            for f in v.findings
+        ],
+    }
+
+
+def render_json(v: Verdict) -> str:
+    """The verdict document, indented, with a trailing newline."""
+    return json.dumps(verdict_document(v), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,74 @@
+"""The terminal report: findings grouped by category, problems first, with remedies."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from dolmen.checks.model import Finding, Status
+from dolmen.report.verdict import Health, Verdict
+
+STYLE = {
+    Status.PASS: "green",
+    Status.WARN: "yellow",
+    Status.FAIL: "bold red",
+    Status.SKIP: "dim",
+    Status.UNKNOWN: "magenta",
+    Status.ERROR: "bold magenta",
+}
+HEALTH_STYLE = {
+    Health.HEALTHY: "bold green",
+    Health.DEGRADED: "bold yellow",
+    Health.UNHEALTHY: "bold red",
+    Health.UNDECIDED: "bold magenta",
+}
+ORDER = [Status.FAIL, Status.ERROR, Status.UNKNOWN, Status.WARN, Status.PASS, Status.SKIP]
+
+
+def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> None:
+    """Print the verdict. Passes and skips collapse into counts unless ``verbose``."""
+    by_cat: dict[str, list[Finding]] = defaultdict(list)
+    for f in v.findings:
+        by_cat[f.category].append(f)
+    for category in sorted(by_cat, key=lambda c: _worst(by_cat[c])):
+        rows = sorted(by_cat[category], key=lambda f: (ORDER.index(f.status), f.check, f.subject))
+        shown = [f for f in rows if verbose or f.status not in (Status.PASS, Status.SKIP)]
+        hidden = len(rows) - len(shown)
+        table = Table(title=None, show_header=False, box=None, pad_edge=False, expand=False)
+        table.add_column("status", no_wrap=True)
+        table.add_column("check", no_wrap=True)
+        table.add_column("subject", no_wrap=True)
+        table.add_column("summary")
+        for f in shown:
+            table.add_row(
+                Text(f.status.value.upper(), style=STYLE[f.status]),
+                f.check,
+                f.subject,
+                f.summary,
+            )
+            if f.remedy and f.status in (Status.FAIL, Status.WARN, Status.UNKNOWN, Status.ERROR):
+                table.add_row("", "", "", Text(f"fix: {f.remedy}", style="cyan"))
+        passes = sum(f.status is Status.PASS for f in rows)
+        skips = sum(f.status is Status.SKIP for f in rows)
+        head = Text(f"{category}", style="bold")
+        head.append(f"  {passes} pass, {skips} skip", style="dim")
+        console.print(head)
+        if shown:
+            console.print(table)
+        elif hidden:
+            console.print(Text("  all passed or not applicable", style="dim"))
+    c = v.counts
+    line = Text(f"{v.host}: ", style="bold")
+    line.append(v.health.value.upper(), style=HEALTH_STYLE[v.health])
+    line.append(
+        f"  ({c['fail']} fail, {c['unknown'] + c['error']} unknown/error, {c['warn']} warn, "
+        f"{c['pass']} pass, {c['skip']} skip; level {v.level}, {v.duration_s:.2f} s)"
+    )
+    console.print(line)
+
+
+def _worst(findings: list[Finding]) -> int:
+    return min(ORDER.index(f.status) for f in findings)

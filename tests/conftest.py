@@ -1,0 +1,57 @@
+"""Shared test helpers: the real recordings in ../shared, host trees, building trees."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from dolmen.host.command import command_key
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDINGS = REPO.parent / "shared" / "recordings"
+HOSTS = REPO / "tests" / "hosts"
+
+
+def recording(rel: str) -> Path:
+    """A file or folder of ../shared/recordings; skips the test when the folder is absent."""
+    if not RECORDINGS.is_dir():
+        pytest.skip(f"real recordings not available: {RECORDINGS} is absent (see README, Tests)")
+    path = RECORDINGS / rel
+    if not path.exists():
+        pytest.skip(f"recording {rel} is absent from {RECORDINGS}")
+    return path
+
+
+def recordings_in(folder: str, pattern: str = "*") -> list[Path]:
+    """Every recording in a folder (for parametrize); [] when ../shared is absent."""
+    base = RECORDINGS / folder
+    return sorted(p for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
+
+
+def make_tree(
+    root: Path,
+    files: Mapping[str, str | bytes] | None = None,
+    commands: Mapping[str, str | tuple[str, int] | tuple[str, int, str]] | None = None,
+) -> Path:
+    """Write a host tree: ``files`` by path, ``commands`` by argv string -> stdout[, rc[, err]]."""
+    for rel, content in (files or {}).items():
+        p = root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+    for argv, spec in (commands or {}).items():
+        out, rc, err = (spec, 0, "") if isinstance(spec, str) else (*spec, "")[:3]
+        key = command_key(argv.split(" ")) if " " in argv else argv
+        d = root / "commands"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / key).write_text(str(out))
+        if rc:
+            (d / f"{key}.rc").write_text(f"{rc}\n")
+        if err:
+            (d / f"{key}.err").write_text(str(err))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
