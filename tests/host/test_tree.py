@@ -122,3 +122,25 @@ def test_bad_snapshot_meta_is_input_error(tmp_path: Path) -> None:
     host = TreeHost(make_tree(tmp_path, files={"dolmen-snapshot.json": "{not json"}))
     with pytest.raises(InputError, match="not valid JSON"):
         _ = host.meta
+
+
+def test_write_is_atomic_and_keeps_mode(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, files={"etc/sysctl.d/90-x.conf": "a=1\n"})
+    (root / "etc/sysctl.d/90-x.conf").chmod(0o600)
+    host = TreeHost(root)
+    host.write("etc/sysctl.d/90-x.conf", "a=2\n")
+    assert host.read("etc/sysctl.d/90-x.conf") == "a=2\n"
+    assert host.mode("etc/sysctl.d/90-x.conf") == 0o600
+    host.write("etc/new/file", b"x", mode=0o640)
+    assert host.mode("etc/new/file") == 0o640
+    assert not [p for p in (root / "etc/sysctl.d").iterdir() if "dolmen-tmp" in p.name]
+    host.remove("etc/new/file")
+    host.remove("etc/new/file")
+    assert not host.exists("etc/new/file")
+
+
+def test_write_stays_inside_the_tree(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "t", files={"etc/x": "1"})
+    os.symlink("/etc", root / "link")
+    TreeHost(root).write("link/y", "2")
+    assert (root / "etc/y").read_text() == "2"

@@ -8,6 +8,7 @@ live host, so the same code path runs in both cases.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import stat
@@ -108,6 +109,33 @@ class Host(ABC):
         except OSError:
             return None
 
+    # --- writes (the change flow: tune, stack, ...) ------------------------------------
+    def write(self, rel: str, data: str | bytes, *, mode: int | None = None) -> None:
+        """Write a file on the host.
+
+        Kernel files (``proc/``, ``sys/``) are written in place, as the kernel expects.
+        Other files are replaced atomically: a temporary file in the same folder,
+        fsync'd, renamed over the target, then the folder fsync'd. An existing file
+        keeps its permission bits unless ``mode`` is given.
+        """
+        payload = data.encode() if isinstance(data, str) else data
+        rel = rel.strip("/")
+        target = self.path(rel)
+        if rel.startswith(("proc/", "sys/")):
+            with open(target, "wb", buffering=0) as f:
+                f.write(payload)
+            return
+        atomic_write(target, payload, mode=mode)
+
+    def remove(self, rel: str) -> None:
+        """Remove a regular file (absent is fine) and fsync its folder."""
+        target = self.path_nofollow(rel)
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            return
+        _fsync_dir(target.parent)
+
     # --- commands --------------------------------------------------------------
     @abstractmethod
     def run(
@@ -148,6 +176,38 @@ class Host(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
+    """Replace ``target`` with ``payload`` atomically and durably (see ``Host.write``)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+    tmp = target.parent / f".{target.name}.dolmen-tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _join(base: str, name: str) -> str:
