@@ -1,0 +1,1 @@
+"""``dolmen.jobs``: JobSpec -> Backend (local | slurm | kubernetes) -> Supervisor -> Recovery."""

@@ -1,0 +1,26 @@
+"""Job backends share one small interface (``base.Backend``); they load lazily by name."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dolmen.errors import UsageError
+from dolmen.jobs.backends.base import Backend
+
+# name -> "module:class"; a new backend is one module and one line here.
+BACKENDS: dict[str, str] = {
+    "local": "dolmen.jobs.backends.local:LocalBackend",
+    "slurm": "dolmen.jobs.backends.slurm:SlurmBackend",
+    "kubernetes": "dolmen.jobs.backends.kubernetes:KubernetesBackend",
+}
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """The backend called ``name``; UsageError names the valid choices."""
+    if name not in BACKENDS:
+        raise UsageError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
+    module, _, cls = BACKENDS[name].partition(":")
+    backend = getattr(importlib.import_module(module), cls)(**options)
+    assert isinstance(backend, Backend)
+    return backend
