@@ -1,0 +1,282 @@
+"""``dolmen snapshot``: capture the live host as a host tree (the support bundle).
+
+What is captured is exactly what dolmen reads: the facts are collected through
+a ``RecordingHost`` that notes every file, folder, link and command, and those
+are then materialised in the tree with their links (relative, so the archive
+extracts under tarfile's ``data`` filter). Secrets are never captured: a deny
+list of paths (shadow files, keys, tokens, process environments) and an allow
+list of environment variables. Whatever could not be captured is listed in
+``dolmen-snapshot.json`` with the reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dolmen import __version__
+from dolmen.host.base import DEFAULT_TIMEOUT, atomic_write
+from dolmen.host.command import CommandResult, RunStatus, command_key
+from dolmen.host.live import LiveHost
+from dolmen.host.tree import COMMANDS_DIR, SNAPSHOT_META
+
+FORMAT = "dolmen.snapshot/1"
+MAX_FILE_BYTES = 16 << 20
+
+# Never captured, whatever a collector reads (shell patterns on host-relative paths).
+SECRET_PATHS = (
+    "etc/shadow*",
+    "etc/gshadow*",
+    "etc/security/opasswd",
+    "etc/sudoers*",
+    "etc/ssh/*key*",
+    "etc/ssl/private/*",
+    "etc/munge/*",
+    "etc/dolmen/keys/*",
+    "var/lib/dolmen/keys/*",
+    "root/*",
+    "home/*",
+    "proc/*/environ",
+    "proc/*/cmdline",
+    "proc/kcore",
+    "proc/kallsyms",
+    "sys/firmware/efi/efivars/*" + "-*",  # except SecureBoot/SetupMode, allowed below
+    "*.key",
+    "*.pem",
+    "*token*",
+    "*secret*",
+    "*password*",
+    "*kubeconfig*",
+)
+SECRET_ALLOW = ("sys/firmware/efi/efivars/SecureBoot-*", "sys/firmware/efi/efivars/SetupMode-*")
+
+# Environment variables worth a support engineer's eyes; everything else is dropped.
+ENV_ALLOW = re.compile(
+    r"^(PATH|LD_LIBRARY_PATH|LD_PRELOAD|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|NCCL_[A-Z_]+|"
+    r"SLURM_[A-Z_]+|OMPI_MCA_[a-z_]+|UCX_[A-Z_]+|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX|"
+    r"TORCH_[A-Z_]+|HF_HOME|LANG|LC_ALL)$"
+)
+ENV_DENY = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.I)
+
+# Commands captured whatever the collectors ran (their keys are part of the tree contract).
+EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
+    (("nvidia-smi", "-q", "-x"), None),
+    (("nvidia-smi", "nvlink", "-s"), None),
+    (("nvidia-smi", "topo", "-m"), None),
+    (("ibstat",), None),
+    (("uname", "-a"), None),
+)
+
+
+def is_secret(rel: str) -> bool:
+    """Whether a host path must never leave the machine."""
+    rel = rel.strip("/")
+    if any(fnmatch.fnmatch(rel, p) for p in SECRET_ALLOW):
+        return False
+    return any(fnmatch.fnmatch(rel, p) for p in SECRET_PATHS)
+
+
+def safe_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed variables, minus any whose name looks like a credential."""
+    return {k: v for k, v in sorted(env.items()) if ENV_ALLOW.match(k) and not ENV_DENY.search(k)}
+
+
+class RecordingHost(LiveHost):
+    """A live host that notes what is read and run, for the snapshot to capture."""
+
+    def __init__(self, root: Path = Path("/")) -> None:
+        super().__init__(root)
+        self.paths: set[str] = set()
+        self.commands: dict[str, CommandResult] = {}
+
+    def read_bytes(self, rel: str) -> bytes:
+        self.paths.add(rel.strip("/"))
+        return super().read_bytes(rel)
+
+    def listdir(self, rel: str) -> list[str]:
+        self.paths.add(rel.strip("/"))
+        return super().listdir(rel)
+
+    def exists(self, rel: str) -> bool:
+        found = super().exists(rel)
+        if found:
+            self.paths.add(rel.strip("/"))
+        return found
+
+    def is_dir(self, rel: str) -> bool:
+        found = super().is_dir(rel)
+        if found:
+            self.paths.add(rel.strip("/"))
+        return found
+
+    def readlink(self, rel: str) -> str | None:
+        self.paths.add(rel.strip("/"))
+        return super().readlink(rel)
+
+    def mode(self, rel: str) -> int | None:
+        self.paths.add(rel.strip("/"))
+        return super().mode(rel)
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
+    ) -> CommandResult:
+        result = super().run(argv, timeout=timeout, key=key)
+        self.commands[key or command_key(argv)] = result
+        return result
+
+
+def capture(
+    out: Path, *, as_tree: bool = False, subsystems: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """Capture the live host into ``out``: a ``.tar.gz``, or a new tree inside folder ``out``.
+
+    Returns the snapshot's metadata. The output appears atomically: nothing is
+    left at ``out`` if capture fails, and nothing is written anywhere else but a
+    private temporary folder.
+    """
+    from dolmen.facts import FactStore
+
+    t0 = time.perf_counter()
+    host = RecordingHost()
+    facts = FactStore(host).collect(subsystems)
+    for argv, key in EXTRA_COMMANDS:
+        k = key or command_key(argv)
+        if k not in host.commands:
+            host.run(argv, key=key)
+    name = f"{host.hostname}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    parent = out if as_tree else out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".dolmen-snapshot-", dir=parent))
+    try:
+        tree = work / name
+        tree.mkdir()
+        not_captured: dict[str, str] = {}
+        redacted: list[str] = []
+        for rel in sorted(host.paths):
+            if not rel:
+                continue
+            if is_secret(rel):
+                redacted.append(rel)
+                continue
+            why = _materialize(Path("/"), rel, tree)
+            if why:
+                not_captured[rel] = why
+        _write_commands(tree, host.commands, not_captured)
+        meta = {
+            "format": FORMAT,
+            "hostname": host.hostname,
+            "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "dolmen_version": __version__,
+            "captured": {
+                "files": sum(1 for p in tree.rglob("*") if p.is_file() and not p.is_symlink()),
+                "commands": sorted(k for k, r in host.commands.items() if _kept(r)),
+                "facts": sorted(k for k, v in facts.items() if not isinstance(v, Exception)),
+            },
+            "not_captured": dict(sorted(not_captured.items())),
+            "redacted": sorted(redacted),
+            "environment": safe_environment(host.environ()),
+            "duration_s": round(time.perf_counter() - t0, 3),
+        }
+        meta["captured"]["files"] += 1  # the metadata file itself
+        (tree / SNAPSHOT_META).write_text(json.dumps(meta, indent=2) + "\n")
+        if as_tree:
+            final = out / name
+            os.replace(tree, final)
+            meta["path"] = str(final)
+        else:
+            tmp_tar = work / "snapshot.tar.gz"
+            with tarfile.open(tmp_tar, "w:gz", compresslevel=6) as tar:
+                tar.add(tree, arcname=name)
+            atomic_write(out, tmp_tar.read_bytes(), mode=0o600)
+            meta["path"] = str(out)
+        return meta
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _kept(r: CommandResult) -> bool:
+    return r.status in (RunStatus.OK, RunStatus.FAILED)
+
+
+def _write_commands(
+    tree: Path, commands: Mapping[str, CommandResult], not_captured: dict[str, str]
+) -> None:
+    folder = tree / COMMANDS_DIR
+    folder.mkdir(exist_ok=True)
+    for key, r in sorted(commands.items()):
+        if not _kept(r):
+            not_captured[key] = r.reason or r.status.value
+            continue
+        (folder / key).write_text(r.stdout)
+        if r.rc:
+            (folder / f"{key}.rc").write_text(f"{r.rc}\n")
+        if r.stderr:
+            (folder / f"{key}.err").write_text(r.stderr)
+
+
+def _materialize(live_root: Path, rel: str, tree: Path, depth: int = 0) -> str | None:
+    """Copy one path into the tree, recreating every link on the way (relative).
+
+    Returns None on success, else why the path could not be captured.
+    """
+    if depth > 40:
+        return "too many levels of symbolic links"
+    parts = [p for p in rel.split("/") if p and p != "."]
+    done: list[str] = []
+    for i, part in enumerate(parts):
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        live = live_root.joinpath(*done, part)
+        try:
+            st = os.lstat(live)
+        except FileNotFoundError:
+            return None  # absent on the host: absent in the tree, as the contract says
+        except OSError as e:
+            return f"unreadable: {e.strerror}"
+        dest = tree.joinpath(*done, part)
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(live)
+            here = "/" + "/".join(done)
+            absolute = os.path.normpath(os.path.join(here, target))
+            if not dest.is_symlink() and not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.path.relpath(absolute, here), dest)
+            rest = "/".join(parts[i + 1 :])
+            return _materialize(live_root, f"{absolute.lstrip('/')}/{rest}", tree, depth + 1)
+        done.append(part)
+    live = live_root.joinpath(*done)
+    dest = tree.joinpath(*done)
+    if is_secret("/".join(done)):
+        return "redacted: secret path"
+    try:
+        st = os.stat(live)
+        if stat.S_ISDIR(st.st_mode):
+            dest.mkdir(parents=True, exist_ok=True)
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        with open(live, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        return f"unreadable: {e.strerror}"
+    if len(data) > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES >> 20} MiB"
+    if dest.is_dir() and not dest.is_symlink():
+        return None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    os.chmod(dest, stat.S_IMODE(st.st_mode) & 0o755 | 0o600)
+    return None
