@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import quote
@@ -45,6 +46,6 @@ class CommandResult:
         return f"{cmd}: {self.reason or self.status.value}"
 
 
-def command_key(argv: list[str] | tuple[str, ...]) -> str:
+def command_key(argv: Sequence[str]) -> str:
     """The file name of a command's output in a host tree (DESIGN.md): quote(" ".join(argv))."""
     return quote(" ".join(argv), safe="")

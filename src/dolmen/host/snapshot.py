@@ -173,13 +173,14 @@ def capture(
             if why:
                 not_captured[rel] = why
         _write_commands(tree, host.commands, not_captured)
-        meta = {
+        files = sum(1 for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
+        meta: dict[str, Any] = {
             "format": FORMAT,
             "hostname": host.hostname,
             "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "dolmen_version": __version__,
             "captured": {
-                "files": sum(1 for p in tree.rglob("*") if p.is_file() and not p.is_symlink()),
+                "files": files + 1,  # with the metadata file itself
                 "commands": sorted(k for k, r in host.commands.items() if _kept(r)),
                 "facts": sorted(k for k, v in facts.items() if not isinstance(v, Exception)),
             },
@@ -188,7 +189,6 @@ def capture(
             "environment": safe_environment(host.environ()),
             "duration_s": round(time.perf_counter() - t0, 3),
         }
-        meta["captured"]["files"] += 1  # the metadata file itself
         (tree / SNAPSHOT_META).write_text(json.dumps(meta, indent=2) + "\n")
         if as_tree:
             final = out / name
