@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from dolmen.cli.common import config_option, from_option
 from dolmen.cli.main import exit_with
 from dolmen.errors import UsageError
+
+if TYPE_CHECKING:
+    from dolmen.host import Host
+    from dolmen.report.verdict import Verdict
 
 
 @click.command()
@@ -29,6 +34,25 @@ from dolmen.errors import UsageError
 )
 @click.option("--only", multiple=True, metavar="ID", help="Run only these checks or categories.")
 @click.option("--json", "as_json", is_flag=True, help="Print the dolmen.verdict/1 JSON document.")
+@click.option("--junit", "junit_path", metavar="FILE", help="Also write JUnit XML to FILE.")
+@click.option(
+    "--prometheus",
+    "prom_path",
+    metavar="FILE",
+    help="Also write metrics for node_exporter's textfile collector to FILE (atomically).",
+)
+@click.option(
+    "--npd",
+    is_flag=True,
+    help="node-problem-detector custom plugin mode: one line on stdout, exit 0 ok, 1 problem, "
+    "2 unknown.",
+)
+@click.option(
+    "--slurm",
+    is_flag=True,
+    help="Slurm HealthCheckProgram mode: drain this node with a reason naming the failed "
+    "checks (never touches a node someone else drained).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and exit.")
 def validate(
@@ -38,6 +62,10 @@ def validate(
     baseline_path: str | None,
     only: tuple[str, ...],
     as_json: bool,
+    junit_path: str | None,
+    prom_path: str | None,
+    npd: bool,
+    slurm: bool,
     verbose: bool,
     list_checks: bool,
 ) -> None:
@@ -65,9 +93,17 @@ def validate(
     from dolmen.checks.suite import validate as run
     from dolmen.host import open_host
 
+    if as_json and npd:
+        raise UsageError("--json and --npd both write to stdout; choose one")
     with open_host(source) as host:
         verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
-    if as_json:
+        slurm_action = _slurm(host, verdict) if slurm else None
+    _write_side_outputs(verdict, junit_path, prom_path)
+    if npd:
+        from dolmen.report.reason import one_line_reason
+
+        click.echo(one_line_reason(verdict, 80))
+    elif as_json:
         from dolmen.report.json import render_json
 
         sys.stdout.write(render_json(verdict))
@@ -77,7 +113,31 @@ def validate(
         from dolmen.report.terminal import render_terminal
 
         render_terminal(verdict, Console(), verbose=verbose)
+    if slurm_action:
+        click.echo(slurm_action, err=True)
     exit_with(int(verdict.health.exit_code))
+
+
+def _write_side_outputs(verdict: Verdict, junit_path: str | None, prom_path: str | None) -> None:
+    from pathlib import Path
+
+    from dolmen.fsutil import atomic_write
+
+    if junit_path:
+        from dolmen.report.junit import render_junit
+
+        atomic_write(Path(junit_path), render_junit(verdict).encode())
+    if prom_path:
+        from dolmen.report.prometheus import render_prometheus
+
+        # node_exporter reads *.prom files; an atomic rename means it never sees half a file.
+        atomic_write(Path(prom_path), render_prometheus(verdict).encode())
+
+
+def _slurm(host: Host, verdict: Verdict) -> str:
+    from dolmen.report.slurm import drain_if_unhealthy
+
+    return drain_if_unhealthy(host, verdict)
 
 
 def _list(level: object) -> None:

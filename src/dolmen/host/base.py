@@ -8,7 +8,6 @@ live host, so the same code path runs in both cases.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import stat
@@ -18,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dolmen.fsutil import atomic_write, fsync_dir
 from dolmen.host.command import CommandResult
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Host(ABC):
             target.unlink()
         except FileNotFoundError:
             return
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
     # --- commands --------------------------------------------------------------
     @abstractmethod
@@ -176,38 +176,6 @@ class Host(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
-    """Replace ``target`` with ``payload`` atomically and durably (see ``Host.write``)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-        except FileNotFoundError:
-            mode = 0o644
-    tmp = target.parent / f".{target.name}.dolmen-tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _join(base: str, name: str) -> str:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
-from dolmen.host.base import DEFAULT_TIMEOUT, atomic_write
+from dolmen.fsutil import atomic_write
+from dolmen.host.base import DEFAULT_TIMEOUT
 from dolmen.host.command import CommandResult, RunStatus, command_key
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import COMMANDS_DIR, SNAPSHOT_META

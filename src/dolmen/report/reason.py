@@ -1,0 +1,42 @@
+"""The one-line reason schedulers read: Slurm's drain reason, node-problem-detector's message."""
+
+from __future__ import annotations
+
+from dolmen.report.verdict import Health, Verdict
+
+PREFIX = "dolmen:"
+
+
+def one_line_reason(v: Verdict, max_len: int = 80) -> str:
+    """``dolmen: <health>: <check> <subject>, ... (+N more)`` in at most ``max_len`` characters.
+
+    Failures come first, then what could not be read; a healthy host says so.
+    """
+    problems = v.problems()
+    if not problems:
+        text = f"{PREFIX} {v.health.value}"
+        if v.health is Health.DEGRADED:
+            warns = sorted({f.check for f in v.findings if f.status.value == "warn"})
+            text += f": {len(warns)} warning(s): {', '.join(warns)}"
+        return _clip(text, max_len)
+    head = f"{PREFIX} {v.health.value}:"
+    parts: list[str] = []
+    seen: set[str] = set()
+    for f in problems:
+        item = f.check if f.subject == "host" else f"{f.check} {f.subject}"
+        if item not in seen:
+            seen.add(item)
+            parts.append(item)
+    text = head
+    for i, item in enumerate(parts):
+        more = len(parts) - i - 1
+        candidate = f"{text} {item}" if i == 0 else f"{text}, {item}"
+        suffix = f" (+{more} more)" if more else ""
+        if len(candidate + suffix) > max_len and i > 0:
+            return _clip(f"{text} (+{len(parts) - i} more)", max_len)
+        text = candidate
+    return _clip(text, max_len)
+
+
+def _clip(text: str, max_len: int) -> str:
+    return text if len(text) <= max_len else text[: max_len - 1] + "…"

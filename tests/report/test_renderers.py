@@ -1,0 +1,106 @@
+"""Renderers of one verdict: JSON schema, JUnit, Prometheus textfile, the one-line reason."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from dolmen.checks.model import Finding, Status
+from dolmen.report.json import render_json
+from dolmen.report.junit import render_junit
+from dolmen.report.prometheus import render_prometheus
+from dolmen.report.reason import one_line_reason
+from dolmen.report.verdict import Health, Verdict, judge
+
+
+def _f(check: str, status: Status, subject: str = "host", gating: bool = True) -> Finding:
+    return Finding(
+        check=check,
+        category=check.split(".")[0],
+        status=status,
+        subject=subject,
+        summary=f"{check} is {status.value}",
+        remedy="do the thing" if status is not Status.PASS else None,
+        evidence={"value": 1, "quote": 'a "b"\nc'},
+        gating=gating,
+    )
+
+
+def _verdict(*findings: Finding) -> Verdict:
+    return Verdict("gpu01", "quick", tuple(findings), "2026-11-30T03:00:00Z", 0.125)
+
+
+def test_judge_precedence() -> None:
+    assert judge([_f("a.b", Status.PASS)]) is Health.HEALTHY
+    assert judge([_f("a.b", Status.PASS), _f("a.c", Status.WARN)]) is Health.DEGRADED
+    assert judge([_f("a.b", Status.UNKNOWN), _f("a.c", Status.WARN)]) is Health.UNDECIDED
+    assert judge([_f("a.b", Status.UNKNOWN), _f("a.c", Status.FAIL)]) is Health.UNHEALTHY
+    assert judge([_f("a.b", Status.ERROR)]) is Health.UNDECIDED
+    # advisory checks never change the verdict beyond degraded
+    assert judge([_f("tuning.x", Status.UNKNOWN, gating=False)]) is Health.HEALTHY
+    assert judge([_f("tuning.x", Status.FAIL, gating=False)]) is Health.DEGRADED
+    assert Health.UNHEALTHY.exit_code == 1 and Health.UNDECIDED.exit_code == 2
+    assert Health.DEGRADED.exit_code == 0
+
+
+def test_json_document_schema() -> None:
+    v = _verdict(_f("gpu.ecc.volatile_dbe", Status.FAIL, "gpu:00000000:9B:00.0"))
+    doc = json.loads(render_json(v))
+    assert doc["schema"] == "dolmen.verdict/1"
+    assert doc["host"] == "gpu01" and doc["status"] == "unhealthy" and doc["exit_code"] == 1
+    f = doc["findings"][0]
+    assert set(f) >= {"check", "status", "subject", "summary", "remedy", "evidence"}
+    assert f["subject"] == "gpu:00000000:9B:00.0" and f["status"] == "fail"
+    assert doc["counts"]["fail"] == 1 and doc["counts"]["pass"] == 0
+
+
+def test_junit_is_valid_and_counts() -> None:
+    v = _verdict(
+        _f("gpu.ecc.volatile_dbe", Status.FAIL, "gpu:0"),
+        _f("gpu.temperature", Status.PASS, "gpu:0"),
+        _f("interconnect.ib.state", Status.SKIP),
+        _f("stack.driver", Status.UNKNOWN),
+    )
+    root = ET.fromstring(render_junit(v).split("\n", 1)[1])
+    assert root.get("tests") == "4" and root.get("failures") == "1" and root.get("errors") == "1"
+    gpu = root.find("testsuite[@name='gpu']")
+    assert gpu is not None and gpu.get("failures") == "1"
+    case = gpu.find("testcase[@classname='gpu.ecc.volatile_dbe']")
+    assert case is not None and case.find("failure") is not None
+    assert root.find("testsuite[@name='interconnect']/testcase/skipped") is not None
+
+
+def test_prometheus_parses_with_the_official_parser() -> None:
+    v = _verdict(
+        _f("gpu.ecc.volatile_dbe", Status.FAIL, 'gpu:0"x'),
+        _f("interconnect.ib.state", Status.SKIP),
+        _f("gpu.temperature", Status.PASS, "gpu:0"),
+    )
+    families = {f.name: f for f in text_string_to_metric_families(render_prometheus(v))}
+    assert families["dolmen_health"].samples[0].value == 2
+    statuses = {
+        (s.labels["check"], s.labels["subject"], s.labels["status"])
+        for s in families["dolmen_check_status"].samples
+    }
+    assert ("gpu.ecc.volatile_dbe", 'gpu:0"x', "fail") in statuses
+    assert not any(c == "interconnect.ib.state" for c, _, _ in statuses)  # skips left out
+    counts = {s.labels["status"]: s.value for s in families["dolmen_findings"].samples}
+    assert counts["fail"] == 1 and counts["skip"] == 1
+
+
+def test_one_line_reason() -> None:
+    healthy = _verdict(_f("gpu.temperature", Status.PASS))
+    assert one_line_reason(healthy) == "dolmen: healthy"
+    many = _verdict(
+        *[_f(f"gpu.check{i}", Status.FAIL, f"gpu:0000:{i:02x}:00.0") for i in range(8)],
+        _f("stack.driver", Status.UNKNOWN),
+    )
+    line = one_line_reason(many, 80)
+    assert len(line) <= 80
+    assert line.startswith("dolmen: unhealthy: gpu.check0 gpu:0000:00:00.0")
+    assert "more)" in line
+    assert one_line_reason(_verdict(_f("tuning.thp", Status.WARN, gating=False))).startswith(
+        "dolmen: degraded: 1 warning(s): tuning.thp"
+    )
