@@ -1,0 +1,1 @@
+"""``workload.*``: the active tests of ``--level full`` (GEMM, memory, NCCL, storage I/O)."""

@@ -1,0 +1,92 @@
+"""The ``full`` tier's active workloads: registered now, so ``--level full`` says what it adds.
+
+They return ``skip`` with what they would run and against which published limit
+until the workload runners land (a later issue). They never return ``pass``.
+"""
+
+from __future__ import annotations
+
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level, Outcome, check, skipped
+
+_LATER = "active workloads are not in this release"
+
+
+@check(
+    "workload.gemm",
+    title="Dense bf16 GEMM on every GPU reaches a fraction of the model's peak",
+    level=Level.FULL,
+    when=("nvidia_gpu",),
+    remedy="Reseat or replace a GPU far below its peers; check clocks and power limits.",
+    limits={"min_fraction_of_peak": 0.6},
+    source="KB peak bf16 dense per model (NVIDIA datasheets); imbue/DCGM r3 burn practice",
+)
+def gemm(ctx: Context) -> list[Outcome]:
+    """Would run a 5-minute bf16 matmul per GPU and compare with the KB's peak and with peers."""
+    return [
+        skipped(
+            "host",
+            f"{_LATER}: would run bf16 GEMM per GPU for 5 min and fail below "
+            f"{ctx.limit('min_fraction_of_peak'):.0%} of the KB peak or 10% below peers",
+        )
+    ]
+
+
+@check(
+    "workload.memory_bandwidth",
+    title="Device memory bandwidth reaches a fraction of the model's published figure",
+    level=Level.FULL,
+    when=("nvidia_gpu",),
+    remedy="Compare with peers; a GPU far below is a candidate for service.",
+    limits={"min_fraction_of_published": 0.8},
+    source="KB memory bandwidth per model; Azure measured 4.0-4.5 TB/s STREAM on H200",
+)
+def memory_bandwidth(ctx: Context) -> list[Outcome]:
+    """Would run a device-memory copy kernel and compare with the KB's bandwidth."""
+    return [
+        skipped(
+            "host",
+            f"{_LATER}: would measure device memory bandwidth per GPU against "
+            f"{ctx.limit('min_fraction_of_published'):.0%} of the KB figure",
+        )
+    ]
+
+
+@check(
+    "workload.nccl_allreduce",
+    title="Single-node NCCL all-reduce bus bandwidth reaches the published figure",
+    level=Level.FULL,
+    when=("nvidia_gpu",),
+    remedy="Check NVLink/NVSwitch state, fabric manager, and ACS/IOMMU settings.",
+    limits={"h100_busbw_gbps": 460, "a100_busbw_gbps": 228},
+    source="aznhc thresholds; nccl-tests PERFORMANCE.md busbw formula",
+)
+def nccl_allreduce(ctx: Context) -> list[Outcome]:
+    """Would run all_reduce_perf over every GPU at 16 GB messages and compare busbw."""
+    return [
+        skipped(
+            "host",
+            f"{_LATER}: would run NCCL all_reduce over all GPUs (16 GB messages), "
+            f"H100 busbw >= {ctx.limit('h100_busbw_gbps')} GB/s, "
+            f"A100 >= {ctx.limit('a100_busbw_gbps')} GB/s",
+        )
+    ]
+
+
+@check(
+    "workload.storage_io",
+    title="Local NVMe and the checkpoint file system sustain their expected throughput",
+    level=Level.FULL,
+    remedy="Check the RAID/mount options and the NVMe health of slow devices.",
+    limits={"min_read_gbps": 2.0},
+    source="site-set; DGX RAID-0 /raid practice",
+)
+def storage_io(ctx: Context) -> list[Outcome]:
+    """Would read and write a few GiB with direct I/O on data mounts."""
+    return [
+        skipped(
+            "host",
+            f"{_LATER}: would measure sequential direct I/O on data mounts "
+            f"(>= {ctx.limit('min_read_gbps')} GB/s read)",
+        )
+    ]
