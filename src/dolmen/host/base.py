@@ -109,6 +109,15 @@ class Host(ABC):
         except OSError:
             return None
 
+    def writable(self, rel: str) -> bool:
+        """Whether this process may write ``rel`` now, as the kernel decides (``access(2)``).
+
+        Kernel files say more than their mode bits: a per-namespace sysctl such as
+        ``net.core.rmem_max`` is read-only, even for root, outside the initial network
+        namespace.
+        """
+        return os.access(self.path(rel), os.W_OK)
+
     # --- writes (the change flow: tune, stack, ...) ------------------------------------
     def write(self, rel: str, data: str | bytes, *, mode: int | None = None) -> None:
         """Write a file on the host.
