@@ -11,8 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
+from dolmen.errors import UsageError
 from dolmen.jobs.spec import JobSpec
+
+if TYPE_CHECKING:
+    from dolmen.jobs.quota import QuotaStore
 
 
 class JobState(StrEnum):
@@ -24,6 +29,11 @@ class JobState(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+    @property
+    def done(self) -> bool:
+        """True for completed, failed and cancelled: nothing runs any more."""
+        return self in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -78,3 +88,10 @@ class Backend(ABC):
     @abstractmethod
     def logs(self, job_id: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
         """Output lines of the job (one rank, or all ranks prefixed with theirs)."""
+
+    def quotas(self) -> QuotaStore:
+        """Users, groups and GPU limits as this backend enforces them (dolmen.jobs.quota).
+
+        The default says the backend keeps none; local, slurm and kubernetes override it.
+        """
+        raise UsageError(f"the {self.name} backend keeps no users or quotas")
