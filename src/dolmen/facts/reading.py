@@ -1,0 +1,120 @@
+"""Reading host files and commands with the reason they failed; procfs/sysfs value formats.
+
+Facts collectors read many one-value files (``sys/class/net/eth0/mtu``). A value
+that cannot be read must be ``None`` *with a reason* (docs/architecture.md), and
+the reason differs with the errno: a file that is absent (``missing``), one only
+root may read (``insufficient permissions``), or one the kernel refuses to
+produce (``unreadable (Invalid argument)``: ``carrier`` on an interface that is
+administratively down). ``read_value`` keeps that distinction, which
+``Host.read_value`` folds into None.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+from dataclasses import dataclass
+
+from dolmen.host import CommandResult, Host, RunStatus
+
+# errnos by which the kernel says "this device or driver does not provide that value".
+_NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
+
+
+@dataclass(frozen=True)
+class Read:
+    """The text of a file, or None and the reason it could not be read."""
+
+    text: str | None
+    reason: str = ""
+
+
+def reason_for(exc: OSError) -> str:
+    """The architecture's reason words for a failed read."""
+    if isinstance(exc, FileNotFoundError):
+        return "missing"
+    if isinstance(exc, PermissionError):
+        return "insufficient permissions"
+    if isinstance(exc, IsADirectoryError):
+        return "unreadable (a directory, not a value file)"
+    if exc.errno in _NOT_SUPPORTED:
+        return f"not supported ({exc.strerror})"
+    return f"unreadable ({exc.strerror or exc.__class__.__name__})"
+
+
+def read_text(host: Host, rel: str) -> Read:
+    """The whole text of a file, or the reason it could not be read."""
+    try:
+        return Read(host.read(rel))
+    except OSError as e:
+        return Read(None, reason_for(e))
+
+
+def read_value(host: Host, rel: str) -> Read:
+    """A one-value file stripped of surrounding whitespace, or the reason it failed."""
+    r = read_text(host, rel)
+    return r if r.text is None else Read(r.text.strip())
+
+
+def malformed(text: str, limit: int = 40) -> str:
+    """The reason for a value that was read but does not parse, quoting its start."""
+    snippet = text.strip()
+    if len(snippet) > limit:
+        snippet = snippet[:limit] + "..."
+    return f"malformed: {snippet!r}"
+
+
+def parse_int(text: str | None) -> int | None:
+    """A decimal integer (surrounding whitespace allowed), else None."""
+    if text is None:
+        return None
+    t = text.strip()
+    if not re.fullmatch(r"[+-]?\d+", t):
+        return None
+    return int(t)
+
+
+def parse_hex(text: str | None) -> int | None:
+    """A hexadecimal integer with or without ``0x`` (``0x10de``, ``10de``), else None."""
+    if text is None:
+        return None
+    t = text.strip().lower().removeprefix("0x")
+    if not t or not re.fullmatch(r"[0-9a-f]+", t):
+        return None
+    return int(t, 16)
+
+
+def parse_cpulist(text: str | None) -> tuple[int, ...] | None:
+    """A kernel CPU list (``0-63,128-191``, ``0,2,4-7``, empty) as sorted CPU numbers.
+
+    An empty list is valid (a memory-only NUMA node, such as a Grace Hopper GPU's
+    memory node, has no CPUs); anything that is not a list is None.
+    """
+    if text is None:
+        return None
+    t = text.strip()
+    if not t:
+        return ()
+    cpus: set[int] = set()
+    for part in t.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if m is None:
+            return None
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo or hi - lo > 1 << 16:  # no machine has 65536 CPUs in one range
+            return None
+        cpus.update(range(lo, hi + 1))
+    return tuple(sorted(cpus))
+
+
+def command_reason(res: CommandResult) -> str:
+    """The reason words for a command that did not give usable output."""
+    described = res.describe()
+    if res.status is RunStatus.MISSING:
+        return f"missing ({described})"
+    if res.status is RunStatus.TIMEOUT:
+        return f"timed out ({described})"
+    if res.status is RunStatus.DENIED:
+        return f"insufficient permissions ({described})"
+    return f"command failed ({described})"
