@@ -38,6 +38,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "audit": {
         "path": str,
         "key": str,
+        "trusted_keys": str,
         "fail_open": bool,
         "rotate_bytes": int,
         "rotate_seconds": (int, float),
