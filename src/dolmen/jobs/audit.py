@@ -37,7 +37,8 @@ def audit(
     actor: str | None = None,
     fail_closed: bool = True,
 ) -> str | None:
-    """Record one event; None when recorded, else why not (only with ``fail_closed=False``)."""
+    """Record one event; None when recorded (or when this build has no audit log yet),
+    else why it could not be (only with ``fail_closed=False``; otherwise AuditUnavailable)."""
     assert action in ACTIONS, action
     try:
         from dolmen.audit import record_event  # type: ignore[import-not-found,attr-defined,unused-ignore]
@@ -45,7 +46,7 @@ def audit(
         # The audit package lands in a sibling change; until it does there is nothing to
         # write to, which is not a failure of the log.
         if e.name in ("dolmen.audit", None) or "record_event" in str(e):
-            return "audit log not available in this build"
+            return None
         raise
     try:
         record_event(action, target, outcome=outcome, details=dict(details or {}), actor=actor)

@@ -100,6 +100,14 @@ class QuotaStore(ABC):
         return next((u.groups for u in self.users() if u.name == user), ())
 
 
+def current_user() -> str:
+    """Who submits: the user behind sudo when there is one, else the login name."""
+    import getpass
+    import os
+
+    return os.environ.get("SUDO_USER") or getpass.getuser()
+
+
 def check(store: QuotaStore, spec: JobSpec, user: str) -> None:
     """Refuse ``spec`` (QuotaExceeded) when it would take ``user`` or one of its groups over
     a limit: "user alice: 6 GPUs requested, 4 in use of a limit of 8"."""

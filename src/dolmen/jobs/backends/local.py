@@ -1,0 +1,364 @@
+"""The local backend: ranks as processes on this host, watched by a detached supervisor.
+
+A job's "nodes" are rank groups on this one host (``placement``), each with its
+share of the host's GPUs, or CPU-only ranks on a host without GPUs
+(``--gpus-per-node 0 --procs-per-node N``). State lives in SQLite
+(``store.JobStore``); the supervisor (``supervisor.py``) survives the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+from dolmen.errors import ServiceUnavailable, UsageError
+from dolmen.jobs.backends.base import Backend, JobState, JobStatus, Plan
+from dolmen.jobs.env import rank_env
+from dolmen.jobs.placement import Placement, place
+from dolmen.jobs.quota import QuotaExceeded, QuotaStore, check, current_user
+from dolmen.jobs.spec import JobSpec
+from dolmen.jobs.store import ACTIVE, JobRow, JobStore
+
+HEALTH_FROM_ENV = "DOLMEN_JOBS_HEALTH_FROM"
+START_TIMEOUT_S = 15.0
+
+
+class LocalBackend(Backend):
+    """Runs jobs on this host (module docstring)."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        state_dir: str | Path | None = None,
+        *,
+        health_from: str | None = None,
+        health_interval: float | None = None,
+        poll: float | None = None,
+        stop_grace: float | None = None,
+    ) -> None:
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.options: dict[str, Any] = {
+            "health_from": health_from or os.environ.get(HEALTH_FROM_ENV) or None,
+            "health_interval": health_interval,
+            "poll": poll,
+            "stop_grace": stop_grace,
+        }
+        self._store: JobStore | None = None
+
+    @property
+    def store(self) -> JobStore:
+        """The job store, opened on first use (EnvironmentProblem if the folder is unusable)."""
+        if self._store is None:
+            self._store = JobStore(self.state_dir)
+        return self._store
+
+    # --- plan ------------------------------------------------------------------------
+    def plan(self, spec: JobSpec) -> Plan:
+        spec.check()
+        layout = place(spec, list(range(spec.total_gpus)), {})
+        assert isinstance(layout, Placement)
+        rows = [f"{'RANK':>4} {'NODE':>4} {'LOCAL':>5}  {'GPUS':<10} COMMAND"]
+        command = " ".join(_quote(a) for a in spec.command)
+        for slot in layout.slots:
+            gpus = ",".join(map(str, slot.gpus)) or "none"
+            rows.append(f"{slot.rank:>4} {slot.node:>4} {slot.local_rank:>5}  {gpus:<10} {command}")
+        env = rank_env(
+            job_id="<id>",
+            rank="<RANK>",
+            local_rank="<LOCAL>",
+            node_rank="<NODE>",
+            world_size=spec.world_size,
+            local_world_size=spec.ranks_per_node,
+            num_nodes=spec.nodes,
+            master_addr="127.0.0.1",
+            master_port="<free port, chosen at each start>",
+            restart_count="<restarts so far>",
+            checkpoint_dir=spec.checkpoint_dir,
+            gpus=() if not spec.gpus_per_node else None,
+        )
+        if spec.gpus_per_node:
+            env["CUDA_VISIBLE_DEVICES"] = "<GPUS>"
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env.update(spec.env)
+        env_text = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
+        gpus = (
+            f"{spec.total_gpus} GPUs (shown for an idle host; the supervisor picks healthy free"
+            " ones at each start)"
+            if spec.gpus_per_node
+            else "no GPU"
+        )
+        summary = (
+            f"local: {spec.world_size} processes in {spec.nodes} rank group(s) on this host,"
+            f" {gpus}; restarts up to {spec.max_restarts}"
+        )
+        return Plan(
+            self.name,
+            spec,
+            {"process-table.txt": "\n".join(rows) + "\n", "environment.txt": env_text},
+            summary,
+        )
+
+    # --- submit ------------------------------------------------------------------------
+    def submit(self, spec: JobSpec) -> JobStatus:
+        spec.check()
+        workdir = spec.workdir or os.getcwd()
+        _check_command(spec, workdir)
+        self._check_gpus(spec)
+        user = spec.user or current_user()
+        from dataclasses import replace
+
+        spec = replace(spec, user=user, workdir=workdir)
+        store = self.store
+        quotas = self.quotas()
+
+        def quota_check() -> None:
+            try:
+                check(quotas, spec, user)
+            except QuotaExceeded as e:
+                _audit_submit(spec, None, outcome="denied", reason=e.message, fail_closed=False)
+                raise
+
+        job_id = store.create(
+            spec,
+            user,
+            {k: v for k, v in self.options.items() if v is not None},
+            before=quota_check,
+            after=lambda jid: _audit_submit(spec, jid, outcome="success"),
+        )
+        self._start_supervisor(job_id, workdir)
+        return self.status(str(job_id))
+
+    def _check_gpus(self, spec: JobSpec) -> None:
+        if not spec.gpus_per_node:
+            return
+        from dolmen.host import open_host
+        from dolmen.jobs.health import inventory
+
+        with open_host(self.options["health_from"]) as host:
+            gpus, why = inventory(host)
+        need = (spec.min_nodes if spec.elastic else spec.nodes) * spec.gpus_per_node
+        if need > len(gpus):
+            have = f"{len(gpus)}" + (f" ({why})" if why else "")
+            raise UsageError(
+                f"the job needs {need} GPUs ({spec.nodes} nodes x {spec.gpus_per_node});"
+                f" this host has {have}",
+                hint="ask for fewer GPUs, or run a CPU job: --gpus-per-node 0 --procs-per-node N",
+            )
+
+    def _start_supervisor(self, job_id: int, workdir: str) -> None:
+        from dolmen.host.process import SpawnError, spawn_detached
+
+        store = self.store
+        log = store.job_dir(job_id) / "supervisor.log"
+        argv = [sys.executable, "-m", "dolmen.jobs.supervisor", "--job", str(job_id)]
+        argv += ["--state-dir", str(store.root.parent)]
+        try:
+            pid = spawn_detached(argv, env=dict(os.environ), cwd=workdir, log=log)
+        except SpawnError as e:
+            self._give_up(job_id, f"supervisor could not start: {e.strerror}")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        from dolmen.host.process import pid_alive
+
+        while time.monotonic() < deadline:
+            if store.get(job_id).supervisor_pid:
+                return
+            if not pid_alive(pid):
+                break
+            time.sleep(0.02)
+        tail = _tail(log)
+        self._give_up(
+            job_id, f"supervisor (pid {pid}) did not start" + (f": {tail}" if tail else "")
+        )
+
+    def _give_up(self, job_id: int, reason: str) -> NoReturn:
+        self.store.update(job_id, state=JobState.FAILED, reason=reason, gpus=[])
+        self.store.event(job_id, "failed", reason)
+        raise ServiceUnavailable(reason, hint=f"see {self.store.job_dir(job_id)}/supervisor.log")
+
+    # --- status, list, cancel, logs ---------------------------------------------------------
+    def status(self, job_id: str) -> JobStatus:
+        return self._status(self._reconcile(self.store.get(job_id)))
+
+    def list(self) -> list[JobStatus]:
+        return [self._status(self._reconcile(j)) for j in self.store.jobs()]
+
+    def cancel(self, job_id: str) -> JobStatus:
+        from dolmen.host.process import pid_alive, send_signal
+        from dolmen.jobs.audit import audit
+
+        job = self._reconcile(self.store.get(job_id))
+        if job.state.done:
+            return self._status(job)
+        audit(
+            "jobs.cancel",
+            f"job {job.id}",
+            details={"backend": self.name, "user": job.user, "name": job.spec.name},
+            actor=current_user(),
+        )
+        self.store.request_cancel(job.id)
+        pid = job.supervisor_pid
+        if pid and send_signal(pid, signal.SIGTERM):
+            grace = float(job.options.get("stop_grace") or 10.0)
+            deadline = time.monotonic() + grace + 10.0
+            while time.monotonic() < deadline and pid_alive(pid):
+                if self.store.get(job.id).state.done:
+                    break
+                time.sleep(0.05)
+        job = self.store.get(job.id)
+        if not job.state.done:  # no supervisor to do it: stop the ranks here
+            for r in self.store.ranks(job.id):
+                if r.pid and r.exit_code is None:
+                    send_signal(r.pid, signal.SIGKILL)
+            self.store.update(job.id, state=JobState.CANCELLED, reason="cancelled by the user")
+            self.store.event(job.id, "cancelled", "cancelled by the user (no live supervisor)")
+        return self.status(str(job.id))
+
+    def logs(self, job_id: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
+        job = self.store.get(job_id)
+        folder = self.store.job_dir(job.id)
+        if rank is not None and rank not in range(job.spec.world_size):
+            raise UsageError(f"job {job.id} has no rank {rank}; ranks: 0-{job.spec.world_size - 1}")
+        ranks = [rank] if rank is not None else list(range(job.spec.world_size))
+        offsets = dict.fromkeys(ranks, 0)
+        partial = dict.fromkeys(ranks, "")
+        while True:
+            for r in ranks:
+                path = folder / f"rank-{r}.log"
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(offsets[r])
+                        data = f.read()
+                except FileNotFoundError:
+                    continue
+                offsets[r] += len(data)
+                text = partial[r] + data.decode("utf-8", errors="replace")
+                *lines, partial[r] = text.split("\n")
+                for line in lines:
+                    yield line if rank is not None else f"[rank {r}] {line}"
+            if not follow:
+                break
+            if self._reconcile(self.store.get(job.id)).state.done:
+                follow = False  # one more pass for what the ranks wrote last
+                continue
+            time.sleep(0.2)
+        for r in ranks:
+            if partial[r]:
+                yield partial[r] if rank is not None else f"[rank {r}] {partial[r]}"
+
+    def quotas(self) -> QuotaStore:
+        from dolmen.jobs.accounts import LocalQuotaStore
+
+        return LocalQuotaStore(self.store)
+
+    # --- helpers -------------------------------------------------------------------------
+    def _reconcile(self, job: JobRow) -> JobRow:
+        """A job whose supervisor died without a word is failed, and says so."""
+        from dolmen.host.process import pid_alive
+
+        if job.state not in ACTIVE:
+            return job
+        pid = job.supervisor_pid
+        if pid is not None and pid_alive(pid):
+            return job
+        if pid is None and time.time() - job.created < START_TIMEOUT_S:
+            return job
+        fresh = self.store.get(job.id)  # it may have finished between the two reads
+        if fresh.state not in ACTIVE:
+            return fresh
+        reason = f"supervisor (pid {pid}) is gone; see supervisor.log"
+        self.store.update(job.id, state=JobState.FAILED, reason=reason, gpus=[])
+        self.store.event(job.id, "failed", reason)
+        return self.store.get(job.id)
+
+    def _status(self, job: JobRow) -> JobStatus:
+        ranks = self.store.ranks(job.id)
+        details = {
+            "user": job.user,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(job.created)),
+            "world_size": str(sum(1 for _ in ranks) or job.spec.world_size),
+            "gpus": ",".join(map(str, job.gpus)) or "none",
+            "logs": str(self.store.job_dir(job.id)),
+            "ranks_running": str(sum(1 for r in ranks if r.pid and r.exit_code is None)),
+        }
+        if job.excluded:
+            details["excluded_gpus"] = json.dumps({str(k): v for k, v in job.excluded.items()})
+        if job.supervisor_pid:
+            details["supervisor_pid"] = str(job.supervisor_pid)
+        return JobStatus(
+            job_id=str(job.id),
+            name=job.spec.name,
+            backend=self.name,
+            state=job.state,
+            restarts=job.restarts,
+            nodes=tuple(f"local:{n}" for n in range(job.nodes)),
+            reason=job.reason,
+            details=details,
+        )
+
+
+def _check_command(spec: JobSpec, workdir: str) -> None:
+    from dolmen.host.process import find_executable
+
+    if not spec.command:
+        raise UsageError("no command given", hint="put the command after `--`")
+    path = spec.env.get("PATH", os.environ.get("PATH", ""))
+    name = spec.command[0]
+    if find_executable(name, path=path, cwd=workdir) is None:
+        where = f"in {workdir}" if "/" in name else "on PATH"
+        raise UsageError(
+            f"command {name!r} not found {where}, or not executable",
+            hint="give the full path of the program, or fix PATH",
+        )
+
+
+def _audit_submit(
+    spec: JobSpec,
+    job_id: int | None,
+    *,
+    outcome: str,
+    reason: str = "",
+    fail_closed: bool = True,
+) -> None:
+    from dolmen.jobs.audit import audit
+
+    details: dict[str, Any] = {
+        "backend": "local",
+        "name": spec.name,
+        "user": spec.user,
+        "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node,
+        "ranks": spec.world_size,
+        "command": list(spec.command),
+    }
+    if reason:
+        details["reason"] = reason
+    target = f"job {job_id}" if job_id is not None else f"job {spec.name} (refused)"
+    audit(
+        "jobs.submit",
+        target,
+        outcome=outcome,
+        details=details,
+        actor=spec.user,
+        fail_closed=fail_closed,
+    )
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)

@@ -1,0 +1,197 @@
+"""Checkpoints any framework can write and find again after a crash (docs/jobs.md).
+
+On disk, in the job's checkpoint folder (``$DOLMEN_CHECKPOINT_DIR``)::
+
+    step-000000000120/           one checkpoint: the training step, 12 digits
+        state                    payload file(s), any names, any format
+        COMPLETE                 written last: JSON manifest {format, step, created,
+                                 files: {name: {size, sha256}}}
+    .partial-000000000130-<pid>-<n>/   being written (or left by a crash): ignored
+
+Saving writes the payload into a ``.partial-*`` folder, fsyncs every file,
+renames the folder to ``step-<step>``, writes ``COMPLETE`` atomically (temporary
+name, fsync, rename) and fsyncs the folders. A checkpoint without a readable
+``COMPLETE`` whose checksums match is partial: ``latest`` skips it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dolmen.fsutil import atomic_write, fsync_dir
+
+FORMAT = "dolmen.checkpoint/1"
+MARKER = "COMPLETE"
+_STEP = re.compile(r"^step-(\d{12})$")
+_counter = itertools.count()
+
+# A payload: bytes, or a function that writes the file at the path it is given
+# (``lambda p: torch.save(state, p)``).
+Payload = bytes | Callable[[Path], object]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A complete checkpoint: its folder, step and files (name -> sha256)."""
+
+    path: Path
+    step: int
+    files: Mapping[str, str]
+
+    def file(self, name: str = "state") -> Path:
+        """The path of one payload file."""
+        if name not in self.files:
+            raise KeyError(f"{name!r} is not in {self.path}; files: {', '.join(self.files)}")
+        return self.path / name
+
+    def read(self, name: str = "state") -> bytes:
+        """The bytes of one payload file."""
+        return self.file(name).read_bytes()
+
+
+def save(
+    directory: str | Path,
+    step: int,
+    data: Payload | Mapping[str, Payload],
+    *,
+    keep: int | None = None,
+) -> Checkpoint:
+    """Save a checkpoint atomically (module docstring) and return it.
+
+    ``data``: bytes or a writer for a single file named ``state``, or a mapping of
+    file names to either. ``keep``: afterwards, delete all but the newest ``keep``
+    complete checkpoints (and partial ones older than the newest).
+    """
+    if step < 0:
+        raise ValueError(f"step must be 0 or more, not {step}")
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    payloads = dict(data) if isinstance(data, Mapping) else {"state": data}
+    for name in payloads:
+        if not name or "/" in name or name == MARKER or name.startswith("."):
+            raise ValueError(f"checkpoint file name {name!r} is not allowed")
+    tmp = root / f".partial-{step:012d}-{os.getpid()}-{next(_counter)}"
+    tmp.mkdir()
+    files: dict[str, dict[str, object]] = {}
+    for name, payload in payloads.items():
+        path = tmp / name
+        if isinstance(payload, bytes):
+            path.write_bytes(payload)
+        else:
+            payload(path)
+        if not path.is_file():
+            raise ValueError(f"the writer for {name!r} did not create {path}")
+        _fsync_file(path)
+        files[name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+    fsync_dir(tmp)
+    final = root / f"step-{step:012d}"
+    if final.exists():  # a rerun of the same step after a restart replaces the old one
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    fsync_dir(root)
+    manifest = {"format": FORMAT, "step": step, "created": time.time(), "files": files}
+    atomic_write(final / MARKER, json.dumps(manifest, indent=1).encode())
+    fsync_dir(root)
+    ckpt = Checkpoint(final, step, {n: str(f["sha256"]) for n, f in files.items()})
+    if keep is not None:
+        prune(root, keep)
+    return ckpt
+
+
+def latest(directory: str | Path, *, verify: bool = True) -> Checkpoint | None:
+    """The newest complete checkpoint, or None. ``verify`` re-reads the files' checksums
+    (a checkpoint whose bytes do not match its manifest is skipped, not trusted)."""
+    for ckpt in complete(directory, verify=False):
+        if not verify or _verified(ckpt):
+            return ckpt
+    return None
+
+
+def complete(directory: str | Path, *, verify: bool = False) -> list[Checkpoint]:
+    """Complete checkpoints, newest first."""
+    root = Path(directory)
+    try:
+        names = os.listdir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = []
+    for name in names:
+        m = _STEP.match(name)
+        if m is None:
+            continue
+        ckpt = _read_manifest(root / name, int(m.group(1)))
+        if ckpt is not None and (not verify or _verified(ckpt)):
+            found.append(ckpt)
+    return sorted(found, key=lambda c: c.step, reverse=True)
+
+
+def prune(directory: str | Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` complete checkpoints, and leftovers of crashed
+    saves; a save in progress by a live process (its pid in the name) is left alone."""
+    root = Path(directory)
+    kept = complete(root)[: max(keep, 1)]
+    keep_names = {c.path.name for c in kept}
+    for entry in root.iterdir():
+        stale_step = _STEP.match(entry.name) and entry.name not in keep_names
+        crashed = entry.name.startswith(".partial-") and not _writer_alive(entry.name)
+        if stale_step or crashed:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _read_manifest(path: Path, step: int) -> Checkpoint | None:
+    try:
+        manifest = json.loads((path / MARKER).read_text())
+        files = manifest["files"]
+        if manifest.get("format") != FORMAT or manifest.get("step") != step:
+            return None
+        return Checkpoint(path, step, {str(n): str(f["sha256"]) for n, f in files.items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _verified(ckpt: Checkpoint) -> bool:
+    try:
+        return all(_sha256(ckpt.path / n) == digest for n, digest in ckpt.files.items())
+    except OSError:
+        return False
+
+
+def _writer_alive(name: str) -> bool:
+    parts = name.split("-")
+    if len(parts) < 4 or not parts[2].isdigit():
+        return False
+    pid = int(parts[2])
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
