@@ -16,11 +16,16 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def get_backend(name: str, **options: Any) -> Backend:
-    """The backend called ``name``; UsageError names the valid choices."""
+def backend_class(name: str) -> type[Backend]:
+    """The class of the backend called ``name``; UsageError names the valid choices."""
     if name not in BACKENDS:
         raise UsageError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
-    module, _, cls = BACKENDS[name].partition(":")
-    backend = getattr(importlib.import_module(module), cls)(**options)
-    assert isinstance(backend, Backend)
-    return backend
+    module, _, attr = BACKENDS[name].partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    assert isinstance(cls, type) and issubclass(cls, Backend)
+    return cls
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """The backend called ``name``, made with ``options``; UsageError names the valid choices."""
+    return backend_class(name)(**options)
