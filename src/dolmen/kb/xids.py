@@ -170,7 +170,9 @@ def _index(rows: list[dict[str, Any]], table: str, actions: tuple[str, ...]) -> 
     return out
 
 
-def _entry(row: Mapping[str, Any], kind: str, code: int | None, actions: tuple[str, ...]) -> XidEntry:
+def _entry(
+    row: Mapping[str, Any], kind: str, code: int | None, actions: tuple[str, ...]
+) -> XidEntry:
     where = f"[[event]] {kind}" if code is None else f"[[{kind}]] {code}"
     severity, action = str(row["severity"]), str(row["action"])
     if severity not in SEVERITIES:
