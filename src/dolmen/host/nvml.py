@@ -1,6 +1,6 @@
 """The GPU inventory through NVML (nvidia-ml-py), on a live host whose libnvidia-ml loads.
 
-Each field is one row of ``_FIELDS``: the model key(s), the NVML function (a
+Each field is one row of ``FIELDS``: the model key(s), the NVML function (a
 name looked up on the library, or a small function for calls that need a
 struct) with its extra arguments, and a converter. A call that fails leaves the
 field None and records why, in the same words as the nvidia-smi parser:
@@ -88,7 +88,11 @@ def _call(
         for k in names:
             unread[k] = reason(e)
         return isinstance(e, pynvml.NVMLError_GpuIsLost)
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
+    except AttributeError as e:  # an nvidia-ml-py older than the call or struct it needs
+        for k in names:
+            unread[k] = f"{NOT_SUPPORTED}: nvidia-ml-py has no {e.name or e}"
+        return False
+    except (ValueError, TypeError, KeyError) as e:
         for k in names:
             unread[k] = f"malformed: NVML answer ({e.__class__.__name__}: {e})"
         return False
@@ -162,7 +166,7 @@ def _nvlinks(lib: Any, h: Any) -> tuple[NvLink, ...]:
     try:
         mbps = _field(lib, h, pynvml.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON)
         speed: float | None = mbps / 1000 if mbps else None
-    except pynvml.NVMLError:
+    except (pynvml.NVMLError, AttributeError):  # the speed is a bonus; the states still count
         speed = None
     links = []
     for link in range(NVLINK_LINKS):
@@ -230,7 +234,7 @@ def _apply(conv: Callable[[Any], Any], fn: Callable[..., Any], *args: Any) -> An
 
 
 # keys -> reader -> extra arguments -> converter of the answer
-_FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[Any], Any]], ...] = (
+FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[Any], Any]], ...] = (
     ("index", "nvmlDeviceGetMinorNumber", (), int),
     ("name", "nvmlDeviceGetName", (), _text),
     ("brand", "nvmlDeviceGetBrand", (), _named(_BRANDS)),
@@ -335,7 +339,7 @@ _FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[A
 )
 
 # Model keys NVML has no call for (nvidia-smi derives or prints them itself).
-_NOT_READ = (
+NOT_READ_KEYS = (
     "gpu_part_number",
     "driver_model",
     "ecc.sram_threshold_exceeded",
@@ -360,9 +364,9 @@ def _gpu(lib: Any, position: int) -> Gpu:
         lost = isinstance(e, pynvml.NVMLError_GpuIsLost)
         return Gpu(position=position, lost=lost, unread={"*": reason(e)})
     values: dict[str, Any] = {"position": position}
-    unread: dict[str, str] = dict.fromkeys(_NOT_READ, NOT_READ)
+    unread: dict[str, str] = dict.fromkeys(NOT_READ_KEYS, NOT_READ)
     lost = False
-    for keys, reader, args, conv in _FIELDS:
+    for keys, reader, args, conv in FIELDS:
         if isinstance(reader, str):
             fn = getattr(lib, reader, None)
             if fn is None:  # an older nvidia-ml-py
