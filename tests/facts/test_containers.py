@@ -104,7 +104,9 @@ def test_daemon_json_real_template() -> None:
     assert cfg.runtimes == {"nvidia": "/usr/bin/nvidia-container-runtime"}
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", "\x00\xff", '"nvidia"'])
+@pytest.mark.parametrize(
+    "text", ["", "{", "[]", "\x00\xff", '"nvidia"', '{"a":' * 50000 + "1" + "}" * 50000]
+)
 def test_daemon_json_malformed(text: str) -> None:
     assert parse_daemon_json(text) is None
 
@@ -158,6 +160,7 @@ def test_cdi_json_spec() -> None:
         ("\x00\xff\x00", "not text"),
         ('{"kind": ', "not valid JSON"),
         ("[1, 2]", "no kind"),
+        ('{"a":' * 50000 + "1" + "}" * 50000, "not valid JSON"),  # deeper than json allows
         ("kind: nvidia.com/gpu\n", "no cdiVersion"),
         (CDI_FULL[: len(CDI_FULL) // 2], "no kind"),
     ],

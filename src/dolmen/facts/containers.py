@@ -101,7 +101,7 @@ def parse_daemon_json(text: str) -> DockerConfig | None:
     """Runtimes of a Docker ``daemon.json``, or None when it is not a JSON object."""
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -148,8 +148,10 @@ def parse_cdi_spec(path: str, text: str) -> CdiSpec:
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             return CdiSpec(path, None, None, (), f"malformed: not valid JSON ({e.msg})")
+        except (ValueError, RecursionError):  # nesting deeper than the parser allows
+            return CdiSpec(path, None, None, (), "malformed: not valid JSON")
         if not isinstance(doc, dict):
             return CdiSpec(path, None, None, (), "malformed: not a JSON object")
         devices = doc.get("devices")

@@ -135,7 +135,7 @@ def parse_cuda_version_json(text: str) -> str | None:
     """The toolkit version of a CUDA ``version.json`` ({"cuda": {"version": "12.4.1"}})."""
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     cuda = doc.get("cuda") if isinstance(doc, dict) else None
     version = cuda.get("version") if isinstance(cuda, dict) else None
