@@ -293,3 +293,11 @@ def test_nvml_init_failure_is_a_reason_not_an_exception() -> None:
             raise nvml_error(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
 
     assert read_nvml(NoDriver()) == "not loaded: Driver Not Loaded"
+
+
+def test_nvml_gpu_without_a_handle_explains_every_field() -> None:
+    inv = read_nvml(FakeNvml(fail={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_GPU_IS_LOST}))
+    assert not isinstance(inv, str)
+    (gpu,) = inv.gpus
+    assert gpu.lost and gpu.name is None and gpu.power.draw is None
+    assert gpu.unread["name"] == gpu.unread["power.draw"] == GPU_LOST

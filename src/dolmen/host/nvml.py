@@ -29,6 +29,7 @@ from dolmen.host.gpu import (
     MigDevice,
     NvLink,
     build,
+    model_keys,
     normalize_bus_id,
 )
 
@@ -361,8 +362,10 @@ def _gpu(lib: Any, position: int) -> Gpu:
     try:
         h = lib.nvmlDeviceGetHandleByIndex(position)
     except pynvml.NVMLError as e:
+        # No handle, no field: every one of them is unread for the same reason.
+        every = sorted(model_keys() - {"position", "lost", "unread"})
         lost = isinstance(e, pynvml.NVMLError_GpuIsLost)
-        return Gpu(position=position, lost=lost, unread={"*": reason(e)})
+        return Gpu(position=position, lost=lost, unread=dict.fromkeys(every, reason(e)))
     values: dict[str, Any] = {"position": position}
     unread: dict[str, str] = dict.fromkeys(NOT_READ_KEYS, NOT_READ)
     lost = False
