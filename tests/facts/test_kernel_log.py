@@ -357,7 +357,7 @@ QUOTED: Mapping[str, tuple[str, Mapping[str, object]]] = {
     ),
     "aer-corrected": (
         "[ 1020.123456] pcieport 0000:00:03.1: AER: Corrected error received: 0000:05:00.0",
-        {"kind": "aer", "bus_id": "0000:05:00.0", "fatal": None},
+        {"kind": "aer_corrected", "bus_id": "0000:05:00.0", "fatal": None},
     ),
     "aer-nonfatal": (
         "[ 1020.123456] pcieport 0000:00:01.0: AER: Uncorrected (Non-Fatal) error received: "

@@ -68,7 +68,8 @@ _VERSION = re.compile(r"(client|kernel module) has the version ([\w.]+?)[,.]?(?:
 class KernelEvent:
     """One event found in a kernel-log record.
 
-    ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | peermem | api_mismatch.
+    ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | aer_corrected |
+    peermem | api_mismatch.
     ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
     ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
     (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
@@ -230,9 +231,10 @@ def _aer(m: str) -> dict[str, object] | None:
     what = found[2].lower()
     # "Uncorrected (Fatal)", "Uncorrected (Non-Fatal)", "Corrected"; newer kernels say
     # "Uncorrectable"/"Correctable".
-    fatal = None if what.startswith("correct") else "non-fatal" not in what
-    device = found[3] or found[1]
-    return {"kind": "aer", "bus_id": normalize_bus_id(device), "fatal": fatal, "detail": found[2]}
+    device = normalize_bus_id(found[3] or found[1])
+    if what.startswith("correct"):
+        return {"kind": "aer_corrected", "bus_id": device, "detail": found[2]}
+    return {"kind": "aer", "bus_id": device, "fatal": "non-fatal" not in what, "detail": found[2]}
 
 
 def _fatality(text: str) -> bool | None:
