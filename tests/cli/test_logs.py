@@ -1,0 +1,181 @@
+"""``dolmen logs scan`` in-process: text and dolmen.logscan/1 JSON on the real recordings, stdin,
+gzip, --since, and the exit codes (0 no critical event, 1 critical, 2 unreadable input)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dolmen.cli.logs import parse_duration
+from dolmen.cli.main import main
+from tests.conftest import recording
+
+DECODE0 = "kernel-logs/gpud__dmesg.decode.iso.log.0"  # Xid 13 x629, 43 x7 (warn only)
+DBE = "kernel-logs/gpud__dmesg-time-format-iso.log"  # Xid 48 (critical), 63, 94, peermem
+KMSG_PEERMEM = "kernel-logs/gpud__kmsg.2.peermem.log"  # boot-relative times only
+FM = "fabric-manager/gpud__fabric-manager.0.log"  # SXid 12028 non-fatal x18
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(["logs", "scan", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def scan_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    rc, out, err = run(capsys, "--json", *args)
+    assert not err
+    return rc, json.loads(out)
+
+
+def test_text_groups_by_gpu_and_summarises(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, str(recording(DECODE0)))
+    assert rc == 0  # Xid 13 and 43 are warnings
+    assert "  GPU 0000:38:00.0" in out
+    assert "Xid 13  warn  action: restart_app  x629  Graphics engine exception" in out
+    assert "Xid 43  warn  action: none  x7" in out
+    assert out.count("NVRM: Xid (PCI:0000:38:00): 13,") == 629  # each event is printed
+    summary = out.strip().splitlines()[-1]
+    assert summary.startswith("summary: 636 events (0 critical, 636 warn, 0 info)")
+    assert "Xid 13 x629, Xid 43 x7" in summary and "GPU 0000:38:00.0 x636" in summary
+
+
+def test_critical_event_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, str(recording(DBE)))
+    assert rc == 1
+    assert "Xid 48  critical  action: reset_gpu  x1" in out
+    assert "Xid 63  info  action: none  x1" in out
+    assert "nvidia-peermem" in out and "1 critical" in out
+
+
+def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc = scan_json(capsys, str(recording(DBE)), str(recording(DECODE0)))
+    assert rc == 1 and doc["exit_code"] == 1
+    assert doc["schema"] == "dolmen.logscan/1" and doc["since"] is None
+    files = {Path(f["path"]).name: f for f in doc["files"]}
+    assert files[Path(DECODE0).name]["events"] == 636
+    assert files[Path(DECODE0).name]["format"] == "dmesg-iso-decode"
+    assert files[Path(DBE).name]["first_time"] == "2024-11-15T05:39:15.491363+00:00"
+    summary = doc["summary"]
+    assert summary["by_code"]["Xid 13"] == 629 and summary["by_code"]["Xid 94"] == 9
+    assert summary["by_group"]["GPU 0000:19:00.0"] == 11
+    assert summary["critical"] == 1 and summary["events"] == len(doc["events"]) == 636 + 41
+    dbe = next(e for e in doc["events"] if e["code"] == 48)
+    assert dbe["severity"] == "critical" and dbe["action"] == "reset_gpu" and dbe["known"]
+    assert dbe["bus_id"] == "0000:19:00.0" and dbe["clock"] == "absolute"
+    assert dbe["line"] == 11 and dbe["time"] == "2024-11-15T12:02:03.470068+00:00"
+    keys = {"file", "line", "kind", "code", "label", "group", "severity", "action", "meaning"}
+    assert all(keys <= set(e) for e in doc["events"])
+
+
+def test_stdin_and_boot_relative_times(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = recording(KMSG_PEERMEM).read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    rc, doc = scan_json(capsys, "--since", "1h", "-")
+    # kmsg times are seconds since boot: --since cannot date them, they are kept and counted.
+    assert rc == 0 and doc["files"][0]["path"] == "-"
+    assert doc["summary"]["events"] == 7 and doc["summary"]["undated"] == 7
+    assert doc["events"][0]["time"] is None and doc["events"][0]["boot_seconds"] == 227.996636
+
+
+def test_since_drops_old_dated_events(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc = scan_json(capsys, "--since", "1h", str(recording(DBE)))
+    assert rc == 0  # the Xid 48 of 2024 is outside the last hour
+    assert doc["summary"]["events"] == 0 and doc["files"][0]["filtered"] == 41
+    assert doc["since"] == "1h"
+
+
+def test_gzip_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    gz = tmp_path / "kern.log.2.gz"
+    gz.write_bytes(gzip.compress(recording(DECODE0).read_bytes()))
+    rc, doc = scan_json(capsys, str(gz))
+    assert rc == 0 and doc["summary"]["by_code"] == {"Xid 13": 629, "Xid 43": 7}
+
+
+def test_fabric_manager_sxids(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, str(recording(FM)))
+    assert rc == 0
+    assert "NVSwitch 0000:86:00.0" in out and "SXid 12028  warn  action: reboot" in out
+
+
+def test_flaps_are_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Two lines of Azure/azurehpc-health-checks test/data/1dev_6flap_syslog (MIT).
+    log = tmp_path / "syslog"
+    log.write_text(
+        "Aug 17 06:18:01 jplc7eb7-vm-0 systemd-networkd[5398]: ib6: lost carrier\n"
+        "Aug 17 06:18:06 jplc7eb7-vm-0 systemd-networkd[5398]: ib6: Gained carrier\n"
+    )
+    rc, out, _ = run(capsys, str(log))
+    assert rc == 0
+    assert "  link ib6" in out and "ib_flap  warn  action: check_link  x2" in out
+
+
+def test_no_events(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, str(recording("kernel-logs/azurehpc__0flap_syslog")))
+    assert rc == 0 and "no events" in out and "summary: 0 events" in out
+
+
+def test_empty_file_is_readable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    rc, doc = scan_json(capsys, str(empty))
+    assert rc == 0 and doc["files"][0]["lines"] == 0 and doc["events"] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        (b"\x00\x01\x02binary\x00" * 100, "binary data, not a text log"),
+        (bytes(range(1, 32)) * 200, "binary data, not a text log"),
+        (b"\x1f\x8b\x08\x00garbage", "damaged gzip data"),
+        ("dir", "is a directory"),
+    ],
+    ids=["missing", "nul-bytes", "control-bytes", "bad-gzip", "directory"],
+)
+def test_unreadable_input_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | str | None, message: str
+) -> None:
+    path = tmp_path / "input.log"
+    if content == "dir":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    good = str(recording(DBE))  # a readable file first: one bad input still stops the scan
+    rc, out, err = run(capsys, good, str(path))
+    assert rc == 2 and out == ""
+    first = err.splitlines()[0]
+    assert first == f"dolmen: error: {path}: {message}" or first.startswith(
+        f"dolmen: error: {path}: {message}"
+    )
+
+
+def test_bad_since_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys, "--since", "yesterday", str(recording(DBE)))
+    assert rc == 2
+    assert "dolmen: error: --since 'yesterday' is not a duration" in err and "hint:" in err
+
+
+def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys)
+    assert rc == 2 and "FILE" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("7d", 604800), ("2W", 1209600)],
+)
+def test_parse_duration(text: str, seconds: int) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+def test_help_lists_scan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["logs", "--help"]) == 0
+    assert "scan" in capsys.readouterr().out
