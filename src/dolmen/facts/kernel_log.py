@@ -107,7 +107,9 @@ def collect(host: Host, *, now: datetime | None = None) -> KernelLogFacts:
     for argv in ATTEMPTS:
         result = host.run(argv, key=TREE_KEY, timeout=30)
         if result.ok:
-            facts = scan_kernel_log(result.stdout, source=" ".join(argv), now=now or datetime.now())
+            # A tree does not say which command filled commands/dmesg: name the file.
+            source = " ".join(argv) if host.kind == "live" else f"commands/{TREE_KEY}"
+            facts = scan_kernel_log(result.stdout, source=source, now=now or datetime.now())
             # journalctl exits 0 and prints "-- No entries --" to a user outside the adm and
             # systemd-journal groups: that is a refusal, not an empty log.
             if not (_denied(result.stderr) and facts.format in (None, "raw")):
