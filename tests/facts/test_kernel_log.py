@@ -550,3 +550,32 @@ def test_collect_on_this_live_host() -> None:
         return
     assert facts.lines > 0 and facts.format is not None
     assert facts.source is not None and facts.source.startswith(("dmesg", "journalctl"))
+
+
+# Formats no recording holds, as util-linux dmesg, journalctl and rsyslog print them.
+VARIANTS = [
+    ("kern  :warn  : [Tue Jan 21 02:21:33 2025] NVRM: Xid (PCI:0000:38:00): 13, x",
+     "dmesg-ctime-decode", datetime(2025, 1, 21, 2, 21, 33), None, "kern", "warn"),
+    ("kern  :info  : [    2.608284] mlx5_core 0000:41:00.1: x", "dmesg-decode", None, 2.608284,
+     "kern", "info"),
+    ("Jan 17 17:10:43.123456 exp03 kernel: eth0: link becomes ready", "syslog",
+     datetime(2025, 1, 17, 17, 10, 43, 123456), None, None, None),
+    ("2025-01-17T17:10:43.123456+00:00 exp03 kernel: eth0: link becomes ready", "journal-iso",
+     datetime(2025, 1, 17, 17, 10, 43, 123456, UTC), None, None, None),
+    ("2025-01-17T17:10:43Z exp03 kernel: eth0: link becomes ready", "journal-iso",
+     datetime(2025, 1, 17, 17, 10, 43, tzinfo=UTC), None, None, None),
+    ("2025-01-17T17:10:43-0500 exp03 kernel: eth0: link becomes ready", "journal-iso",
+     datetime(2025, 1, 17, 17, 10, 43, tzinfo=timezone(timedelta(hours=-5))), None, None, None),
+    ("<3>[  201.650687] NVRM: x", "dmesg", None, 201.650687, "kern", "err"),
+    ("14,100,5,-;user message", "kmsg", None, 5e-06, "user", "info"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("row", VARIANTS, ids=lambda r: r[1])
+def test_format_variants(row: Sequence[object]) -> None:
+    line, fmt, time, boot, facility, level = row
+    rec = parse_record([str(line)], now=NOW)
+    assert (rec.fmt, rec.time, rec.boot_seconds, rec.facility, rec.level) == (
+        fmt, time, boot, facility, level,
+    )  # fmt: skip
+    assert rec.message.endswith(("x", "link becomes ready", "user message"))
