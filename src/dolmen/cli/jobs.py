@@ -23,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
-def _backend_options(f: F) -> F:
+def backend_options(f: F) -> F:
     f = click.option(
         "--backend",
         default=None,
@@ -67,7 +67,7 @@ def jobs() -> None:
 
 @jobs.command(context_settings=CONTEXT)
 @_spec_options
-@_backend_options
+@backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the job's status as JSON.")
 def submit(as_json: bool, **kw: Any) -> None:
     """Submit a job: dolmen jobs submit --nodes 2 --gpus-per-node 4 -- python train.py"""
@@ -84,7 +84,7 @@ def submit(as_json: bool, **kw: Any) -> None:
 
 @jobs.command(context_settings=CONTEXT)
 @_spec_options
-@_backend_options
+@backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def plan(as_json: bool, **kw: Any) -> None:
     """Print exactly what would be submitted (process table, sbatch script, manifests)."""
@@ -108,13 +108,13 @@ def plan(as_json: bool, **kw: Any) -> None:
 
 @jobs.command()
 @click.argument("job_id")
-@_backend_options
+@backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(job_id: str, as_json: bool, **kw: Any) -> None:
     """Show one job; exits 1 when it failed."""
     from dolmen.jobs.backends.base import JobState
 
-    st = _backend(kw).status(job_id)
+    st = backend_from(kw).status(job_id)
     if as_json:
         _print_json(_status_json(st))
     else:
@@ -131,11 +131,11 @@ def status(job_id: str, as_json: bool, **kw: Any) -> None:
 
 
 @jobs.command(name="list")
-@_backend_options
+@backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_(as_json: bool, **kw: Any) -> None:
     """List the backend's jobs, newest first."""
-    rows = _backend(kw).list()
+    rows = backend_from(kw).list()
     if as_json:
         _print_json([_status_json(s) for s in rows])
         return
@@ -150,10 +150,10 @@ def list_(as_json: bool, **kw: Any) -> None:
 @click.argument("job_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
 @click.option("--rank", type=int, default=None, help="Only this rank's output.")
-@_backend_options
+@backend_options
 def logs(job_id: str, follow: bool, rank: int | None, **kw: Any) -> None:
     """Print a job's output (every rank, prefixed, or one rank)."""
-    for line in _backend(kw).logs(job_id, rank=rank, follow=follow):
+    for line in backend_from(kw).logs(job_id, rank=rank, follow=follow):
         click.echo(line)
         if follow:
             sys.stdout.flush()
@@ -161,15 +161,15 @@ def logs(job_id: str, follow: bool, rank: int | None, **kw: Any) -> None:
 
 @jobs.command()
 @click.argument("job_id")
-@_backend_options
+@backend_options
 def cancel(job_id: str, **kw: Any) -> None:
     """Stop a job (its ranks get SIGTERM, then SIGKILL)."""
-    st = _backend(kw).cancel(job_id)
+    st = backend_from(kw).cancel(job_id)
     click.echo(f"job {st.job_id}: {st.state.value}" + (f" ({st.reason})" if st.reason else ""))
 
 
 # --- helpers -----------------------------------------------------------------------------
-def _backend(kw: dict[str, Any], name: str | None = None) -> Any:
+def backend_from(kw: dict[str, Any], name: str | None = None) -> Any:
     """The backend named by --backend (or the job file, or the site config), with the
     options it accepts among those given."""
     from dolmen.config import load_config
@@ -211,7 +211,7 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
     if overrides["gpus_per_node"] is None and not (jobfile and "gpus_per_node" in jobfile.fields):
         overrides["gpus_per_node"] = default_gpus
     spec = merge(jobfile, overrides)
-    return _backend(kw, jobfile.backend if jobfile else None), spec
+    return backend_from(kw, jobfile.backend if jobfile else None), spec
 
 
 def _status_json(st: Any) -> dict[str, Any]:
