@@ -510,6 +510,15 @@ def test_malformed_input_gives_an_error_never_an_exception(name: str, text: str)
     assert inv.error and inv.error.startswith("malformed: ")
 
 
+def test_hostile_shapes_cost_linear_time() -> None:
+    deep = 100_000
+    nested = "<a>" * deep + "x" + "</a>" * deep
+    inv = parse_nvsmi_xml(f"<nvidia_smi_log><gpu><uuid>GPU-1</uuid>{nested}</gpu></nvidia_smi_log>")
+    assert inv.error is None and inv.gpus[0].uuid == "GPU-1"
+    many = "<nvidia_smi_log>" + "<gpu/>" * 5000 + "</nvidia_smi_log>"
+    assert parse_nvsmi_xml(many).error == "malformed: 5000 <gpu> blocks"
+
+
 def test_a_log_without_gpus_is_an_empty_inventory() -> None:
     inv = parse_nvsmi_xml("<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>")
     assert (inv.error, inv.gpus, inv.attached_gpus) == (None, (), 0)

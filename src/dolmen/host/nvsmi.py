@@ -19,6 +19,8 @@ from dolmen.host.gpu import Gpu, GpuInventory, build, normalize_bus_id
 
 MAX_CHARS = 64 << 20  # an 8-GPU document is ~200 kB; refuse anything absurd before parsing
 
+MAX_GPUS = 1024  # NVML enumerates at most a few dozen; more is not nvidia-smi output
+MAX_DEPTH = 8  # <gpu> nests 5 deep at most (mig_devices/mig_device/device_attributes/...)
 # Subtrees read as a whole (or not at all): not worth indexing leaf by leaf.
 _OPAQUE = frozenset({"processes", "accounted_processes", "mig_devices", "retired_pagelist"})
 
@@ -37,7 +39,10 @@ def parse_nvsmi_xml(text: str) -> GpuInventory:
         ("attached_gpus", v.integer),
     ):
         v.read_field(top, key, (key,), conv, values, unread)
-    gpus = tuple(_gpu(pos, el) for pos, el in enumerate(c for c in root if c.tag == "gpu"))
+    blocks = [c for c in root if c.tag == "gpu"]
+    if len(blocks) > MAX_GPUS:
+        return GpuInventory(source="none", error=f"malformed: {len(blocks)} <gpu> blocks")
+    gpus = tuple(_gpu(pos, el) for pos, el in enumerate(blocks))
     return GpuInventory(source="nvidia-smi", gpus=gpus, unread=unread, **values)
 
 
@@ -84,19 +89,20 @@ def _drop_supported_clocks(text: str) -> str:
 
 def _index(gpu: ET.Element) -> tuple[dict[str, ET.Element], bool]:
     """Elements under <gpu> by relative path (first of duplicates), and whether any leaf reads
-    ``GPU is lost``."""
+    ``GPU is lost``. Nothing deeper than ``MAX_DEPTH`` is indexed: hostile nesting would
+    otherwise cost memory quadratic in its depth."""
     idx: dict[str, ET.Element] = {}
     lost = False
-    stack: list[tuple[ET.Element, str]] = [(gpu, "")]
+    stack: list[tuple[ET.Element, str, int]] = [(gpu, "", 1)]
     while stack:
-        node, prefix = stack.pop()
+        node, prefix, depth = stack.pop()
         for child in node:
             path = prefix + child.tag
             idx.setdefault(path, child)
             if not lost and child.text and "GPU is lost" in child.text:
                 lost = True
-            if len(child) and child.tag not in _OPAQUE:
-                stack.append((child, path + "/"))
+            if len(child) and child.tag not in _OPAQUE and depth < MAX_DEPTH:
+                stack.append((child, path + "/", depth + 1))
     return idx, lost
 
 
