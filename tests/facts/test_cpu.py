@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from dolmen.facts import cpu
+from dolmen.facts import cpu, to_jsonable
 from dolmen.facts.reading import parse_cpulist
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
@@ -193,6 +194,7 @@ def test_collect_empty_tree(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = cpu.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     assert facts.threads is not None and facts.threads >= 1
     assert facts.online is not None and len(facts.online) >= 1
     assert facts.cores is not None and 1 <= facts.cores <= facts.threads

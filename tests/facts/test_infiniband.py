@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.facts import infiniband as ib
+from dolmen.facts import to_jsonable
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording, recordings_in
@@ -251,6 +253,7 @@ def test_collect_junk_port_files(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = ib.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     assert isinstance(facts.ports, tuple)
     if not Path("/sys/class/infiniband").is_dir():
         assert facts.ports == () or all(p.source == "ibstat" for p in facts.ports)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from dolmen.facts import memory
+from dolmen.facts import memory, to_jsonable
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording
@@ -105,6 +106,7 @@ def test_collect_empty_tree(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = memory.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     assert facts.total_bytes is not None and facts.total_bytes > 64 << 20
     assert facts.available_bytes is not None and 0 < facts.available_bytes <= facts.total_bytes
     assert facts.swaps is not None

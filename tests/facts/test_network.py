@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.facts import network
+from dolmen.facts import network, to_jsonable
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording
@@ -108,6 +108,7 @@ def test_collect_junk_and_missing(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = network.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     by = facts.by_name()
     assert "lo" in by and by["lo"].link_kind == "loopback" and by["lo"].virtual is True
     assert set(by) == {p.name for p in Path("/sys/class/net").iterdir() if p.is_dir()}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from dolmen.facts import numa
+from dolmen.facts import numa, to_jsonable
 from dolmen.facts.reading import parse_cpulist
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
@@ -74,6 +75,7 @@ def test_collect_without_numa(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = numa.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     assert len(facts.nodes) >= 1
     cpus = {c for n in facts.nodes for c in (n.cpus or ())}
     online = parse_cpulist(Path("/sys/devices/system/cpu/online").read_text())

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from dolmen.facts import os as osf
+from dolmen.facts import to_jsonable
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording
@@ -195,6 +197,7 @@ def test_collect_empty_and_junk_tree(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = osf.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     assert facts.kernel_release and facts.kernel_release[0].isdigit()
     assert facts.architecture in ("x86_64", "aarch64")
     assert facts.distribution is not None and facts.distribution.id

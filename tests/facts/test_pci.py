@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.facts import pci
+from dolmen.facts import pci, to_jsonable
 from dolmen.facts.pci_lspci import parse_lspci_vvv
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
@@ -243,6 +243,7 @@ def test_collect_malformed_device_files(tmp_path: Path) -> None:
 
 def test_live_smoke() -> None:
     facts = pci.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     on_bus = list(Path("/sys/bus/pci/devices").iterdir())
     assert len(facts.devices) == len(on_bus)
     for d in facts.devices:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.facts import storage
+from dolmen.facts import storage, to_jsonable
 from dolmen.facts.reading import read_text
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
@@ -175,6 +175,7 @@ def test_collect_nvme_recorded_without_serial(tmp_path: Path, archive: str) -> N
 
 def test_live_smoke() -> None:
     facts = storage.collect(LiveHost())
+    assert json.loads(json.dumps(to_jsonable(facts)))  # dolmen facts --json
     root = facts.mount_at("/")
     assert root is not None and root.size_bytes is not None and root.size_bytes > 0
     assert root.available_bytes is not None and root.available_bytes <= root.size_bytes
