@@ -263,7 +263,7 @@ def test_collect_full_tree(tmp_path: Path) -> None:
         ("usr/local/cuda-11.8", "11.8.89"),
         ("usr/local/cuda-12.4", "12.4.1"),
     }
-    assert facts.cuda_default == "cuda-12.4"
+    assert facts.cuda_default == "/usr/local/cuda-12.4"
     assert (facts.nvcc_release, facts.nvcc_version) == ("12.4", "12.4.131")
     broken = {b.path: b.target for b in facts.broken_links}
     assert broken == {

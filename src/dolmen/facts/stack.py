@@ -11,6 +11,7 @@ toolkits' ``include`` folders, ``usr/local/cuda*`` (``version.json``,
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -119,7 +120,7 @@ class StackFacts:
     nccl: Component | None
     tensorrt: Component | None
     toolkits: tuple[Toolkit, ...]
-    cuda_default: str | None  # where usr/local/cuda points
+    cuda_default: str | None  # where usr/local/cuda points, as an absolute path
     nvcc_release: str | None
     nvcc_version: str | None
     broken_links: tuple[BrokenLink, ...]
@@ -171,7 +172,9 @@ def collect(host: Host) -> StackFacts:
             unread[key] = "missing: no header or library found"
     toolkits = _toolkits(host)
     default = host.readlink("usr/local/cuda")
-    if default is None:
+    if default is not None:  # absolute, so a snapshot's relative link reads the same
+        default = posixpath.normpath(posixpath.join("/usr/local", default))
+    else:
         unread["cuda_default"] = "missing: usr/local/cuda is not a link"
     nvcc_release = nvcc_full = None
     res = host.run(["nvcc", "--version"])
