@@ -36,6 +36,7 @@ GENERATIONS: Mapping[float, int] = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64
 
 BDF = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*GT/s")
+_AER_LINE = re.compile(r"^[ \t]*(\S+)[ \t]+(\d+)[ \t]*$", re.MULTILINE)
 _AER_FILES = (
     ("correctable", "aer_dev_correctable"),
     ("fatal", "aer_dev_fatal"),
@@ -128,14 +129,11 @@ def parse_aer(text: str) -> tuple[dict[str, int], int | None] | None:
     """
     counters: dict[str, int] = {}
     total = None
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
-            continue
-        if parts[0].startswith("TOTAL_ERR_"):
-            total = int(parts[1])
+    for name, count in _AER_LINE.findall(text):  # one regex pass: a DGX has ~1500 such files
+        if name.startswith("TOTAL_ERR_"):
+            total = int(count)
         else:
-            counters[parts[0]] = int(parts[1])
+            counters[name] = int(count)
     if not counters and total is None:
         return None
     return counters, total if total is not None else sum(counters.values())
