@@ -222,6 +222,7 @@ def test_collect_gcm_maps(tmp_path: Path, name: str, bad: dict[str, object]) -> 
     assert by["mlx5_0"].pci_bdf == "0000:0c:00.0" and by["mlx5_9"].pci_bdf == "0000:cc:00.0"
     # GCM replaced identifiers by the field name: "lid" is not a LID, said so.
     assert by["mlx5_0"].lid is None and facts.unread["mlx5_0/1.lid"].startswith("malformed")
+    assert by["mlx5_0"].node_guid is None and facts.unread["mlx5_0.node_guid"].startswith("malf")
     for field, value in bad.items():
         assert sum(getattr(p, field) == value for p in facts.ports) >= 2
     if not bad:

@@ -188,6 +188,9 @@ def read_sysfs(host: Host, unread: dict[str, str]) -> list[IbPort]:
         }
         if ident["fw_ver"].text is None:
             unread[f"{dev}.fw_version"] = ident["fw_ver"].reason
+        guid = ident["node_guid"].text
+        if guid and normalise_guid(guid) is None:
+            unread[f"{dev}.node_guid"] = malformed(guid)  # GCM's maps hold "node_guid" here
         link = host.readlink(base) or host.readlink(f"{base}/device") or ""
         bdfs = [p for p in link.split("/") if _BDF.fullmatch(p)]
         if not bdfs:
