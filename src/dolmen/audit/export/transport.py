@@ -1,0 +1,150 @@
+"""Where exported events go: ``tcp://host:port``, ``tls://host:port`` or ``file:PATH``.
+
+Syslog over TCP has no acknowledgements, and over TLS a receiver that rejects the
+client's certificate drops what was sent while send() succeeded (TLS 1.3 checks
+the client after the client thinks the handshake is over). So a batch counts as
+delivered only when, after sending it, dolmen half-closes the connection and the
+receiver closes its side cleanly: it read everything up to our end. Any error on
+the way (an alert, a reset, a timeout) leaves the batch in the spool, to be sent
+again. A file is delivered when it is fsync'd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from dolmen.errors import ServiceUnavailable, UsageError
+
+SCHEMES = ("tcp", "tls", "file")
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A parsed ``--to``."""
+
+    scheme: str
+    host: str = ""
+    port: int = 0
+    path: Path | None = None
+
+    @property
+    def syslog(self) -> bool:
+        """Whether the receiver speaks syslog (framed messages) rather than a file."""
+        return self.scheme in ("tcp", "tls")
+
+    def __str__(self) -> str:
+        if self.scheme == "file":
+            return f"file:{self.path}"
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """Certificates for ``tls://``: the CA that signed the receiver, our certificate and key."""
+
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+    server_name: str | None = None
+
+
+def parse_destination(text: str) -> Destination:
+    """Parse ``--to``; a UsageError names the accepted forms."""
+    hint = "use tcp://HOST:PORT, tls://HOST:PORT or file:PATH"
+    if text.startswith("file:"):
+        path = text[len("file:") :]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise UsageError(f"--to {text!r}: no path", hint=hint)
+        return Destination("file", path=Path(path))
+    parts = urlsplit(text)
+    if parts.scheme not in ("tcp", "tls"):
+        raise UsageError(f"--to {text!r}: unknown scheme {parts.scheme!r}", hint=hint)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or not port:
+        raise UsageError(f"--to {text!r}: a host and a port are needed", hint=hint)
+    return Destination(parts.scheme, parts.hostname, port)
+
+
+def frame(messages: list[bytes], dest: Destination, fmt: str) -> bytes:
+    """Join messages the way the receiver reads them: octet counting for syslog over a
+    stream (RFC 6587 3.4.1, RFC 5425), one per line for files and JSON streams."""
+    if dest.syslog and fmt != "json":
+        return b"".join(b"%d %s" % (len(m), m) for m in messages)
+    return b"".join(m + b"\n" for m in messages)
+
+
+def deliver(dest: Destination, payload: bytes, tls: TlsFiles | None, timeout: float) -> None:
+    """Send ``payload`` and return only once it is delivered (see module docstring)."""
+    if dest.scheme == "file":
+        assert dest.path is not None
+        try:
+            dest.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(dest.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise ServiceUnavailable(f"cannot write {dest.path}: {e.strerror}") from e
+        return
+    try:
+        raw = socket.create_connection((dest.host, dest.port), timeout=timeout)
+    except OSError as e:
+        raise ServiceUnavailable(
+            f"cannot connect to {dest}: {e}", hint="is the receiver running and reachable?"
+        ) from e
+    try:
+        if dest.scheme == "tls":
+            _send_tls(raw, dest, payload, tls or TlsFiles())
+        else:
+            raw.sendall(payload)
+            raw.shutdown(socket.SHUT_WR)
+            _drain(raw)
+    except (OSError, ssl.SSLError) as e:
+        raise ServiceUnavailable(
+            f"{dest} did not take the events: {e}",
+            hint="they stay in the spool and are sent again by the next export",
+        ) from e
+    finally:
+        with contextlib.suppress(OSError):
+            raw.close()
+
+
+def _send_tls(raw: socket.socket, dest: Destination, payload: bytes, tls: TlsFiles) -> None:
+    ctx = ssl.create_default_context(cafile=str(tls.ca) if tls.ca else None)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls.cert:
+        ctx.load_cert_chain(str(tls.cert), str(tls.key) if tls.key else None)
+    s = ctx.wrap_socket(raw, server_hostname=tls.server_name or dest.host)
+    try:
+        s.sendall(payload)
+        try:
+            plain = s.unwrap()  # our close_notify; waits for the receiver's, or its alert
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            return  # the receiver closed without close_notify, after reading: delivered
+        plain.shutdown(socket.SHUT_WR)
+        _drain(plain)
+    finally:
+        s.close()
+
+
+def _drain(sock: socket.socket) -> None:
+    """Read until the receiver closes; syslog receivers send nothing back."""
+    while True:
+        data = sock.recv(4096)
+        if not data:
+            return
