@@ -1,0 +1,64 @@
+"""Slurm's HealthCheckProgram, Prolog and Epilog as one entry point.
+
+    python -m dolmen.jobs.slurm.hooks healthcheck|prolog|epilog [--from TREE] [--level quick]
+
+Each runs ``dolmen validate`` (quick by default: passive reads under a second)
+on this node and applies the drain contract (``dolmen.report.slurm``). Exit codes
+follow what slurmd does with them:
+
+- healthcheck: always 0; the drain is the signal (slurmd ignores the code).
+- prolog: 1 when the node is unhealthy, so that slurmctld requeues the job on
+  other nodes (``SchedulerParameters=nohold_on_prolog_fail``); 0 otherwise,
+  undecided included, so that a signal dolmen cannot read never blocks jobs.
+- epilog: always 0; a non-zero epilog would make Slurm drain the node again
+  with its own reason ("Epilog error"), hiding dolmen's.
+
+``dolmen validate --level quick --slurm`` does the same as ``healthcheck``;
+slurm.conf takes a program without arguments, so sites point it at a
+two-line wrapper (docs/slurm.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+KINDS = ("healthcheck", "prolog", "epilog")
+
+
+def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
+    """Validate this node, apply the drain contract, print what was done; the exit code."""
+    from dolmen.checks.model import Level
+    from dolmen.checks.suite import validate
+    from dolmen.config import load_config
+    from dolmen.errors import DolmenError
+    from dolmen.host import open_host
+    from dolmen.report.reason import one_line_reason
+    from dolmen.report.slurm import drain_if_unhealthy
+    from dolmen.report.verdict import Health
+
+    try:
+        with open_host(source) as host:
+            verdict = validate(host, level=Level.parse(level), config=load_config(None))
+            action = drain_if_unhealthy(host, verdict)
+    except DolmenError as e:
+        print(f"dolmen {kind}: {e.message}", file=sys.stderr)
+        return 0
+    print(f"dolmen {kind}: {one_line_reason(verdict)}; {action}", file=sys.stderr)
+    if kind == "prolog" and verdict.health is Health.UNHEALTHY:
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line of the hooks (see module docstring)."""
+    p = argparse.ArgumentParser(prog="python -m dolmen.jobs.slurm.hooks")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--from", dest="source", default=None, help="validate a host tree instead")
+    p.add_argument("--level", default="quick", choices=("quick", "standard", "full"))
+    args = p.parse_args(argv)
+    return run_hook(args.kind, args.source, args.level)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

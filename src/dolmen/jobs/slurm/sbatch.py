@@ -1,0 +1,117 @@
+"""The sbatch script of a JobSpec (pure): what ``dolmen jobs plan --backend slurm`` prints.
+
+Every rank runs ``srun ... <python> -m dolmen.jobs.launch -- COMMAND``; the
+launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
+
+- ``--requeue`` and ``--open-mode=append``: a job that comes back after a node
+  fault (or dolmen's ``scontrol requeue``) keeps its id and the output of every run;
+- ``--signal=B:USR2@<lead>`` with a time limit: the batch shell gets USR2
+  ``lead`` seconds before the limit, forwards it to the ranks (which checkpoint
+  and exit) and requeues the job, which resumes from that checkpoint. USR2, not
+  USR1: NCCL installs its own SIGUSR1 handler (submitit uses USR2 for the same reason);
+- ``--exclude`` for nodes known to be bad.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dolmen.jobs.duration import slurm_time
+from dolmen.jobs.spec import JobSpec
+
+LAUNCHER = "dolmen.jobs.launch"
+SIGNAL = "USR2"
+OUTPUT = "%x-%j.out"  # job name and id: one file per job, every run appended
+
+
+@dataclass(frozen=True)
+class SbatchOptions:
+    """Site choices that are not part of the job: where logs go, which Python runs ranks."""
+
+    python: str = "python3"
+    log_dir: str = "."
+    signal_lead_s: int | None = None  # None: a tenth of the time limit, 30 s to 300 s
+    exclude: Sequence[str] = ()  # known-bad nodes, added to the spec's
+    extra: Sequence[str] = ()  # more #SBATCH lines, verbatim ("--qos=high")
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def signal_lead(time_limit_s: int, lead: int | None = None) -> int:
+    """Seconds before the limit to send USR2: given, else a tenth of it within 30..300 s,
+    and never more than half the limit."""
+    chosen = lead if lead is not None else min(300, max(30, time_limit_s // 10))
+    return max(1, min(chosen, time_limit_s // 2))
+
+
+def output_path(spec: JobSpec, opts: SbatchOptions) -> str:
+    """The output file pattern of the job (``%x`` name, ``%j`` id)."""
+    return f"{opts.log_dir.rstrip('/')}/{OUTPUT}"
+
+
+def render(spec: JobSpec, opts: SbatchOptions) -> str:
+    """The batch script submitted for ``spec`` (no I/O)."""
+    ranks = spec.ranks_per_node
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={spec.name}",
+        f"#SBATCH --nodes={spec.nodes}",
+        f"#SBATCH --ntasks-per-node={ranks}",
+    ]
+    if spec.gpus_per_node:
+        lines.append(f"#SBATCH --gpus-per-node={spec.gpus_per_node}")
+    lines += [
+        "#SBATCH --requeue",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --output={output_path(spec, opts)}",
+    ]
+    if spec.time_limit_s:
+        lines.append(f"#SBATCH --time={slurm_time(spec.time_limit_s)}")
+        lead = signal_lead(spec.time_limit_s, opts.signal_lead_s)
+        lines.append(f"#SBATCH --signal=B:{SIGNAL}@{lead}")
+    exclude = sorted({*spec.exclude_nodes, *opts.exclude})
+    if exclude:
+        lines.append(f"#SBATCH --exclude={','.join(exclude)}")
+    if spec.account:
+        lines.append(f"#SBATCH --account={spec.account}")
+    if spec.partition:
+        lines.append(f"#SBATCH --partition={spec.partition}")
+    if spec.workdir:
+        lines.append(f"#SBATCH --chdir={spec.workdir}")
+    lines += [f"#SBATCH {x}" for x in opts.extra]
+    lines += ["", "# Written by dolmen (dolmen.jobs.slurm.sbatch); docs/slurm.md explains it."]
+    env = {**opts.env, **spec.env}
+    if spec.checkpoint_dir:
+        env["DOLMEN_CHECKPOINT_DIR"] = spec.checkpoint_dir
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    lines.append('export DOLMEN_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}"')
+    # --label prefixes every output line with its rank ("3: ..."): `logs --rank` filters on it.
+    srun = [
+        "srun",
+        "--label",
+        "--kill-on-bad-exit=1",
+        opts.python,
+        "-m",
+        LAUNCHER,
+        "--",
+        *spec.command,
+    ]
+    lines += [
+        'echo "dolmen: run $DOLMEN_RESTART_COUNT of job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"',
+        "near_limit=0",
+        "on_signal() {",
+        "  near_limit=1",
+        '  echo "dolmen: time limit near: ranks checkpoint, then the job is requeued"',
+        f'  kill -{SIGNAL} "$ranks" 2>/dev/null',
+        "}",
+        f"trap on_signal {SIGNAL}",
+        # srun in the background: bash runs a trap only between commands or in `wait`.
+        f"{' '.join(shlex.quote(a) for a in srun)} &",
+        "ranks=$!",
+        'wait "$ranks"; rc=$?',
+        'while kill -0 "$ranks" 2>/dev/null; do wait "$ranks"; rc=$?; done',
+        'if [ "$near_limit" = 1 ]; then scontrol requeue "$SLURM_JOB_ID"; fi',
+        'exit "$rc"',
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,69 @@
+"""The real Slurm cluster as session fixtures: ``slurm_cluster`` and ``slurm_accounting``.
+
+Started once per test session, proven idle before a test gets it, torn down by
+PID (daemons, job processes, namespaces, lab folder) when the session ends,
+when a test fails, on Ctrl-C (pytest's teardown), on SIGTERM and at exit.
+Skips with the reason when not root or when slurm-wlm / munge are missing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import sys
+from collections.abc import Iterator
+from types import FrameType
+
+import pytest
+
+from tests.conftest import RECORDINGS
+from tests.slurm import accounting
+from tests.slurm.cluster import SlurmCluster, missing_prerequisites
+from tests.slurm.config import HEALTHY_XML, LOST_XML
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A running 3-node cluster, 4 fake GPUs per node, every node idle."""
+    why = missing_prerequisites()
+    if why:
+        pytest.skip(why)
+    for rel in (HEALTHY_XML, LOST_XML):
+        if not (RECORDINGS / rel).is_file():
+            pytest.skip(f"recording {rel} is absent from {RECORDINGS}")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm-lab"))
+    atexit.register(cluster.stop)
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        cluster.stop()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        cluster.start()
+        print(f"\nslurm cluster up in {cluster.bringup_s:.2f} s ({cluster.lab})")
+        yield cluster
+    finally:
+        cluster.stop()
+        signal.signal(signal.SIGTERM, previous)
+        atexit.unregister(cluster.stop)
+
+
+@pytest.fixture(scope="session")
+def slurm_accounting(slurm_cluster: SlurmCluster) -> SlurmCluster:
+    """The same cluster with slurmdbd on MariaDB (only the tests that need it pay for it)."""
+    why = accounting.missing()
+    if why:
+        pytest.skip(why)
+    seconds = accounting.enable(slurm_cluster)
+    print(f"\nslurm accounting up in {seconds:.2f} s")
+    return slurm_cluster
+
+
+@pytest.fixture
+def idle_cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """The cluster with every node idle and healthy before and after the test."""
+    slurm_cluster.restore()
+    yield slurm_cluster
+    slurm_cluster.restore()
