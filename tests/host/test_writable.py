@@ -1,4 +1,4 @@
-"""Host.writable asks the kernel (access(2)), which knows more than the mode bits."""
+"""Host.writable asks the kernel (access(2)); Host.remove_dir removes only empty folders."""
 
 from __future__ import annotations
 
@@ -26,3 +26,13 @@ def test_live_kernel_files_report_read_only_sysctls() -> None:
     assert not host.writable("proc/sys/kernel/ostype")
     if os.geteuid() == 0:
         assert host.writable("proc/sys/vm/swappiness")
+
+
+def test_remove_dir_only_removes_empty_folders(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, files={"etc/a/b/f": "1"})
+    host = TreeHost(root)
+    assert not host.remove_dir("etc/a/b")  # not empty
+    host.remove("etc/a/b/f")
+    assert host.remove_dir("etc/a/b") and not host.exists("etc/a/b")
+    assert not host.remove_dir("etc/a/b")  # absent
+    assert host.exists("etc/a")

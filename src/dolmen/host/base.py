@@ -145,6 +145,20 @@ class Host(ABC):
             return
         fsync_dir(target.parent)
 
+    def remove_dir(self, rel: str) -> bool:
+        """Remove an empty folder and fsync its parent; False when it is absent or not empty.
+
+        Rollbacks remove the folders an apply created (``/etc/default/grub.d``), so the
+        host is left exactly as it was found.
+        """
+        target = self.path_nofollow(rel)
+        try:
+            target.rmdir()
+        except OSError:
+            return False
+        fsync_dir(target.parent)
+        return True
+
     # --- commands --------------------------------------------------------------
     @abstractmethod
     def run(
