@@ -1,0 +1,42 @@
+"""The setting kinds: one module each, one profile section each (DESIGN.md "Changes").
+
+``SETTINGS`` maps a section name to its setting; the order is the order apply
+runs them in: kernel values first, then the GPU and IRQs (which may depend on
+them), units, limits, the boot loader, and last the boot persistence files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dolmen.tune.settings.base import Entry, Setting
+from dolmen.tune.settings.boot import BootFiles
+from dolmen.tune.settings.cmdline import Cmdline
+from dolmen.tune.settings.cpufreq import CpuFreq
+from dolmen.tune.settings.gpu import GpuPersistence
+from dolmen.tune.settings.hugepages import HugePages
+from dolmen.tune.settings.irq import Irq
+from dolmen.tune.settings.limits import Limits
+from dolmen.tune.settings.services import Services
+from dolmen.tune.settings.sysctl import Sysctl
+from dolmen.tune.settings.sysfs import Sysfs
+
+SETTINGS: Mapping[str, Setting] = {
+    s.section: s
+    for s in (
+        Sysctl(),
+        Sysfs(),
+        CpuFreq(),
+        HugePages(),
+        GpuPersistence(),
+        Services(),
+        Irq(),
+        Limits(),
+        Cmdline(),
+        BootFiles(),
+    )
+}
+# Sections a profile may name ([boot] is built by the engine).
+PROFILE_SECTIONS = tuple(s for s in SETTINGS if s != "boot")
+
+__all__ = ["PROFILE_SECTIONS", "SETTINGS", "Entry", "Setting"]

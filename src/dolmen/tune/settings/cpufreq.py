@@ -1,0 +1,103 @@
+"""``[cpu]``: CPU frequency governor and energy-performance preference (cpufreq sysfs).
+
+One target per cpufreq policy (``cpufreq/policy<N>``; kernels or recordings
+without policy folders use ``cpu<N>/cpufreq``). A host without cpufreq (most
+VMs, some arm64 servers) skips the entry with that reason. The value must be
+one the driver lists (``scaling_available_governors``,
+``energy_performance_available_preferences``), else the target is skipped
+with the list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dolmen.host import Host
+from dolmen.tune.model import Change, Reading, Target
+from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value
+
+CPU = "sys/devices/system/cpu"
+
+# profile key -> (file in the policy folder, file listing the valid values, known values)
+# Known values: Documentation/admin-guide/pm/cpufreq.rst and intel_pstate.rst [R].
+FILES: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
+    "governor": (
+        "scaling_governor",
+        "scaling_available_governors",
+        ("performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"),
+    ),
+    "energy_performance_preference": (
+        "energy_performance_preference",
+        "energy_performance_available_preferences",
+        ("default", "performance", "balance_performance", "balance_power", "power"),
+    ),
+}
+
+
+def policy_dirs(host: Host) -> list[str]:
+    """cpufreq policy folders: ``cpufreq/policy*``, else ``cpu*/cpufreq`` (older layouts)."""
+    found = host.glob(f"{CPU}/cpufreq/policy*")
+    if found:
+        return found
+    return [p for p in host.glob(f"{CPU}/cpu*/cpufreq") if p.split("/")[-2][3:].isdigit()]
+
+
+class CpuFreq(Setting):
+    """CPU governor and EPP, per cpufreq policy."""
+
+    section = "cpu"
+    title = "CPU frequency governor and energy-performance preference"
+    key_order = ("governor", "energy_performance_preference")  # intel_pstate: EPP follows
+
+    def key(self, raw: str) -> str:
+        if raw not in FILES:
+            raise choice_error("[cpu] key", raw, sorted(FILES))
+        return raw
+
+    def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
+        known = FILES[key][2]
+        if not isinstance(value, str) or value not in known:
+            raise choice_error(key, value, known)
+        return value
+
+    def targets(self, host: Host, entry: Entry) -> list[Target] | str:
+        dirs = policy_dirs(host)
+        if not dirs:
+            return "no cpufreq on this host (a VM, or no cpufreq driver loaded)"
+        name, _, _ = FILES[entry.key]
+        out = []
+        for d in dirs:
+            if not host.exists(f"{d}/{name}"):
+                continue
+            label = d.rsplit("/", 1)[-1] if "policy" in d else d.split("/")[-2]
+            out.append(
+                Target(
+                    self.section,
+                    entry.key,
+                    f"{label} {entry.key}",
+                    entry.value,
+                    f"{d}/{name}",
+                    entry.origin,
+                    entry.source,
+                    {"available": f"{d}/{FILES[entry.key][1]}"},
+                )
+            )
+        return out or f"the cpufreq driver here has no {name}"
+
+    def read(self, host: Host, target: Target) -> Reading:
+        got = read_kernel_value(host, target.path)
+        if got.skip:
+            return got
+        avail = host.read_value(target.extra.get("available", ""))
+        if avail is not None and target.desired not in avail.split():
+            return Reading(got.value, skip=f"not offered by this driver; valid: {avail}")
+        if not host.writable(target.path):
+            return Reading(got.value, skip="read-only here (dolmen is not root)")
+        return got
+
+    def apply(self, host: Host, change: Change) -> None:
+        host.write(change.target.path, change.target.desired + "\n")
+
+    def boot_line(self, target: Target) -> tuple[str, str] | None:
+        return ("tmpfiles", f"w /{target.path} - - - - {target.desired}")
