@@ -97,3 +97,69 @@ def test_capture_as_tree_folder(tmp_path: Path) -> None:
     tree = Path(meta["path"])
     assert tree.parent == tmp_path and (tree / "dolmen-snapshot.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dolmen-snapshot")]
+
+
+def test_link_only_and_exists_only_paths_keep_no_bytes(tmp_path: Path) -> None:
+    """A library link checked for breakage keeps its link; its target is not copied."""
+    live = tmp_path / "live"
+    lib = live / "usr/lib"
+    lib.mkdir(parents=True)
+    (lib / "libcuda.so.580.1").write_bytes(b"\x7fELF" + b"x" * 100_000)
+    os.symlink("libcuda.so.580.1", lib / "libcuda.so.1")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    assert _materialize(live, "usr/lib/libcuda.so.1", tree, "link") is None
+    assert os.readlink(tree / "usr/lib/libcuda.so.1") == "libcuda.so.580.1"
+    assert not (tree / "usr/lib/libcuda.so.580.1").exists()
+    assert _materialize(live, "usr/lib/libcuda.so.1", tree, "exists") is None
+    assert (tree / "usr/lib/libcuda.so.580.1").stat().st_size == 0  # placeholder only
+
+
+def test_listed_folder_keeps_names_and_types(tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    cpu = live / "sys/devices/system/cpu"
+    for n in range(4):
+        (cpu / f"cpu{n}").mkdir(parents=True)
+    (cpu / "online").write_text("0-3\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    assert _materialize(live, "sys/devices/system/cpu", tree, "list") is None
+    assert sorted(p.name for p in (tree / "sys/devices/system/cpu").iterdir()) == [
+        "cpu0",
+        "cpu1",
+        "cpu2",
+        "cpu3",
+        "online",
+    ]
+
+
+def test_proc_sys_files_are_captured(tmp_path: Path) -> None:
+    """procfs refuses one huge read with ENOMEM; chunked reads capture sysctls."""
+    meta = capture(tmp_path, as_tree=True, subsystems=["tuning"])
+    tree = Path(meta["path"])
+    assert (tree / "proc/sys/vm/swappiness").read_text().strip().isdigit()
+    assert not any(k.startswith("proc/sys") for k in meta["not_captured"])
+
+
+VOLATILE = ("uptime", "free", "available", "meminfo", "used", "inodes", "attempts")
+
+
+def _diff(a: object, b: object, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in set(a) | set(b) for d in _diff(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{path}[{i}]")]
+    return [] if a == b or any(v in path for v in VOLATILE) else [f"{path}: {a!r} != {b!r}"]
+
+
+def test_facts_of_a_snapshot_are_the_live_facts(tmp_path: Path) -> None:
+    """The snapshot replays what the live host showed, refused reads included."""
+    from dolmen.facts import FactStore, to_jsonable
+    from dolmen.host.live import LiveHost
+
+    names = ["os", "cpu", "numa", "pci", "network", "security", "tuning", "stack", "containers"]
+    live = {k: to_jsonable(v) for k, v in FactStore(LiveHost()).collect(names).items()}
+    meta = capture(tmp_path, as_tree=True, subsystems=names)
+    with open_host(meta["path"]) as host:
+        snap = {k: to_jsonable(v) for k, v in FactStore(host).collect(names).items()}
+    assert _diff(live, snap) == []

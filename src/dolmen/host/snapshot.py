@@ -11,6 +11,7 @@ list of environment variables. Whatever could not be captured is listed in
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
@@ -80,12 +81,21 @@ EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
 )
 
 
-def is_secret(rel: str) -> bool:
-    """Whether a host path must never leave the machine."""
+# Home folders are private, but that a PATH entry like /root/.cargo/bin exists is not:
+# existence-only captures (an empty placeholder, no bytes) may enter them.
+_PRIVATE_TREES = ("root/*", "home/*")
+
+
+def is_secret(rel: str, how: str = "read") -> bool:
+    """Whether a host path must never leave the machine (its bytes, or for ``how="exists"``
+    even its name)."""
     rel = rel.strip("/")
     if any(fnmatch.fnmatch(rel, p) for p in SECRET_ALLOW):
         return False
-    return any(fnmatch.fnmatch(rel, p) for p in SECRET_PATHS)
+    patterns: tuple[str, ...] = SECRET_PATHS
+    if how in ("exists", "link"):
+        patterns = tuple(p for p in SECRET_PATHS if p not in _PRIVATE_TREES)
+    return any(fnmatch.fnmatch(rel, p) for p in patterns)
 
 
 def safe_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -93,40 +103,52 @@ def safe_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in sorted(env.items()) if ENV_ALLOW.match(k) and not ENV_DENY.search(k)}
 
 
+# How much of a recorded path the snapshot keeps, weakest first: a link read with
+# readlink keeps only the link; a path tested for existence keeps its type (an empty
+# placeholder file); a listed folder keeps its entries' names and types; a read file
+# keeps its bytes. Library links checked for breakage so do not drag in 100 MB targets.
+_STRENGTH = {"link": 0, "exists": 1, "list": 2, "read": 3}
+
+
 class RecordingHost(LiveHost):
     """A live host that notes what is read and run, for the snapshot to capture."""
 
     def __init__(self, root: Path = Path("/")) -> None:
         super().__init__(root)
-        self.paths: set[str] = set()
+        self.paths: dict[str, str] = {}
         self.commands: dict[str, CommandResult] = {}
 
+    def _note(self, rel: str, how: str) -> None:
+        rel = rel.strip("/")
+        if _STRENGTH[how] > _STRENGTH.get(self.paths.get(rel, "link"), -1) or rel not in self.paths:
+            self.paths[rel] = how
+
     def read_bytes(self, rel: str) -> bytes:
-        self.paths.add(rel.strip("/"))
+        self._note(rel, "read")
         return super().read_bytes(rel)
 
     def listdir(self, rel: str) -> list[str]:
-        self.paths.add(rel.strip("/"))
+        self._note(rel, "list")
         return super().listdir(rel)
 
     def exists(self, rel: str) -> bool:
         found = super().exists(rel)
         if found:
-            self.paths.add(rel.strip("/"))
+            self._note(rel, "exists")
         return found
 
     def is_dir(self, rel: str) -> bool:
         found = super().is_dir(rel)
         if found:
-            self.paths.add(rel.strip("/"))
+            self._note(rel, "exists")
         return found
 
     def readlink(self, rel: str) -> str | None:
-        self.paths.add(rel.strip("/"))
+        self._note(rel, "link")
         return super().readlink(rel)
 
     def mode(self, rel: str) -> int | None:
-        self.paths.add(rel.strip("/"))
+        self._note(rel, "exists")
         return super().mode(rel)
 
     def run(
@@ -163,15 +185,18 @@ def capture(
         tree = work / name
         tree.mkdir()
         not_captured: dict[str, str] = {}
+        unreadable: dict[str, str] = {}
         redacted: list[str] = []
-        for rel in sorted(host.paths):
+        for rel, how in sorted(host.paths.items()):
             if not rel:
                 continue
-            if is_secret(rel):
+            if is_secret(rel, how):
                 redacted.append(rel)
                 continue
-            why = _materialize(Path("/"), rel, tree)
-            if why:
+            why = _materialize(Path("/"), rel, tree, how)
+            if why and why.startswith("errno:"):
+                unreadable[rel] = why.removeprefix("errno:")
+            elif why:
                 not_captured[rel] = why
         _write_commands(tree, host.commands, not_captured)
         files = sum(1 for p in tree.rglob("*") if p.is_file() and not p.is_symlink())
@@ -186,6 +211,7 @@ def capture(
                 "facts": sorted(k for k, v in facts.items() if not isinstance(v, Exception)),
             },
             "not_captured": dict(sorted(not_captured.items())),
+            "unreadable": dict(sorted(unreadable.items())),
             "redacted": sorted(redacted),
             "environment": safe_environment(host.environ()),
             "duration_s": round(time.perf_counter() - t0, 3),
@@ -226,10 +252,13 @@ def _write_commands(
             (folder / f"{key}.err").write_text(r.stderr)
 
 
-def _materialize(live_root: Path, rel: str, tree: Path, depth: int = 0) -> str | None:
+def _materialize(
+    live_root: Path, rel: str, tree: Path, how: str = "read", depth: int = 0
+) -> str | None:
     """Copy one path into the tree, recreating every link on the way (relative).
 
-    Returns None on success, else why the path could not be captured.
+    ``how`` is what was done with the path (see ``_STRENGTH``). Returns None on
+    success, else why the path could not be captured.
     """
     if depth > 40:
         return "too many levels of symbolic links"
@@ -250,34 +279,81 @@ def _materialize(live_root: Path, rel: str, tree: Path, depth: int = 0) -> str |
         dest = tree.joinpath(*done, part)
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(live)
+            last = i == len(parts) - 1
             here = "/" + "/".join(done)
             absolute = os.path.normpath(os.path.join(here, target))
             if not dest.is_symlink() and not dest.exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(os.path.relpath(absolute, here), dest)
+            if last and how == "link":
+                return None
             rest = "/".join(parts[i + 1 :])
-            return _materialize(live_root, f"{absolute.lstrip('/')}/{rest}", tree, depth + 1)
+            follow = f"{absolute.lstrip('/')}/{rest}".rstrip("/")
+            return _materialize(live_root, follow, tree, how, depth + 1)
         done.append(part)
     live = live_root.joinpath(*done)
     dest = tree.joinpath(*done)
-    if is_secret("/".join(done)):
+    if is_secret("/".join(done), how):
         return "redacted: secret path"
     try:
         st = os.stat(live)
         if stat.S_ISDIR(st.st_mode):
             dest.mkdir(parents=True, exist_ok=True)
+            if how == "list":
+                _entries(live, dest)
             return None
         if not stat.S_ISREG(st.st_mode):
             return "not a regular file"
-        with open(live, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = _read_limited(live) if how == "read" else b""
     except OSError as e:
-        return f"unreadable: {e.strerror}"
-    if len(data) > MAX_FILE_BYTES:
+        # The live host refused this read (EINVAL on a down link's carrier, EACCES...):
+        # the tree host replays the same error, so facts read the same as live.
+        return f"errno:{errno.errorcode.get(e.errno or 0, 'EIO')}" if e.errno else "unreadable"
+    if data is None:
         return f"larger than {MAX_FILE_BYTES >> 20} MiB"
     if dest.is_dir() and not dest.is_symlink():
         return None
+    if how != "read" and dest.exists():
+        return None  # never replace captured bytes with a placeholder
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(data)
     os.chmod(dest, stat.S_IMODE(st.st_mode) & 0o755 | 0o600)
     return None
+
+
+def _read_limited(path: Path) -> bytes | None:
+    """The bytes of a file, read in small chunks (procfs refuses huge reads with ENOMEM)."""
+    chunks: list[bytes] = []
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _entries(live: Path, dest: Path) -> None:
+    """A listed folder's entries by name and type: links as links, the rest as placeholders."""
+    try:
+        names = os.listdir(live)
+    except OSError:
+        return
+    for name in names:
+        src, out = live / name, dest / name
+        if out.exists() or out.is_symlink() or is_secret(str(src).lstrip("/")):
+            continue
+        try:
+            st = os.lstat(src)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(src)
+                if target.startswith("/"):
+                    target = os.path.relpath(target, str(live))
+                os.symlink(target, out)
+            elif stat.S_ISDIR(st.st_mode):
+                out.mkdir()
+            elif stat.S_ISREG(st.st_mode):
+                out.touch(0o600)
+        except OSError:
+            continue

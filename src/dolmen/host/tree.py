@@ -8,6 +8,7 @@ cannot make dolmen read outside it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -108,8 +109,9 @@ class TreeHost(Host):
     @cached_property
     def meta(self) -> dict[str, Any]:
         """``dolmen-snapshot.json``, or {} when the tree has none (hand-made test trees)."""
-        text = self.read_opt(SNAPSHOT_META)
-        if text is None:
+        try:  # not self.read: that consults this metadata's list of unreadable files
+            text = Host.read_bytes(self, SNAPSHOT_META).decode("utf-8", errors="replace")
+        except OSError:
             return {}
         try:
             data = json.loads(text)
@@ -120,6 +122,20 @@ class TreeHost(Host):
         if not isinstance(data, dict):
             raise InputError(f"{SNAPSHOT_META} is not a JSON object", path=str(self.root))
         return data
+
+    def read_bytes(self, rel: str) -> bytes:
+        """As on the live host, including the errors the live host gave when captured."""
+        failed = self.unreadable.get(rel.strip("/"))
+        if failed is not None:
+            code = getattr(errno, failed, errno.EIO)
+            raise OSError(code, f"{os.strerror(code)} (as recorded)", rel)
+        return super().read_bytes(rel)
+
+    @cached_property
+    def unreadable(self) -> Mapping[str, str]:
+        """Files the live host refused to read when captured, with the errno name (EINVAL...)."""
+        raw = self.meta.get("unreadable", {})
+        return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
     @property
     def not_captured(self) -> Mapping[str, str]:
