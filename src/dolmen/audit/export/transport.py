@@ -15,6 +15,8 @@ import contextlib
 import os
 import socket
 import ssl
+import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -135,7 +137,8 @@ def _send_tls(raw: socket.socket, dest: Destination, payload: bytes, tls: TlsFil
         try:
             plain = s.unwrap()  # our close_notify; waits for the receiver's, or its alert
         except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
-            return  # the receiver closed without close_notify, after reading: delivered
+            _no_reset(s)  # the receiver closed without close_notify (rsyslog does)
+            return
         plain.shutdown(socket.SHUT_WR)
         _drain(plain)
     finally:
@@ -143,8 +146,44 @@ def _send_tls(raw: socket.socket, dest: Destination, payload: bytes, tls: TlsFil
 
 
 def _drain(sock: socket.socket) -> None:
-    """Read until the receiver closes; syslog receivers send nothing back."""
-    while True:
-        data = sock.recv(4096)
-        if not data:
-            return
+    """Read until the receiver closes (syslog receivers send nothing back), then make sure
+    it closed after reading everything."""
+    while sock.recv(4096):
+        pass
+    _no_reset(sock)
+
+
+def _no_reset(sock: socket.socket) -> None:
+    """Raise if the receiver reset the connection: a receiver that closes a connection
+    with unread data (rsyslog refusing a client certificate after the TLS 1.3 handshake)
+    answers that data with a reset, which arrives within a round trip of its close. A
+    receiver that read everything closes cleanly. So wait a few round trips, then look."""
+    time.sleep(_grace(sock))
+    err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if err:
+        raise ConnectionResetError(err, f"the receiver reset the connection: {os.strerror(err)}")
+    try:
+        sock.setblocking(False)
+        if sock.recv(1):
+            raise ConnectionError("the receiver sent data after closing")
+    except (BlockingIOError, ssl.SSLWantReadError):
+        pass
+    except ssl.SSLError:
+        pass  # EOF again on a TLS socket: nothing new
+    finally:
+        sock.setblocking(True)
+
+
+def _grace(sock: socket.socket) -> float:
+    """Four smoothed round-trip times (from TCP_INFO), at least 20 ms, at most 2 s."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        rtt_us = struct.unpack_from("I", info, _TCPI_RTT_OFFSET)[0]
+    except (OSError, struct.error):
+        rtt_us = 0
+    return min(max(4 * rtt_us / 1e6, 0.02), 2.0)
+
+
+# struct tcp_info (linux/tcp.h): 8 bytes of u8 fields, 15 u32 fields (rto ... rcv_ssthresh),
+# then tcpi_rtt in microseconds
+_TCPI_RTT_OFFSET = 8 + 15 * 4
