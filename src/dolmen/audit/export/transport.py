@@ -178,7 +178,7 @@ def _grace(sock: socket.socket) -> float:
     """Four smoothed round-trip times (from TCP_INFO), at least 20 ms, at most 2 s."""
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-        rtt_us = struct.unpack_from("I", info, _TCPI_RTT_OFFSET)[0]
+        rtt_us = int(struct.unpack_from("I", info, _TCPI_RTT_OFFSET)[0])
     except (OSError, struct.error):
         rtt_us = 0
     return min(max(4 * rtt_us / 1e6, 0.02), 2.0)
