@@ -11,7 +11,17 @@ import pkgutil
 
 from dolmen.checks.model import REGISTRY, CheckSpec
 
-CATEGORIES = ("system", "stack", "gpu", "interconnect", "storage", "tuning", "security", "workload")
+CATEGORIES = (
+    "system",
+    "stack",
+    "gpu",
+    "interconnect",
+    "storage",
+    "tuning",
+    "security",
+    "baseline",
+    "workload",
+)
 
 
 def load_registry() -> dict[str, CheckSpec]:

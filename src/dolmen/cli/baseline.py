@@ -1,0 +1,64 @@
+"""``dolmen baseline``: record a known-good host, show a baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dolmen.cli.common import from_option
+
+
+@click.group()
+def baseline() -> None:
+    """Record the expected state of a known-good host; `validate --baseline` compares."""
+
+
+@baseline.command()
+@click.option("-o", "--output", metavar="FILE", required=True, help="Where to write (JSON).")
+@from_option
+def capture(output: str, source: str | None) -> None:
+    """Capture this host's (or a tree's) hardware and versions as a baseline.
+
+    GPU count, models, VBIOS, PCIe capability per bus id, NVLinks, IB ports and rates,
+    NIC/NVMe/NVSwitch links, driver and CUDA versions, memory, CPUs. No serials: one
+    baseline serves every alike node.
+    """
+    from dolmen.baseline import capture_baseline, dump_baseline
+    from dolmen.facts import FactStore
+    from dolmen.fsutil import atomic_write
+    from dolmen.host import open_host
+
+    names = ["gpu", "infiniband", "pci", "memory", "cpu", "storage"]
+    with open_host(source) as host:
+        facts = FactStore(host).collect(names)
+        b = capture_baseline(facts, host.hostname)
+    atomic_write(Path(output), dump_baseline(b).encode())
+    click.echo(
+        f"baseline: {output} ({b.gpu_count} GPUs, {len(b.ib_ports)} IB ports, "
+        f"{len(b.pcie)} tracked PCIe devices, driver {b.driver_version or '-'})"
+    )
+
+
+@baseline.command()
+@click.argument("file")
+def show(file: str) -> None:
+    """Print a baseline in a readable form."""
+    from dolmen.baseline import load_baseline
+
+    b = load_baseline(file)
+    click.echo(f"captured from {b.captured_from} at {b.created}")
+    click.echo(f"driver {b.driver_version}  CUDA {b.cuda_version}")
+    mem = f"{b.memory_bytes / 2**30:.0f} GiB" if b.memory_bytes else "-"
+    click.echo(f"memory {mem}  CPU {b.cpu_model} x{b.cpu_threads}  NVMe {b.nvme_count}")
+    for g in b.gpus:
+        click.echo(
+            f"gpu {g.bus_id}  {g.model}  VBIOS {g.vbios}  Gen{g.pcie_gen_max} "
+            f"x{g.pcie_width_max}  NVLinks {g.nvlinks}"
+        )
+    for p in b.ib_ports:
+        click.echo(f"ib {p.device}/{p.port}  {p.rate_gbps} Gb/s  {p.link_layer}  fw {p.fw_version}")
+    for link in b.pcie:
+        click.echo(
+            f"pci {link.bdf}  {link.vendor_id}:{link.class_id}  Gen{link.generation} x{link.width}"
+        )
