@@ -97,19 +97,41 @@ def _s(value: str) -> str:
 def canonical_json(value: Any) -> str:
     """Free-form values (details, checkpoint): sorted keys, no spaces, ASCII, no NaN.
 
-    Values JSON cannot hold (paths, enums, datetimes) are stored as their str().
+    Values JSON cannot hold (paths, enums, datetimes) are stored as their str(), and
+    keys that are not strings (``{3: ...}``) as their str() too.
     """
     try:
-        return json.dumps(
-            value,
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=True,
-            allow_nan=False,
-            default=str,
-        )
+        return _dumps(value)
+    except TypeError:
+        pass  # keys of mixed types cannot be sorted: make them text, then try again
+    except ValueError as e:
+        raise ValueError(f"audit details cannot be encoded: {e}") from e
+    try:
+        return _dumps(_str_keys(value))
     except (TypeError, ValueError) as e:
         raise ValueError(f"audit details cannot be encoded: {e}") from e
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+        allow_nan=False,
+        default=str,
+    )
+
+
+def _str_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        out = {str(k): _str_keys(v) for k, v in value.items()}
+        if len(out) != len(value):
+            raise ValueError("two keys have the same text")
+        return out
+    if isinstance(value, list | tuple):
+        return [_str_keys(v) for v in value]
+    return value
 
 
 def prefix(event: AuditEvent, prev_hash: str, sequence: int) -> bytes:
