@@ -99,9 +99,13 @@ def _profile(name: str | None, config_path: str | None, host: Host | None = None
 
 
 def _console() -> Any:
+    import os
+
     from rich.console import Console
 
-    return Console()
+    # Piped output (logs, CI) gets wide tables rather than rich's 80-column default.
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(width=200 if wide else None)
 
 
 def _emit(doc: dict[str, Any]) -> None:

@@ -170,12 +170,12 @@ def _run_steps(
         if view is not None and (i in view.done or i in view.skipped):
             continue
         setting = SETTINGS[change.target.setting]
-        if view is None or i not in view.saved:
-            before = setting.read(host, change.target).value
-            original = setting.capture(host, change)
-            journal.append({"type": "save", "step": i, "original": original, "before": before})
-        crash.at(1 + 2 * k)
         try:
+            if view is None or i not in view.saved:
+                before = setting.read(host, change.target).value
+                original = setting.capture(host, change)
+                journal.append({"type": "save", "step": i, "original": original, "before": before})
+            crash.at(1 + 2 * k)
             setting.apply(host, change)
         except StepSkipped as e:
             journal.append({"type": "skipped", "step": i, "reason": str(e)})

@@ -96,7 +96,11 @@ def find_profile(name: str, *, including: Path | None = None) -> Path:
         if shipped_only and kind != "shipped":
             continue
         path = folder / f"{bare}.toml"
-        if path.is_file() and (including is None or path.resolve() != including.resolve()):
+        try:
+            found = path.is_file()
+        except OSError as e:  # a site folder this user cannot read: say so, never guess
+            raise ConfigError(f"cannot look up profiles: {e.strerror}", path=str(folder)) from e
+        if found and (including is None or path.resolve() != including.resolve()):
             return path
     names = ", ".join(sorted({p.stem for _, d in profile_dirs() for p in d.glob("*.toml")}))
     raise ConfigError(
@@ -141,18 +145,12 @@ class _Raw:
     removals: tuple[Removal, ...]
 
 
-_CACHE: dict[tuple[str, float], _Raw] = {}
-
-
 def _parse(path: Path) -> _Raw:
     try:
-        key = (str(path.resolve()), path.stat().st_mtime)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read profile: {e}", path=str(path)) from e
-    if key not in _CACHE:
-        _CACHE[key] = parse_profile_text(text, str(path))
-    return _CACHE[key]
+    return parse_profile_text(text, str(path))
 
 
 def parse_profile_text(text: str, path: str) -> _Raw:

@@ -34,11 +34,13 @@ class Assignment:
     value: str
     path: str
     line: int
+    link: str | None = None  # the file's link target (Debian's 99-sysctl.conf -> ../sysctl.conf)
 
     @property
     def where(self) -> str:
-        """``/etc/sysctl.d/99-x.conf:3``."""
-        return f"/{self.path}:{self.line}"
+        """``/etc/sysctl.d/99-x.conf:3``, with the link target when the file is a link."""
+        via = f" (-> {self.link})" if self.link else ""
+        return f"/{self.path}:{self.line}{via}"
 
 
 def normalize_key(key: str) -> str:
@@ -77,8 +79,9 @@ def boot_assignments(host: Host) -> dict[str, list[Assignment]]:
     """Every assignment at boot, by sysctl, in the order they are applied."""
     out: dict[str, list[Assignment]] = {}
     for path in boot_files(host):
+        link = host.readlink(path)
         for a in parse_sysctl_conf(host.read_opt(path) or "", path):
-            out.setdefault(a.key, []).append(a)
+            out.setdefault(a.key, []).append(Assignment(a.key, a.value, a.path, a.line, link))
     return out
 
 

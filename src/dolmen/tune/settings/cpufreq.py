@@ -15,7 +15,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value
+from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
 
 CPU = "sys/devices/system/cpu"
 
@@ -92,8 +92,8 @@ class CpuFreq(Setting):
         avail = host.read_value(target.extra.get("available", ""))
         if avail is not None and target.desired not in avail.split():
             return Reading(got.value, skip=f"not offered by this driver; valid: {avail}")
-        if not host.writable(target.path):
-            return Reading(got.value, skip="read-only here (dolmen is not root)")
+        if read_only(host, target.path):
+            return Reading(got.value, skip="read-only here")
         return got
 
     def apply(self, host: Host, change: Change) -> None:

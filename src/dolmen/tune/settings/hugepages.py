@@ -18,7 +18,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, read_kernel_value
+from dolmen.tune.settings.base import Entry, Setting, read_kernel_value, read_only
 
 NODE = "sys/devices/system/node"
 GLOBAL = "sys/kernel/mm/hugepages"
@@ -103,8 +103,8 @@ class HugePages(Setting):
                 skip=f"would reserve {want_kb // 1024} MiB of {int(m.group(1)) // 1024} MiB "
                 f"on {target.name.split()[0]} (more than {MAX_SHARE:.0%})",
             )
-        if not host.writable(target.path):
-            return Reading(got.value, skip="read-only here (dolmen is not root)")
+        if read_only(host, target.path):
+            return Reading(got.value, skip="read-only here")
         return got
 
     def apply(self, host: Host, change: Change) -> None:

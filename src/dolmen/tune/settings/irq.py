@@ -23,7 +23,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Reading, StepSkipped, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value
+from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
 from dolmen.tune.settings.dropin import HEADER, read_whole, show_whole
 from dolmen.tune.settings.services import Services
 
@@ -145,8 +145,8 @@ class Irq(Setting):
         if target.key == "irqbalance":
             return read_whole(host, target.path)
         got = read_kernel_value(host, target.path)
-        if not got.skip and not host.writable(target.path):
-            return Reading(got.value, skip="read-only here (dolmen is not root)")
+        if not got.skip and read_only(host, target.path):
+            return Reading(got.value, skip="read-only here")
         return got
 
     def plan(self, target: Target, reading: Reading) -> Change:

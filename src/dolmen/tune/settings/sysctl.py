@@ -17,7 +17,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, read_kernel_value
+from dolmen.tune.settings.base import Entry, Setting, read_kernel_value, read_only
 
 _NAME = re.compile(r"^[a-z0-9_][a-z0-9_.\-/:]*[a-z0-9_]$", re.I)
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -120,7 +120,7 @@ class Sysctl(Setting):
                     skip=f"{target.desired} is not available here ({choices_of} = {avail}); "
                     "load its kernel module first",
                 )
-        if not host.writable(target.path):
+        if read_only(host, target.path):
             return Reading(got.value, skip=_read_only_reason(target.key))
         return got
 
@@ -141,8 +141,5 @@ class Sysctl(Setting):
 
 def _read_only_reason(key: str) -> str:
     if key.startswith("net."):
-        return (
-            "read-only here: this sysctl can be set only from the initial network namespace "
-            "(or dolmen is not root)"
-        )
-    return "read-only here (not root, or the kernel does not allow writing it)"
+        return "read-only here: this sysctl can be set only from the initial network namespace"
+    return "read-only here (the kernel refuses writes to it)"

@@ -15,7 +15,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value
+from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
 
 _PATH = re.compile(r"^[A-Za-z0-9_.:+\-*?\[\]/]+$")
 _BRACKETED = re.compile(r"\[([^\]\s]+)\]")
@@ -99,8 +99,8 @@ class Sysfs(Setting):
                 selected(raw),
                 skip=f"{target.desired!r} is not offered here; valid: {', '.join(listed)}",
             )
-        if not host.writable(target.path):
-            return Reading(selected(raw), skip="read-only here (not root, or a read-only file)")
+        if read_only(host, target.path):
+            return Reading(selected(raw), skip="read-only here (the kernel refuses writes to it)")
         return Reading(selected(raw))
 
     def apply(self, host: Host, change: Any) -> None:
