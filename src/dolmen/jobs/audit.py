@@ -37,17 +37,11 @@ def audit(
     actor: str | None = None,
     fail_closed: bool = True,
 ) -> str | None:
-    """Record one event; None when recorded (or when this build has no audit log yet),
-    else why it could not be (only with ``fail_closed=False``; otherwise AuditUnavailable)."""
+    """Record one event; None when recorded, else why it could not be (only with
+    ``fail_closed=False``; otherwise AuditUnavailable). ``outcome``: success | failure."""
     assert action in ACTIONS, action
-    try:
-        from dolmen.audit import record_event  # type: ignore[import-not-found,attr-defined,unused-ignore]
-    except ImportError as e:
-        # The audit package lands in a sibling change; until it does there is nothing to
-        # write to, which is not a failure of the log.
-        if e.name in ("dolmen.audit", None) or "record_event" in str(e):
-            return None
-        raise
+    from dolmen.audit import record_event
+
     try:
         record_event(action, target, outcome=outcome, details=dict(details or {}), actor=actor)
     except AuditUnavailable as e:

@@ -196,9 +196,11 @@ class Supervisor:
             if self._cancelled():
                 return Fault(self._cancel_reason(), {}, retry=False)
             codes = [(slot, child.poll()) for slot, child in self.children]
-            failed = [(s, c) for s, c in codes if c not in (None, 0)]
+            failed = [(s, c) for s, c in codes if c is not None and c != 0]
             if failed:
-                slot, code = failed[0]
+                # Ranks usually fail together (a peer's death breaks the collective); the one
+                # killed by a signal is the cause, the ones that exited with an error its echo.
+                slot, code = min(failed, key=lambda f: (f[1] >= 0, f[0].rank))
                 assert code is not None
                 return Fault(f"rank {slot.rank} {_describe_exit(code)}", {})
             if all(c == 0 for _, c in codes):

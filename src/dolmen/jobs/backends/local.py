@@ -122,7 +122,7 @@ class LocalBackend(Backend):
             try:
                 check(quotas, spec, user)
             except QuotaExceeded as e:
-                _audit_submit(spec, None, outcome="denied", reason=e.message, fail_closed=False)
+                _audit_submit(spec, None, outcome="failure", reason=e.message, fail_closed=False)
                 raise
 
         job_id = store.create(
@@ -200,7 +200,6 @@ class LocalBackend(Backend):
             "jobs.cancel",
             f"job {job.id}",
             details={"backend": self.name, "user": job.user, "name": job.spec.name},
-            actor=current_user(),
         )
         self.store.request_cancel(job.id)
         pid = job.supervisor_pid
@@ -345,7 +344,6 @@ def _audit_submit(
         target,
         outcome=outcome,
         details=details,
-        actor=spec.user,
         fail_closed=fail_closed,
     )
 
