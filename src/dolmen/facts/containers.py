@@ -40,6 +40,11 @@ _CDI_SUFFIXES = (".yaml", ".yml", ".json")
 _VERSION_RE = re.compile(r"\b(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.]+)?)")
 _TOP_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$")
 _NAME_RE = re.compile(r"^(\s*)(?:-\s+)?name:\s*(.*?)\s*$")
+# The driver a spec was generated for: nvidia-ctk >= 1.17 passes it to the enable-cuda-compat
+# hook; every spec mounts the driver's versioned libraries (libcuda.so.580.95.05).
+_CDI_DRIVER_RE = re.compile(
+    r"--host-driver-version=(\d+(?:\.\d+){1,2})\b|lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class CdiSpec:
     cdi_version: str | None
     devices: tuple[str, ...]
     error: str | None = None
+    driver_version: str | None = None  # the driver it was generated for, when it names one
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,7 @@ def parse_cdi_spec(path: str, text: str) -> CdiSpec:
             kind if isinstance(kind, str) else None,
             None if version is None else str(version),
             names,
+            text,
         )
     top: dict[str, str] = {}
     names_list: list[str] = []
@@ -193,16 +200,22 @@ def parse_cdi_spec(path: str, text: str) -> CdiSpec:
         dash = stripped.startswith("- ")
         if (dash and indent == item_indent) or (not dash and indent == item_indent + 2):
             names_list.append(_unquote(m[2]))
-    return _spec(path, top.get("kind") or None, top.get("cdiVersion") or None, tuple(names_list))
+    return _spec(
+        path, top.get("kind") or None, top.get("cdiVersion") or None, tuple(names_list), text
+    )
 
 
-def _spec(path: str, kind: str | None, version: str | None, names: tuple[str, ...]) -> CdiSpec:
+def _spec(
+    path: str, kind: str | None, version: str | None, names: tuple[str, ...], text: str
+) -> CdiSpec:
     error = None
     if kind is None:
         error = "malformed: no kind (truncated?)"
     elif version is None:
         error = "malformed: no cdiVersion"
-    return CdiSpec(path, kind, version, names, error)
+    found = _CDI_DRIVER_RE.search(text)
+    driver = None if found is None else found[1] or found[2]
+    return CdiSpec(path, kind, version, names, error, driver)
 
 
 def _unquote(value: str) -> str:
