@@ -155,6 +155,7 @@ def test_irqs_of_a_recorded_nvme_drive_go_to_its_node(
     before = snapshot(host_tree)
     root = ("--root", str(host_tree))
     rc, out, _ = run(capsys, "tune", "plan", "ai-training-multinode", *root, "--json")
+    assert rc == 0
     doc = json.loads(out)
     aff = [c for c in doc["changes"] if c["target"]["key"] == "affinity"]
     assert [c["target"]["name"] for c in aff] == [f"irq {n} (nvme0)" for n in irqs]

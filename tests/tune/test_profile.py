@@ -106,7 +106,7 @@ def test_malformed_bytes_are_a_config_error(dolmen_dirs: Path) -> None:
     (dolmen_dirs / "profiles" / "junk.toml").write_bytes(b"\xff\xfe[sys\x00")
     with pytest.raises(ConfigError):
         load_profile("junk")
-    with pytest.raises(ConfigError, match="valid profiles: .*ai-training"):
+    with pytest.raises(ConfigError, match=r"valid profiles: .*ai-training"):
         load_profile("no-such-profile")
 
 
@@ -123,7 +123,7 @@ def test_includes_that_disagree_must_be_settled(dolmen_dirs: Path) -> None:
     _site(dolmen_dirs, "x", '[sysctl]\n"vm.swappiness" = 10\n')
     _site(dolmen_dirs, "y", '[sysctl]\n"vm.swappiness" = 20\n')
     _site(dolmen_dirs, "xy", '[profile]\ninclude = ["x", "y"]\n')
-    with pytest.raises(ConfigError, match="disagree on \\[sysctl\\] vm.swappiness"):
+    with pytest.raises(ConfigError, match=r"disagree on \[sysctl\] vm\.swappiness"):
         load_profile("xy")
     _site(dolmen_dirs, "xy", '[profile]\ninclude = ["x", "y"]\n[sysctl]\n"vm.swappiness" = 15\n')
     assert [e.value for e in load_profile("xy").entries] == ["15"]
@@ -151,7 +151,8 @@ def test_site_profile_shadows_and_can_include_the_shipped_one(dolmen_dirs: Path)
     _site(
         dolmen_dirs,
         "ai-training",
-        '[profile]\ndescription = "ours"\ninclude = ["ai-training"]\n[sysctl]\n"vm.swappiness" = 5\n',
+        '[profile]\ndescription = "ours"\ninclude = ["ai-training"]\n'
+        '[sysctl]\n"vm.swappiness" = 5\n',
     )
     p = load_profile("ai-training")
     assert p.description == "ours" and not p.shipped
