@@ -21,9 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+_encode_ascii: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 ECS_VERSION = "8.11.0"
 DATASET = "dolmen.audit"
@@ -91,7 +93,10 @@ def validate_request(action: str, target: str, outcome: str) -> None:
 
 
 def _s(value: str) -> str:
-    return json.dumps(value, ensure_ascii=True)
+    # the C encoder json.dumps(ensure_ascii=True) uses for a str, without its overhead
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")
+    return _encode_ascii(value)
 
 
 def canonical_json(value: Any) -> str:

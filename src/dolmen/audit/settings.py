@@ -43,9 +43,38 @@ class AuditSettings:
         return self.path.parent / "spool"
 
 
+_CACHE: dict[tuple[object, ...], AuditSettings] = {}
+
+
 def audit_settings(config: Config | None = None) -> AuditSettings:
-    """The settings from ``config`` (default: the site configuration) and the environment."""
-    cfg = load_config() if config is None else config
+    """The settings from ``config`` (default: the site configuration) and the environment.
+
+    Without ``config``, the result is reused while the environment and the site
+    configuration file (its size and mtime) stay the same: record_event calls this
+    for every event."""
+    if config is not None:
+        return _settings(config)
+    key = _cache_key()
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = _settings(load_config())
+        _CACHE.clear()  # one entry: the current configuration
+        _CACHE[key] = cached
+    return cached
+
+
+def _cache_key() -> tuple[object, ...]:
+    cfg = config_dir() / "dolmen.toml"
+    try:
+        st = os.stat(cfg)
+        stamp: tuple[int, ...] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = ()
+    env = tuple(os.environ.get(k) for k in ("DOLMEN_STATE_DIR", FAIL_OPEN_ENV))
+    return (str(cfg), stamp, env)
+
+
+def _settings(cfg: Config) -> AuditSettings:
     base = state_dir() / "audit"
     fail_open = bool(cfg.get("audit", "fail_open", False))
     env = os.environ.get(FAIL_OPEN_ENV, "").strip().lower()

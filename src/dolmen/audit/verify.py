@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,10 +48,10 @@ MIN_LINE = len(HEAD) + 64 + TAIL_LEN
 _PRE = operator.itemgetter(slice(None, -TAIL_LEN))
 _TAIL = operator.itemgetter(slice(-TAIL_LEN, None))
 _PREV = operator.itemgetter(PREV_AT)
-_DIGEST = operator.methodcaller("digest")
-_FIXED = [(i, HASH_MARK[i : i + 1]) for i in range(len(HASH_MARK))] + [
-    (TAIL_LEN - 3 + i, b'"}}'[i : i + 1]) for i in range(3)
-]
+_HEXDIGEST = operator.methodcaller("hexdigest")
+_TAIL_OPEN = HASH_MARK.decode()
+_TAIL_CLOSE = '"}}'
+_TAIL_JOIN = _TAIL_CLOSE + _TAIL_OPEN
 
 
 @dataclass
@@ -97,7 +97,9 @@ def verify_log(
             report.notes.append("no checkpoint found: verified from the first event")
         else:
             fi, li, cp = found
-            problem = _check_cp(cp, files[fi], li, trust, 0, trust_source)
+            data = _read(files[fi])
+            offset = _offset_of_line(data, li)
+            problem = _check_cp(cp, files[fi], data, offset, 0, trust, 0, trust_source)
             if problem is not None:
                 report.problem = problem
                 return report
@@ -159,12 +161,14 @@ def _verify_file(
         expected, last_hash = state.expected + len(lines), _last_hash(lines, state.last_hash)
     if good and report.first_sequence is None:
         report.first_sequence = state.expected
-    for idx, line in _checkpoint_lines(data, good):
+    limit = good if chain_break is not None else None
+    for offset, line in _checkpoint_lines(data, limit):
         try:
             event = parse_line(line)
         except LineError as e:
+            idx = _line_index(data, offset)
             return Break("modified", path, skip + idx + 1, None, f"checkpoint line: {e}")
-        problem = _check_cp(event, path, skip + idx, trust, state.epoch, trust_source)
+        problem = _check_cp(event, path, data, offset, skip, trust, state.epoch, trust_source)
         if problem is not None:
             return problem
         state.epoch = int((event.checkpoint or {})["epoch"])
@@ -179,46 +183,49 @@ def _verify_file(
 
 
 def _fast(lines: list[bytes], prev: str) -> bool:
-    """Whether every line's hash, tail frame and prev_hash link are right (C-level passes)."""
+    """Whether every line's hash, tail frame and prev_hash link are right, in a few passes
+    that iterate in C: the tails of all lines must equal the frame rebuilt around the
+    recomputed hashes, and the prev_hash fields the hashes shifted by one."""
     if not lines:
         return True
     if min(map(len, lines)) < MIN_LINE:
         return False
+    hexes = list(map(_HEXDIGEST, map(hashlib.sha256, map(_PRE, lines))))
     tails = b"".join(map(_TAIL, lines))
-    n = len(lines)
-    for pos, byte in _FIXED:
-        if tails[pos::TAIL_LEN] != byte * n:
-            return False
-    claimed = tails.replace(HASH_MARK, b"").replace(b'"}}', b"")
-    computed = b"".join(map(_DIGEST, map(hashlib.sha256, map(_PRE, lines)))).hex().encode()
-    if claimed != computed:
+    if tails != (_TAIL_OPEN + _TAIL_JOIN.join(hexes) + _TAIL_CLOSE).encode("ascii"):
         return False
-    prevs = b"".join(map(_PREV, lines))
-    return prevs == prev.encode() + claimed[:-64]
+    return b"".join(map(_PREV, lines)) == (prev + "".join(hexes[:-1])).encode("ascii")
 
 
 def _last_hash(lines: list[bytes], prev: str) -> str:
     return lines[-1][-TAIL_LEN + len(HASH_MARK) : -3].decode("ascii") if lines else prev
 
 
-def _checkpoint_lines(data: bytes, limit: int) -> Iterable[tuple[int, bytes]]:
-    """(line index, line) of each checkpoint event among the first ``limit`` lines."""
-    pos, line_no, counted = data.find(CP_MARK), 0, 0
-    while pos >= 0:
+def _checkpoint_lines(data: bytes, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(line index, line) of each checkpoint event (among the first ``limit`` lines).
+
+    Line numbers are counted only when asked for (``limit`` given) or needed for a report;
+    otherwise the index is -1 and ``_line_index`` finds it."""
+    end_limit = len(data) if limit is None else _offset_of_line(data, limit)
+    pos = data.find(CP_MARK)
+    while 0 <= pos < end_limit:
         start = data.rfind(b"\n", 0, pos) + 1
-        line_no += data.count(b"\n", counted, start)
-        counted = start
-        if line_no >= limit:
-            return
         end = data.find(b"\n", pos)
-        yield line_no, data[start : end if end >= 0 else len(data)]
-        pos = data.find(CP_MARK, end if end >= 0 else len(data))
+        end = end if end >= 0 else len(data)
+        yield start, data[start:end]
+        pos = data.find(CP_MARK, end)
+
+
+def _line_index(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset)
 
 
 def _check_cp(
     event: AuditEvent,
     path: Path,
-    index: int,
+    data: bytes,
+    offset: int,
+    skip: int,
     trust: TrustStore | None,
     last_epoch: int,
     trust_source: str,
@@ -234,7 +241,8 @@ def _check_cp(
     problem = check_checkpoint(event, event.sequence - 1, event.prev_hash, trust, last_epoch)
     if problem is None:
         return None
-    return Break(problem.kind, path, index + 1, event.sequence, problem.message)
+    line = skip + _line_index(data, offset) + 1
+    return Break(problem.kind, path, line, event.sequence, problem.message)
 
 
 def _check_end(
@@ -281,10 +289,10 @@ def _check_end(
 def _latest_checkpoint(files: list[Path]) -> tuple[int, int, AuditEvent] | None:
     for fi in range(len(files) - 1, -1, -1):
         data = _read(files[fi])
-        found = list(_checkpoint_lines(data, 1 << 62))
-        for idx, line in reversed(found):
+        found = list(_checkpoint_lines(data))
+        for offset, line in reversed(found):
             try:
-                return fi, idx, parse_line(line)
+                return fi, _line_index(data, offset), parse_line(line)
             except LineError:
                 continue
     return None
