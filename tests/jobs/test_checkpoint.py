@@ -33,7 +33,7 @@ def test_a_writer_and_several_files(tmp_path: Path) -> None:
     found = checkpoint.latest(tmp_path)
     assert found == ck
     assert found.read("opt.json") == b'{"lr": 0.1}'
-    with pytest.raises(KeyError, match="model.bin"):
+    with pytest.raises(KeyError, match=r"model\.bin"):
         found.file("absent")
 
 

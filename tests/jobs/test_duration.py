@@ -31,7 +31,7 @@ def test_parse_duration(text: str, seconds: int) -> None:
 
 @pytest.mark.parametrize("text", ["", "0", "0m", "abc", "1.5h", "-5m", "1:2:3:4", "h", "\x00"])
 def test_bad_durations_name_the_forms(text: str) -> None:
-    with pytest.raises(UsageError, match="30m|zero"):
+    with pytest.raises(UsageError, match=r"30m|zero"):
         parse_duration(text)
 
 

@@ -177,7 +177,9 @@ def test_launcher_refuses_outside_slurm_and_a_missing_command() -> None:
 
 def test_launcher_runs_a_nodes_ranks_in_a_pod() -> None:
     pod = {"GROUP_RANK": "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "job-0.job"}
-    show = "import os; print(os.environ['RANK'], os.environ['LOCAL_RANK'], os.environ['WORLD_SIZE'])"
+    show = (
+        "import os; print(os.environ['RANK'], os.environ['LOCAL_RANK'], os.environ['WORLD_SIZE'])"
+    )
     out = launch(pod, "--procs-per-node", "3", "--", sys.executable, "-c", show)
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.splitlines()) == ["3 0 6", "4 1 6", "5 2 6"]

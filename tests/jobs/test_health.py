@@ -24,7 +24,9 @@ from tests.conftest import make_tree, recording
 from tests.jobs.conftest import make_local, stop_all, wait_for
 
 H100 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml"
-XID79 = "NVRM: Xid (PCI:0000:75:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+XID79 = (
+    "NVRM: Xid (PCI:0000:75:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+)
 
 
 def h100_xml() -> str:
@@ -113,9 +115,7 @@ def test_gpu_turning_unhealthy_restarts_the_job_without_it(
             max_restarts=1,
         )
         job = local.submit(spec)
-        wait_for(
-            lambda: local.status(job.job_id).details["ranks_running"] == "2", what="2 ranks"
-        )
+        wait_for(lambda: local.status(job.job_id).details["ranks_running"] == "2", what="2 ranks")
         assert local.status(job.job_id).details["gpus"] == "0,1"
         swap(link, lost)
         final = wait_for(lambda: (s := local.status(job.job_id)).state.done and s, timeout=30)

@@ -81,7 +81,7 @@ def test_unreadable_files(tmp_path: Path) -> None:
         load_jobfile(tmp_path / "absent.toml")
     junk = tmp_path / "junk.toml"
     junk.write_bytes(b"\xff\xfe\x00binary")
-    with pytest.raises(ConfigError, match="cannot read|not valid TOML"):
+    with pytest.raises(ConfigError, match=r"cannot read|not valid TOML"):
         load_jobfile(junk)
 
 

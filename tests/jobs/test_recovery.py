@@ -71,7 +71,9 @@ def check_recovered(local: LocalBackend, final: JobStatus, doc: dict[str, Any]) 
     assert f"restart 1 resumed from step {doc['resumed_from']}" in log
 
 
-def test_pure_python_allreduce_job_resumes_after_sigkill(local: LocalBackend, tmp_path: Path) -> None:
+def test_pure_python_allreduce_job_resumes_after_sigkill(
+    local: LocalBackend, tmp_path: Path
+) -> None:
     _, clean = run(local, "train_tcp.py", tmp_path, "tcp-clean", kill_at=None)
     final, hit = run(local, "train_tcp.py", tmp_path, "tcp-hit", kill_at=KILL_AT)
     check_recovered(local, final, hit)

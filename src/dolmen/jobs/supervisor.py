@@ -243,6 +243,7 @@ class Supervisor:
     def _restart(self, count: int, fault: Fault) -> None:
         ckpt = checkpoint.latest(self.spec.checkpoint_dir) if self.spec.checkpoint_dir else None
         where = f"checkpoint step {ckpt.step}" if ckpt else "the start (no complete checkpoint)"
+        self._audit("jobs.restart", restart=count, fault=fault.reason, resume_from=where)
         self.store.update(
             self.id,
             restarts=count,
@@ -253,13 +254,13 @@ class Supervisor:
         self._event(
             "restart", f"{count}/{self.spec.max_restarts} after: {fault.reason}; from {where}"
         )
-        self._audit("jobs.restart", restart=count, fault=fault.reason, resume_from=where)
 
     def _finish(self, state: JobState, reason: str) -> JobState:
-        self.store.update(self.id, state=state, reason=reason, gpus=[])
-        self._event(state.value, reason)
+        # The audit event first: whoever sees the final state can find its event.
         if state is JobState.FAILED:
             self._audit("jobs.fail", reason=reason, outcome="failure")
+        self.store.update(self.id, state=state, reason=reason, gpus=[])
+        self._event(state.value, reason)
         return state
 
     # --- helpers -----------------------------------------------------------------------

@@ -108,7 +108,9 @@ def main() -> None:
         total = reduce(gradient(w, *batch(step, rank)))
         w = [wi - LR * gi / world for wi, gi in zip(w, total)]
         if rank == 0:
-            checkpoint.save(ckdir, step + 1, json.dumps({"step": step + 1, "w": w}).encode(), keep=3)
+            checkpoint.save(
+                ckdir, step + 1, json.dumps({"step": step + 1, "w": w}).encode(), keep=3
+            )
         time.sleep(pause)
     if rank == 0:
         doc = {"w": w, "loss": loss(w), "restart": int(restart), "resumed_from": start}
