@@ -18,6 +18,7 @@ rebooted with it:
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,15 +69,44 @@ def with_option(text: str, arg: str) -> str:
     return "".join(lines)
 
 
-def grub_has(host: Host, arg: str, *, skip: str = "") -> bool:
-    """Whether /etc/default/grub or a grub.d drop-in (other than ``skip``) adds ``arg``."""
-    for path in [GRUB_DEFAULT, *host.glob(f"{GRUB_D}/*.cfg")]:
-        if path == skip:
-            continue
-        for m in _GRUB_VAR.finditer(host.read_opt(path) or ""):
-            if arg in m.group(1).strip("\"'").split():
-                return True
-    return False
+def grub_tokens(text: str) -> list[str]:
+    """The parameters a GRUB defaults file adds (``GRUB_CMDLINE_LINUX[_DEFAULT]``), without
+    the ``$VARIABLE`` references drop-ins use to append."""
+    out: list[str] = []
+    for m in _GRUB_VAR.finditer(text):
+        value = m.group(1).strip()
+        try:
+            words = shlex.split(value, comments=True)
+        except ValueError:  # unbalanced quotes: take the words as they are
+            words = value.strip("\"'").split()
+        out.extend(" ".join(words).split())
+    return [w for w in out if not w.startswith("$")]
+
+
+def grub_has(host: Host, arg: str) -> bool:
+    """Whether /etc/default/grub or one of its grub.d drop-ins adds ``arg``."""
+    return any(
+        arg in grub_tokens(host.read_opt(path) or "")
+        for path in [GRUB_DEFAULT, *host.glob(f"{GRUB_D}/*.cfg")]
+    )
+
+
+def staged_args(host: Host) -> tuple[set[str], str] | None:
+    """The parameters the next boot will pass, and where they are staged: the BLS entry of
+    the running kernel, else GRUB's defaults and drop-ins; None when neither is found."""
+    release = host.read_value("proc/sys/kernel/osrelease") or ""
+    for path in host.glob(f"{BLS}/*.conf"):
+        text = host.read_opt(path) or ""
+        if release and release in text:
+            found = options_line(text)
+            tokens = {t for t in (found[1] if found else []) if not t.startswith("$")}
+            return tokens, f"/{path}"
+    if host.exists(GRUB_DEFAULT):
+        tokens = set()
+        for path in [GRUB_DEFAULT, *host.glob(f"{GRUB_D}/*.cfg")]:
+            tokens.update(grub_tokens(host.read_opt(path) or ""))
+        return tokens, f"/{GRUB_DEFAULT} and its grub.d drop-ins"
+    return None
 
 
 class Cmdline(Setting):
