@@ -41,6 +41,7 @@ from dolmen.audit.segments import (
     torn_path,
 )
 from dolmen.errors import AuditUnavailable
+from dolmen.fsutil import fsync_dir
 
 LOCK_TIMEOUT = 30.0
 # (sequence, hash of the event at that sequence) -> the checkpoint event to append after it
@@ -136,11 +137,11 @@ class AuditLog:
         try:
             size = os.fstat(fd).st_size
             size, torn = self._cut_torn(fd, size)
-            last_seq, last_hash = self._last_event(fd, size)
+            chain = _Chain(*self._last_event(fd, size))
             recorded = parse_head(os.pread(head_fd, 128, 0))
-            if recorded is not None and recorded.sequence > last_seq:
+            if recorded is not None and recorded.sequence > chain.sequence:
                 raise AuditUnavailable(
-                    f"the audit log {self.path} ends at event {last_seq} but event "
+                    f"the audit log {self.path} ends at event {chain.sequence} but event "
                     f"{recorded.sequence} was committed: events were removed",
                     hint="run `dolmen audit verify`, keep the log as evidence, and move the "
                     "log folder aside to start a new chain",
@@ -148,42 +149,28 @@ class AuditLog:
             if size and self._due_rotation(size):
                 fd = self._rotate(fd)
                 size = 0
-            batch: list[AuditEvent] = []
             if torn is not None:
-                result.warnings.append(torn["message"])  # type: ignore[arg-type]
+                result.warnings.append(str(torn["message"]))
                 if make_recover is not None:
-                    batch.append(make_recover(torn))
-            batch.extend(events)
-            lines: list[bytes] = []
-            for pending in batch:
-                last_seq += 1
-                sealed, line = seal(pending, last_hash, last_seq)
-                last_hash = sealed.hash or GENESIS
-                lines.append(line)
-                result.events.append(sealed)
-                due = every and last_seq % every == 0 and pending.action != CHECKPOINT_ACTION
-                if due and make_checkpoint is not None:
+                    chain.add(make_recover(torn))  # before the caller's events, not among them
+            for pending in events:
+                result.events.append(chain.add(pending))
+                due = every and chain.sequence % every == 0
+                if due and make_checkpoint is not None and pending.action != CHECKPOINT_ACTION:
                     try:
-                        cp = make_checkpoint(last_seq, last_hash)
+                        cp = make_checkpoint(chain.sequence, chain.hash)
                     except Exception as e:  # the events are still committed; say so loudly
-                        result.warnings.append(f"periodic checkpoint after {last_seq} failed: {e}")
+                        result.warnings.append(
+                            f"periodic checkpoint after {chain.sequence} failed: {e}"
+                        )
                         continue
-                    last_seq += 1
-                    sealed_cp, cp_line = seal(cp, last_hash, last_seq)
-                    last_hash = sealed_cp.hash or GENESIS
-                    lines.append(cp_line)
-                    result.checkpoints.append(sealed_cp)
+                    result.checkpoints.append(chain.add(cp))
             if checkpoint_now and make_checkpoint is not None:
-                cp = make_checkpoint(last_seq, last_hash)
-                last_seq += 1
-                sealed_cp, cp_line = seal(cp, last_hash, last_seq)
-                last_hash = sealed_cp.hash or GENESIS
-                lines.append(cp_line)
-                result.checkpoints.append(sealed_cp)
-            if not lines:
+                result.checkpoints.append(chain.add(make_checkpoint(chain.sequence, chain.hash)))
+            if not chain.lines:
                 return result
             try:
-                _write_all(fd, b"".join(lines))
+                _write_all(fd, b"".join(chain.lines))
                 os.fdatasync(fd)
             except OSError:
                 # A short write (disk full) or a failed flush: take the partial lines back
@@ -192,13 +179,10 @@ class AuditLog:
                     os.ftruncate(fd, size)
                 raise
             if size == 0:
-                _fsync_dir(self.path.parent)  # a new file's name must survive a crash too
-            os.pwrite(head_fd, encode_head(HeadRecord(last_seq, last_hash)), 0)
+                fsync_dir(self.path.parent)  # a new file's name must survive a crash too
+            os.pwrite(head_fd, encode_head(HeadRecord(chain.sequence, chain.hash)), 0)
         finally:
             os.close(fd)
-        if torn is not None:
-            # the caller's events come after the recovery event
-            result.events = result.events[1:] if make_recover is not None else result.events
         return result
 
     def _open_active(self) -> int:
@@ -284,7 +268,7 @@ class AuditLog:
         if target.exists():
             raise OSError(errno.EEXIST, f"rotated segment {target} already exists")
         os.rename(self.path, target)
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         os.close(fd)
         return self._open_active()
 
@@ -309,9 +293,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+class _Chain:
+    """The head of the chain while a batch is sealed, and the lines it makes."""
+
+    def __init__(self, sequence: int, digest: str) -> None:
+        self.sequence, self.hash = sequence, digest
+        self.lines: list[bytes] = []
+
+    def add(self, event: AuditEvent) -> AuditEvent:
+        sealed, line = seal(event, self.hash, self.sequence + 1)
+        assert sealed.sequence is not None and sealed.hash is not None
+        self.sequence, self.hash = sealed.sequence, sealed.hash
+        self.lines.append(line)
+        return sealed
