@@ -1,0 +1,1 @@
+"""``security.*`` checks: advisory boot-chain and kernel-integrity posture."""

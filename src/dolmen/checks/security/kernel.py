@@ -1,0 +1,121 @@
+"""What the running kernel accepts: lockdown mode and module signature enforcement, with what
+it means for the NVIDIA module (advisory posture)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level, Outcome, check, passed, unknown, warned
+from dolmen.checks.security.posture import unread
+
+_LOCKED = ("integrity", "confidentiality")
+SIGN_REMEDY = (
+    "Sign the NVIDIA module with an enrolled key: DKMS does it with its MOK (Ubuntu: sudo "
+    "mokutil --import /var/lib/shim-signed/mok/MOK.der, reboot and confirm in MokManager; "
+    "RHEL: sudo mokutil --import /var/lib/dkms/mok.pub), or install the distribution's "
+    "pre-signed driver (Ubuntu linux-modules-nvidia-<branch>-server-open-$(uname -r)); check "
+    "with modinfo -F signer nvidia and dmesg | grep -i 'key was rejected'."
+)
+
+
+@check(
+    "security.lockdown",
+    title="Kernel lockdown keeps root from modifying the running kernel",
+    level=Level.QUICK,
+    needs=("security",),
+    remedy="Boot with lockdown=integrity (add it to GRUB_CMDLINE_LINUX in /etc/default/grub, "
+    "then sudo update-grub or sudo grub2-mkconfig -o /boot/grub2/grub.cfg); distributions "
+    "turn it on with Secure Boot.",
+    source="kernel_lockdown(7)",
+    gating=False,
+)
+def lockdown(ctx: Context) -> list[Outcome]:
+    """Reads sys/kernel/security/lockdown (securityfs must be mounted)."""
+    sec = ctx.security
+    if sec.lockdown is None:
+        return [unread("host", "the lockdown mode", sec.unread.get("lockdown"))]
+    if sec.lockdown == "none":
+        return [
+            warned(
+                "host",
+                "kernel lockdown is off: root can change the running kernel (/dev/mem, "
+                "unsigned kexec, unsigned modules without sig_enforce)",
+                mode="none",
+            )
+        ]
+    note = (
+        ": kernel memory reads are blocked too (some tracing and profiling tools fail)"
+        if sec.lockdown == "confidentiality"
+        else ""
+    )
+    return [passed("host", f"kernel lockdown is {sec.lockdown}{note}", mode=sec.lockdown)]
+
+
+@check(
+    "security.module_signing",
+    title="The kernel loads only signed modules, and the NVIDIA module is signed",
+    level=Level.QUICK,
+    needs=("security", "stack", "gpu"),
+    remedy=SIGN_REMEDY,
+    source="kernel module-signing.rst (sig_enforce, lockdown); NVIDIA driver installation "
+    "guide (Secure Boot and module signing)",
+    gating=False,
+)
+def module_signing(ctx: Context) -> list[Outcome]:
+    """Reads sig_enforce (sys/module/module/parameters, module.sig_enforce= on the command
+    line), lockdown, kernel.modules_disabled, Secure Boot, the nvidia module's taint
+    (E: unsigned) and whether NVIDIA GPUs are present."""
+    sec, s = ctx.security, ctx.stack
+    gpus = ctx.gpu.present
+    nvidia = bool(s.modules and s.modules.get("nvidia"))
+    ev: dict[str, Any] = {
+        "sig_enforce": sec.module_sig_enforce,
+        "lockdown": sec.lockdown,
+        "secure_boot": sec.secure_boot,
+        "nvidia_loaded": nvidia,
+        "nvidia_signed": sec.nvidia_module_signed,
+    }
+    if sec.modules_disabled:
+        return [passed("host", "module loading is disabled (kernel.modules_disabled=1)", **ev)]
+    if sec.module_sig_enforce or sec.lockdown in _LOCKED:
+        how = "sig_enforce" if sec.module_sig_enforce else f"lockdown={sec.lockdown}"
+        if gpus and not nvidia:
+            return [
+                warned(
+                    "host",
+                    f"module signatures are enforced ({how}) and the nvidia module is not "
+                    "loaded: an unsigned nvidia module is refused at load time "
+                    "(Key was rejected by service)",
+                    **ev,
+                )
+            ]
+        signed = " and the nvidia module is signed" if nvidia else ""
+        return [passed("host", f"module signatures are enforced ({how}){signed}", **ev)]
+    if sec.module_sig_enforce is None:
+        why = sec.unread.get("module_sig_enforce", "missing")
+        return [unknown("host", f"whether module signatures are enforced is unknown: {why}", **ev)]
+    if nvidia and sec.nvidia_module_signed is False:
+        sb = (
+            "Secure Boot is on yet nothing enforces signatures"
+            if sec.secure_boot
+            else "on a Secure Boot host it will not load"
+        )
+        return [
+            warned(
+                "host",
+                f"the nvidia module is unsigned (taint E) and signatures are not enforced: {sb}",
+                **ev,
+            )
+        ]
+    return [
+        warned(
+            "host",
+            "module signatures are not enforced (sig_enforce=N, no lockdown): the kernel "
+            "runs any module root loads",
+            remedy="Turn on Secure Boot (which enables lockdown and signature checks) or boot "
+            "with module.sig_enforce=1, after signing out-of-tree modules (NVIDIA, MOFED) "
+            "with an enrolled key. " + SIGN_REMEDY,
+            **ev,
+        )
+    ]

@@ -1,0 +1,1 @@
+"""``stack.*`` checks: NVIDIA driver, modules, CUDA, libraries, environment, containers."""

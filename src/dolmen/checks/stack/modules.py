@@ -1,0 +1,89 @@
+"""The NVIDIA kernel modules beside nvidia.ko: nvidia_uvm for CUDA, nvidia_peermem for
+GPUDirect RDMA, and peermem errors in the kernel log."""
+
+from __future__ import annotations
+
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
+
+UVM_REMEDY = (
+    "sudo modprobe nvidia_uvm (or nvidia-modprobe -u -c=0), and load it at boot: "
+    "echo nvidia_uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf"
+)
+PEERMEM_REMEDY = (
+    "sudo modprobe nvidia_peermem, and load it at boot: echo nvidia_peermem | sudo tee "
+    "/etc/modules-load.d/nvidia-peermem.conf (it ships with the driver since R470 and needs "
+    "the IB stack, MLNX_OFED or inbox, loaded first); if it does not load, dmesg | grep peermem"
+)
+
+
+@check(
+    "stack.modules",
+    title="The nvidia_uvm module is loaded, and nvidia_peermem where InfiniBand HCAs are",
+    level=Level.QUICK,
+    needs=("stack", "infiniband", "kernel_log"),
+    when=("nvidia_gpu",),
+    remedy=UVM_REMEDY,
+    source="CUDA needs /dev/nvidia-uvm (nvidia_uvm); GPUDirect RDMA needs nvidia_peermem "
+    "(NVIDIA GPUDirect RDMA guide) unless NCCL uses DMA-BUF",
+)
+def modules(ctx: Context) -> list[Outcome]:
+    """Reads proc/modules, the InfiniBand/RoCE ports (sysfs, ibstat) and nvidia-peermem
+    errors in the kernel log."""
+    s = ctx.stack
+    if s.modules is None:
+        why = s.unread.get("modules", "missing: proc/modules")
+        return [unknown("host", f"the loaded modules could not be read: {why}")]
+    if not s.modules.get("nvidia"):
+        return [skipped("host", "the nvidia module is not loaded (see stack.driver.loaded)")]
+    out: list[Outcome] = []
+    if s.modules.get("nvidia_uvm"):
+        out.append(passed("module:nvidia_uvm", "nvidia_uvm is loaded"))
+    else:
+        out.append(
+            warned(
+                "module:nvidia_uvm",
+                "nvidia_uvm is not loaded: CUDA programs fail to initialise unless "
+                "nvidia-modprobe can load it when they start (never inside a container)",
+            )
+        )
+    ports = ctx.infiniband.ports
+    if ports:
+        hcas = sorted({p.device for p in ports})
+        if s.modules.get("nvidia_peermem"):
+            out.append(
+                passed(
+                    "module:nvidia_peermem",
+                    f"nvidia_peermem is loaded for GPUDirect RDMA over {len(hcas)} HCA(s)",
+                )
+            )
+        else:
+            out.append(
+                warned(
+                    "module:nvidia_peermem",
+                    f"GPUs and {len(hcas)} InfiniBand/RoCE HCA(s) but nvidia_peermem is not "
+                    "loaded: GPUDirect RDMA falls back to host memory (slower NCCL across "
+                    "nodes) unless NCCL uses DMA-BUF (open kernel modules, kernel 5.12+)",
+                    remedy=PEERMEM_REMEDY,
+                    hcas=hcas,
+                )
+            )
+    events = ctx.kernel_log.events
+    peermem = [e for e in events or () if e.kind == "peermem"]
+    if peermem:
+        out.append(
+            warned(
+                "log:nvidia-peermem",
+                f"{len(peermem)} nvidia-peermem error(s) in the kernel log, last: "
+                f"{peermem[-1].message}",
+                remedy="Check that nvidia_peermem matches the driver and the OFED stack "
+                "(modinfo nvidia_peermem; ofed_info -s); reload it after OFED upgrades "
+                "(sudo rmmod nvidia_peermem; sudo modprobe nvidia_peermem).",
+                count=len(peermem),
+                lines=[e.line_no for e in peermem[-5:]],
+            )
+        )
+    elif ports and events is None:
+        why = ctx.kernel_log.unread.get("events", "unreadable")
+        out.append(unknown("log:nvidia-peermem", f"the kernel log could not be read: {why}"))
+    return out
