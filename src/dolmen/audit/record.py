@@ -109,9 +109,10 @@ def checkpoint(settings: AuditSettings | None = None, host: Host | None = None) 
 def _append(
     settings: AuditSettings, host: Host, pending: list[AuditEvent], *, checkpoint_now: bool = False
 ) -> AppendResult:
-    from dolmen.audit.checkpoint import checkpoint_event, open_signer
-
     def make_checkpoint(sequence: int, head: str) -> AuditEvent:
+        # imported here: most appends sign nothing, and `cryptography` takes a while to load
+        from dolmen.audit.checkpoint import checkpoint_event, open_signer
+
         return checkpoint_event(
             open_signer(settings),
             sequence,
