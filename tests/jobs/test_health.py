@@ -79,13 +79,21 @@ def test_xid79_in_the_kernel_log(tmp_path: Path) -> None:
 
 @pytest.fixture
 def host_link(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(link, healthy tree, lost tree); the link points at the healthy one."""
+    """(link, healthy tree, tree with GPU 1 lost); the link points at the healthy one."""
     xml = h100_xml()
     healthy = tree(tmp_path / "healthy", xml)
     lost = tree(tmp_path / "lost", lose_gpu(xml, 1))
     link = tmp_path / "host"
     link.symlink_to(healthy)
     return link, healthy, lost
+
+
+def xid79_tree(root: Path) -> Path:
+    """GPU 2 (bus 75) fell off the bus, as its Xid 79 in the kernel log says."""
+    bad = tree(root, h100_xml(), f"[ 1234.567890] {XID79}\n")
+    if not judge(TreeHost(bad)).bad:
+        pytest.skip("no registered quick gpu check fails on an XID 79 in the kernel log yet")
+    return bad
 
 
 def swap(link: Path, target: Path) -> None:
@@ -102,33 +110,42 @@ PRINT_AND_WAIT = (
 )
 
 
+@pytest.mark.parametrize(("fault", "bad"), [("lost", 1), ("xid79", 2)])
 def test_gpu_turning_unhealthy_restarts_the_job_without_it(
-    state: Path, host_link: tuple[Path, Path, Path]
+    state: Path, tmp_path: Path, host_link: tuple[Path, Path, Path], fault: str, bad: int
 ) -> None:
+    """The job holds GPUs 0..bad; GPU ``bad`` turns unhealthy; the job restarts once on the
+    others plus the next free one, and the rank that had the bad GPU gets the new one."""
     link, _, lost = host_link
+    unhealthy = lost if fault == "lost" else xid79_tree(tmp_path / "xid79")
+    gpus = 2 if fault == "lost" else 3
     local = make_local(health_from=str(link))
     try:
         spec = JobSpec(
             name="gpu-job",
             command=(sys.executable, "-c", PRINT_AND_WAIT),
-            gpus_per_node=2,
+            gpus_per_node=gpus,
             max_restarts=1,
         )
         job = local.submit(spec)
-        wait_for(lambda: local.status(job.job_id).details["ranks_running"] == "2", what="2 ranks")
-        assert local.status(job.job_id).details["gpus"] == "0,1"
-        swap(link, lost)
+        wait_for(
+            lambda: local.status(job.job_id).details["ranks_running"] == str(gpus), what="ranks"
+        )
+        first = ",".join(map(str, range(gpus)))
+        assert local.status(job.job_id).details["gpus"] == first
+        swap(link, unhealthy)
         final = wait_for(lambda: (s := local.status(job.job_id)).state.done and s, timeout=30)
         assert final.state is JobState.COMPLETED, local.store.events(int(job.job_id))
         assert final.restarts == 1
-        assert list(json.loads(final.details["excluded_gpus"])) == ["1"]
+        assert list(json.loads(final.details["excluded_gpus"])) == [str(bad)]
         events = local.store.events(int(job.job_id))
         restart = next(e.message for e in events if e.kind == "restart")
-        assert "unhealthy GPU in use: GPU 1" in restart
+        assert f"unhealthy GPU in use: GPU {bad}" in restart
         allocations = [e.message for e in events if e.kind == "allocate"]
-        assert allocations == ["GPUs 0,1", "GPUs 0,2"]
-        assert "gpus 0 restart 1" in "\n".join(local.logs(job.job_id, rank=0))
-        assert "gpus 2 restart 1" in "\n".join(local.logs(job.job_id, rank=1))
+        again = ",".join(str(g) for g in range(gpus + 1) if g != bad)
+        assert allocations == [f"GPUs {first}", f"GPUs {again}"]
+        moved = again.split(",")[bad]
+        assert f"gpus {moved} restart 1" in "\n".join(local.logs(job.job_id, rank=bad))
     finally:
         stop_all(local)
 
