@@ -238,3 +238,20 @@ def test_status_details_are_json_friendly(local: LocalBackend) -> None:
     job = local.submit(JobSpec(name="ok", command=("true",)))
     st = done(local, job.job_id)
     json.dumps(dict(st.details))  # type: ignore[attr-defined]
+
+
+def test_an_unwritable_audit_log_refuses_the_submission(state: Path, tmp_path: Path) -> None:
+    """Fail closed: no audit event, no job (exit 4)."""
+    from dolmen.errors import AuditUnavailable
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the audit folder should be\n")
+    etc = Path(os.environ["DOLMEN_CONFIG_DIR"])
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "dolmen.toml").write_text(f'[audit]\npath = "{blocker}/audit.log"\n')
+    local = make_local()
+    with pytest.raises(AuditUnavailable) as err:
+        local.submit(JobSpec(name="x", command=("true",)))
+    assert err.value.exit_code == 4
+    assert local.list() == []
+    assert not any(p.name.isdigit() for p in (state / "jobs").iterdir())

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from dolmen.audit.reader import read_entries
 from dolmen.jobs import checkpoint
 from dolmen.jobs.backends.base import JobState, JobStatus
 from dolmen.jobs.backends.local import LocalBackend
@@ -66,6 +67,15 @@ def check_recovered(local: LocalBackend, final: JobStatus, doc: dict[str, Any]) 
     assert len(restart) == 1
     assert "rank 2 killed by SIGKILL" in restart[0]
     assert f"from checkpoint step {doc['resumed_from']}" in restart[0]
+    audit_log = Path(os.environ["DOLMEN_STATE_DIR"]) / "audit" / "audit.log"
+    actions = [
+        (e.event.action, e.event.target) for e in read_entries(audit_log) if e.event is not None
+    ]
+    target = f"job {final.job_id}"
+    assert [a for a, t in actions if t == target] == [
+        "jobs.submit",
+        "jobs.restart",
+    ]
     log = "\n".join(local.logs(final.job_id, rank=2))
     assert "attempt 0" in log and "attempt 1" in log
     assert f"restart 1 resumed from step {doc['resumed_from']}" in log
