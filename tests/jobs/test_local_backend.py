@@ -187,6 +187,7 @@ def test_quota_refuses_naming_limit_and_use(gpu_local: LocalBackend, state: Path
             "needs 2 GPUs (1 nodes x 2); this host has 0",
         ),
         (JobSpec(name="x", command=("true",), gpus_per_node=3, procs_per_node=2), "cannot share"),
+        (JobSpec(name="x", command=("true",), workdir="/nonexistent-dir"), "does not exist"),
     ],
 )
 def test_bad_input_submits_nothing(
