@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dolmen.errors import ConfigError
-from dolmen.tune.profile import SHIPPED, load_profile, parse_profile_text
+from dolmen.tune.profile import SHIPPED, load_profile
+from dolmen.tune.profile_file import parse_profile_text
 
 SHIPPED_NAMES = sorted(p.stem for p in SHIPPED.glob("*.toml"))
 REQUIRED = ("ai-training", "ai-training-multinode", "ai-inference", "workstation", "baseline")

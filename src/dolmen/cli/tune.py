@@ -243,50 +243,11 @@ def apply(
         result = plan_profile(host, prof)
     res = apply_plan(host, result, st.folder, extra={"profile_path": prof.path})
     if as_json:
-        _emit(_apply_json(res))
+        _emit(res.to_json())
     else:
         render_apply(res, _console())
     if not res.ok:
         exit_with(int(ExitCode.ENVIRONMENT))
-
-
-def _apply_json(res: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "schema": "dolmen.tune.apply/1",
-        "profile": res.profile,
-        "journal": str(res.journal),
-        "ok": res.ok,
-        "error": res.error,
-        "steps": [
-            {"target": s.change.target.name, "status": s.status, "after": s.after, "held": s.held}
-            for s in res.steps
-        ],
-    }
-    if res.rollback is not None:
-        doc["rollback"] = _rollback_json(res.rollback)
-    return doc
-
-
-def _rollback_json(rb: Any) -> dict[str, Any]:
-    return {
-        "schema": "dolmen.tune.rollback/1",
-        "profile": rb.profile,
-        "journal": str(rb.journal),
-        "complete": rb.complete,
-        "restored": [
-            {
-                "target": r.change.target.name,
-                "found": r.found,
-                "had_set": r.had_set,
-                "original": r.before,
-                "restored": r.restored,
-                "changed_by_others": r.by_others,
-                "exact": r.exact,
-                "error": r.error or None,
-            }
-            for r in rb.restored
-        ],
-    }
 
 
 @tune.command()
@@ -310,7 +271,7 @@ def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool
     reason = "interrupted journal rolled back" if st.interrupted else "requested"
     res = do_rollback(host, st.journal, st.folder, reason=reason)
     if as_json:
-        _emit(_rollback_json(res))
+        _emit(res.to_json())
     else:
         render_rollback(res, _console())
     if not res.complete:
@@ -371,27 +332,11 @@ def verify(profile: str | None, root: str | None, config_path: str | None, as_js
 @_common
 def status(root: str | None, config_path: str | None, as_json: bool) -> None:
     """Which profile is active, whether it drifted, and anything interrupted."""
-    from dolmen.tune.model import Action
-    from dolmen.tune.verify import tune_status, verify_journal
+    from dolmen.tune.verify import status_doc, tune_status
 
     host = _host(root)
     st = tune_status(host)
-    doc: dict[str, Any] = {
-        "schema": "dolmen.tune.status/1",
-        "host": host.hostname,
-        "active": st.active,
-        "state": st.journal.state.value if st.journal else "none",
-        "journal": str(st.journal.path) if st.journal else None,
-        "interrupted": st.interrupted,
-        "busy": st.busy,
-    }
-    if st.journal is not None:
-        doc["applied_at"] = st.journal.committed
-        doc["progress"] = st.journal.progress
-    if st.active is not None and st.journal is not None:
-        v = verify_journal(host, st.journal)
-        doc["drift"] = [r.target.name for r in v.drift]
-        doc["pending"] = [r.target.name for r in v.rows if r.action is Action.PENDING]
+    doc = status_doc(host, st)
     if as_json:
         _emit(doc)
         return
@@ -411,23 +356,9 @@ def status(root: str | None, config_path: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def profiles(as_json: bool) -> None:
     """List the shipped and site profiles."""
-    from dolmen.errors import ConfigError
-    from dolmen.tune.profile import load_profile, profile_dirs
+    from dolmen.tune.profile import list_profiles
 
-    rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for kind, folder in profile_dirs():
-        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
-            row: dict[str, Any] = {"name": path.stem, "kind": kind, "path": str(path)}
-            if path.stem in seen:
-                row["shadowed"] = True
-            try:
-                p = load_profile(str(path))
-                row.update(description=p.description, read_only=p.read_only)
-            except ConfigError as e:
-                row["error"] = e.message
-            seen.add(path.stem)
-            rows.append(row)
+    rows = list_profiles()
     if as_json:
         _emit({"schema": "dolmen.tune.profiles/1", "profiles": rows})
         return
@@ -450,31 +381,7 @@ def show(profile: str, as_json: bool) -> None:
     if not as_json:
         render_profile(p, _console())
         return
-    _emit(
-        {
-            "schema": "dolmen.tune.profile/1",
-            "name": p.name,
-            "path": p.path,
-            "description": p.description,
-            "includes": list(p.includes),
-            "persist": p.persist,
-            "read_only": p.read_only,
-            "entries": [
-                {
-                    "setting": e.setting,
-                    "key": e.key,
-                    "value": e.value,
-                    "from": e.origin,
-                    "source": e.source,
-                    "why": e.why or None,
-                    "arch": list(e.arch),
-                    **{k: v for k, v in e.fields.items()},
-                }
-                for e in p.entries
-            ],
-            "removed": [{"setting": r.setting, "key": r.key, "at": r.origin} for r in p.removed],
-        }
-    )
+    _emit(p.to_json())
 
 
 @tune.command()

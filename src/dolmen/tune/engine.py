@@ -66,6 +66,28 @@ class RollbackResult:
     restored: list[Restored] = field(default_factory=list)
     complete: bool = True
 
+    def to_json(self) -> dict[str, Any]:
+        """The ``dolmen.tune.rollback/1`` document."""
+        return {
+            "schema": "dolmen.tune.rollback/1",
+            "profile": self.profile,
+            "journal": str(self.journal),
+            "complete": self.complete,
+            "restored": [
+                {
+                    "target": r.change.target.name,
+                    "found": r.found,
+                    "had_set": r.had_set,
+                    "original": r.before,
+                    "restored": r.restored,
+                    "changed_by_others": r.by_others,
+                    "exact": r.exact,
+                    "error": r.error or None,
+                }
+                for r in self.restored
+            ],
+        }
+
 
 @dataclass
 class ApplyResult:
@@ -81,6 +103,28 @@ class ApplyResult:
     def ok(self) -> bool:
         """Whether the profile is now active."""
         return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``dolmen.tune.apply/1`` document."""
+        doc: dict[str, Any] = {
+            "schema": "dolmen.tune.apply/1",
+            "profile": self.profile,
+            "journal": str(self.journal),
+            "ok": self.ok,
+            "error": self.error,
+            "steps": [
+                {
+                    "target": s.change.target.name,
+                    "status": s.status,
+                    "after": s.after,
+                    "held": s.held,
+                }
+                for s in self.steps
+            ],
+        }
+        if self.rollback is not None:
+            doc["rollback"] = self.rollback.to_json()
+        return doc
 
 
 def require_root(host: Host, plan: Plan) -> None:

@@ -86,3 +86,25 @@ def tune_status(host: Host) -> TuneStatus:
         view is not None and view.state in (State.APPLYING, State.ROLLING_BACK) and not busy
     )
     return TuneStatus(folder, view, interrupted, busy)
+
+
+def status_doc(host: Host, st: TuneStatus) -> dict[str, Any]:
+    """The ``dolmen.tune.status/1`` document: the open journal, drift and pending values."""
+    j = st.journal
+    doc: dict[str, Any] = {
+        "schema": "dolmen.tune.status/1",
+        "host": host.hostname,
+        "active": st.active,
+        "state": j.state.value if j else "none",
+        "journal": str(j.path) if j else None,
+        "interrupted": st.interrupted,
+        "busy": st.busy,
+    }
+    if j is not None:
+        doc["applied_at"] = j.committed
+        doc["progress"] = j.progress
+    if st.active is not None and j is not None:
+        v = verify_journal(host, j)
+        doc["drift"] = [r.target.name for r in v.drift]
+        doc["pending"] = [r.target.name for r in v.rows if r.action is Action.PENDING]
+    return doc
