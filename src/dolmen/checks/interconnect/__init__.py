@@ -1,0 +1,1 @@
+"""``interconnect.*`` checks: NVLink, InfiniBand/RoCE ports, and the cluster-network NICs."""

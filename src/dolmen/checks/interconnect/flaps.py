@@ -1,0 +1,154 @@
+"""Link flaps: the ``link_downed`` counter of each port, and link-loss lines in the kernel log.
+
+Two published rules, each on its own signal:
+
+- Azure healthagent: ``link_downed`` growing by 3 or more within 3 hours is an error,
+  and with its default of one strike the node stays degraded. One reading proves that
+  when the count is at least 3 per 3-hour window of uptime (``system.since_boot``);
+  a lower count may be old history (gpud's own H100 fixture carries a saturated 255
+  on a port it reports healthy), so it is shown, not judged.
+- aznhc: 5 or more "lost carrier" lines for an interface within 24 hours fail the node.
+  A loss counts when the link was up before it: systemd-networkd's "lost carrier" says
+  so itself; mlx5's "Link down" counts only after a "Link up" of the same interface,
+  because the driver prints "Link down" once when it opens the interface at boot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
+from dolmen.errors import DolmenError
+from dolmen.facts import FactError
+from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
+
+THREE_HOURS_S = 3 * 3600.0
+
+
+@check(
+    "interconnect.ib.flaps",
+    title="No InfiniBand/RoCE link flaps: link_downed counters and kernel-log link losses",
+    level=Level.QUICK,
+    needs=("infiniband", "kernel_log", "os"),
+    when=("infiniband",),
+    remedy=(
+        "A flapping link needs its cable or transceiver checked: mlxlink -d <device> -p <port> "
+        "(link-down reasons, BER), ibstat, and the switch port's log; reseat or replace the "
+        "cable, then clear the counters (perfquery -x -R) and watch them."
+    ),
+    limits={"link_downed_per_3h": 3, "log_flaps_per_window": 5, "window_hours": 24},
+    source=(
+        "Azure healthagent defaults (link_downed +3 within 3 h, strikes 1); aznhc "
+        "check_ib_link_flapping (5 lost-carrier lines in 24 h)"
+    ),
+)
+def flaps(ctx: Context) -> list[Outcome]:
+    """Reads each port's ``link_downed``, the uptime, and ``ib_flap`` kernel-log events."""
+    out = [_counter(ctx, p.subject, p.counters.get("link_downed")) for p in ctx.infiniband.ports]
+    out.extend(_log(ctx))
+    return out
+
+
+def _counter(ctx: Context, subject: str, count: int | None) -> Outcome:
+    limit = int(ctx.limit("link_downed_per_3h"))
+    up = uptime_s(ctx)
+    ev: dict[str, Any] = {"link_downed": count, "uptime": describe_uptime(up)}
+    if count is None:
+        return unknown(subject, "link_downed counter not read", **ev)
+    proven = allowance(limit, THREE_HOURS_S, up)
+    ev["proven_at"] = proven
+    if proven is not None and count >= proven:
+        return failed(
+            subject,
+            f"link_downed {count} in {describe_uptime(up)} up: at least {limit} link losses "
+            "within 3 hours",
+            **ev,
+        )
+    if proven is None and count >= limit:
+        return warned(
+            subject, f"link_downed {count}, uptime unknown: cannot tell when they happened", **ev
+        )
+    note = " (saturated: clear it with perfquery -x -R to see new losses)" if count >= 255 else ""
+    return passed(subject, f"link_downed {count} over {describe_uptime(up)}{note}", **ev)
+
+
+def _log(ctx: Context) -> list[Outcome]:
+    try:
+        log: KernelLogFacts = ctx.kernel_log
+    except FactError as e:
+        return [unknown("host", f"kernel log unreadable: {e.message}")]
+    if log.events is None:
+        return [unknown("host", f"kernel log unreadable: {log.unread.get('events', 'unknown')}")]
+    hours = float(ctx.limit("window_hours"))
+    limit = int(ctx.limit("log_flaps_per_window"))
+    now, reference = _reference(ctx, log)
+    up = uptime_s(ctx)
+    recent: Counter[str] = Counter()
+    older: Counter[str] = Counter()
+    seen_up: set[str] = set()
+    lines: dict[str, list[str]] = defaultdict(list)
+    for ev in log.events:
+        if ev.kind != "ib_flap" or not ev.interface:
+            continue
+        name = ev.interface
+        if ev.detail == "up":
+            seen_up.add(name)
+            continue
+        if "carrier" not in ev.message and name not in seen_up:
+            continue  # "Link down" as the driver opens the interface: not a loss
+        age = _age_hours(ev, now, up)
+        if age is None or age <= hours:
+            recent[name] += 1
+            lines[name].append(ev.raw.strip())
+        else:
+            older[name] += 1
+    window: dict[str, Any] = {"window_hours": hours, "reference": reference}
+    out: list[Outcome] = []
+    for name, n in sorted(recent.items()):
+        info = {"losses": n, "older": older.get(name, 0), "lines": lines[name][-5:], **window}
+        if n >= limit:
+            msg = f"{n} link losses in the last {hours:g} h (limit {limit})"
+            out.append(failed(f"nic:{name}", msg, **info))
+        else:
+            out.append(warned(f"nic:{name}", f"{n} link loss(es) in the last {hours:g} h", **info))
+    if not out:
+        msg = f"no link loss in the kernel log's last {hours:g} h"
+        out.append(passed("host", msg, older=dict(older), **window))
+    return out
+
+
+def _reference(ctx: Context, log: KernelLogFacts) -> tuple[datetime | None, str]:
+    """ "Now": the live clock, a snapshot's capture time, else the log's last time stamp."""
+    if ctx.host.kind == "live":
+        return datetime.now(UTC), "the live clock"
+    try:
+        meta = getattr(ctx.host, "meta", None)  # tree and archive hosts: dolmen-snapshot.json
+    except DolmenError:
+        meta = None
+    created = meta.get("created") if isinstance(meta, dict) else None
+    if isinstance(created, str):
+        try:
+            t = datetime.fromisoformat(created.replace("Z", "+00:00"))
+            return (t if t.tzinfo else t.replace(tzinfo=UTC)), "the snapshot's capture time"
+        except ValueError:
+            pass
+    return log.last_time, "the last time stamp of the log"
+
+
+def _age_hours(ev: KernelEvent, now: datetime | None, up: float | None) -> float | None:
+    """Hours between the event and ``now``; None when the line says too little."""
+    if ev.time is not None and now is not None:
+        t = ev.time
+        # Syslog and dmesg -T lines are naive local time; compare both in local time then.
+        if t.tzinfo is None and now.tzinfo is not None:
+            now = now.astimezone().replace(tzinfo=None)
+        elif t.tzinfo is not None and now.tzinfo is None:
+            t = t.astimezone().replace(tzinfo=None)
+        return max(0.0, (now - t).total_seconds() / 3600)
+    if ev.boot_seconds is not None and up is not None and ev.boot_seconds <= up:
+        return (up - ev.boot_seconds) / 3600
+    return None

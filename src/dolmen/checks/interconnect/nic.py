@@ -1,0 +1,151 @@
+"""Cluster-network NICs: their PCIe link, and their Ethernet/IPoIB link and its flaps.
+
+A NIC limited by its PCIe link cannot feed its port: a 400 Gb/s ConnectX-7 needs a
+Gen5 x16 link (504 Gb/s); behind Gen4 x16 (252 Gb/s) it loses a third of its rate.
+The PCI core says so once at probe ("... available PCIe bandwidth, limited by 16.0
+GT/s PCIe x16 link at ...", ``pcie_print_link_status``), and the link registers say
+so now.
+
+Which interfaces are in use: the kernel refuses to read ``carrier`` (EINVAL) on an
+interface that is set down, so a readable carrier means "configured up". An interface
+set down is not in use and is left alone; one set up without carrier is broken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dolmen.checks.context import Context
+from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.checks.system.pcie_links import (
+    describe,
+    first_per_slot,
+    is_mellanox_nic,
+    shortfall,
+    target,
+)
+from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
+from dolmen.facts import FactError
+from dolmen.facts.network import Interface
+
+THREE_HOURS_S = 3 * 3600.0
+
+
+@check(
+    "interconnect.nic.pcie_limited",
+    title="No Mellanox NIC is limited by its PCIe link",
+    level=Level.QUICK,
+    needs=("pci", "kernel_log"),
+    remedy=(
+        "Compare lspci -vvv -s <bdf> LnkCap and LnkSta; move the NIC to a slot with the full "
+        "Gen/width, fix the riser or the BIOS bifurcation setting, and reseat the card."
+    ),
+    source="imbue health_checks: mlx5 'limited by' in dmesg is an error; PCIe LnkSta vs LnkCap",
+)
+def pcie_limited(ctx: Context) -> list[Outcome]:
+    """Reads ``pcie_limited`` kernel-log events and the links of vendor 15b3 network functions."""
+    devices = ctx.pci.by_bdf()
+    out: dict[str, Outcome] = {}
+    for dev in first_per_slot([d for d in devices.values() if is_mellanox_nic(d)]):
+        lack = shortfall(dev, devices)
+        ev: dict[str, Any] = {
+            "driver": dev.driver,
+            "current": describe(dev.current_link),
+            "target": describe(target(dev, devices)),
+        }
+        subject = f"pci:{dev.bdf}"
+        if lack is None:
+            why = ctx.pci.unread.get(f"{dev.bdf}.current_link", "not reported")
+            out[subject] = unknown(subject, f"NIC link unreadable: {why}", **ev)
+        elif lack:
+            out[subject] = failed(
+                subject, f"NIC link below its capability: {', '.join(lack)}", **ev
+            )
+        else:
+            out[subject] = passed(subject, f"NIC link at {ev['current']}", **ev)
+    log = _events(ctx)
+    if isinstance(log, str):
+        out["host"] = unknown("host", f"kernel log unreadable: {log}")
+    else:
+        for ev_ in log:
+            subject = f"pci:{ev_.bus_id}" if ev_.bus_id else "host"
+            out[subject] = failed(
+                subject,
+                f"{ev_.device or 'driver'} reports its PCIe bandwidth limited by {ev_.detail}",
+                line=ev_.raw.strip(),
+            )
+    if not out:
+        return [passed("host", "no Mellanox NIC on the PCI bus, no 'limited by' in the log")]
+    return list(out.values())
+
+
+def _events(ctx: Context) -> list[Any] | str:
+    try:
+        log = ctx.kernel_log
+    except FactError as e:
+        return e.message
+    if log.events is None:
+        return log.unread.get("events", "not read")
+    return [e for e in log.events if e.kind == "pcie_limited"]
+
+
+@check(
+    "interconnect.nic.link",
+    title="Every network interface in use has a link that does not flap",
+    level=Level.QUICK,
+    needs=("network", "os"),
+    remedy=(
+        "Check the interface: ip -s link show <nic>, ethtool <nic> (link, speed), the cable "
+        "and the switch port; for IPoIB also ibstat. A flapping link needs the cable or "
+        "transceiver replaced."
+    ),
+    limits={"downs_per_3h": 3},
+    source="Azure healthagent network monitor (link down +3 within 3 h is an error; not up: error)",
+)
+def nic_link(ctx: Context) -> list[Outcome]:
+    """Reads carrier, operstate and carrier_down_count of each physical interface."""
+    facts = ctx.network
+    why = facts.unread.get("interfaces", "")
+    if not facts.interfaces:
+        if why.startswith("missing"):
+            return [skipped("host", f"no network interfaces on this host ({why})")]
+        return [unknown("host", f"network interfaces unreadable: {why or 'none listed'}")]
+    physical = [i for i in facts.interfaces if i.virtual is False]
+    if not physical:
+        return [skipped("host", "no physical network interface (or no sysfs links to tell)")]
+    up = uptime_s(ctx)
+    return [_interface(ctx, i, up) for i in physical]
+
+
+def _interface(ctx: Context, i: Interface, up: float | None) -> Outcome:
+    downs = i.carrier_down_count
+    if downs is None and i.carrier_changes is not None:
+        downs = i.carrier_changes // 2  # kernels before 4.16 count changes only
+    ev: dict[str, Any] = {
+        "operstate": i.operstate,
+        "carrier": i.carrier,
+        "speed_mbps": i.speed_mbps,
+        "link_kind": i.link_kind,
+        "driver": i.driver,
+        "pci_bdf": i.pci_bdf,
+        "carrier_down_count": downs,
+        "uptime": describe_uptime(up),
+    }
+    if i.carrier is None:
+        why = ctx.network.unread.get(f"{i.name}.carrier", "not reported")
+        if why.startswith("not supported (interface is down)"):
+            return skipped(i.subject, "set down: not in use", **ev)
+        return unknown(i.subject, f"carrier unreadable: {why}", **ev)
+    if not i.carrier:
+        return failed(i.subject, f"set up but no carrier (operstate {i.operstate})", **ev)
+    limit = int(ctx.limit("downs_per_3h"))
+    if downs is None:
+        return passed(i.subject, "link up (no flap counter on this kernel)", **ev)
+    proven = allowance(limit, THREE_HOURS_S, up)
+    if proven is not None and downs >= proven:
+        msg = f"{downs} link losses in {describe_uptime(up)} up: at least {limit} within 3 hours"
+        return failed(i.subject, msg, **ev)
+    if proven is None and downs >= limit:
+        return warned(i.subject, f"{downs} link losses, uptime unknown", **ev)
+    speed = f" at {i.speed_mbps / 1000:g} Gb/s" if i.speed_mbps else ""
+    return passed(i.subject, f"link up{speed}, {downs} loss(es) since the driver loaded", **ev)

@@ -1,0 +1,1 @@
+"""``storage.*`` checks: free space, inodes, read-only and missing mounts, NVMe, I/O errors."""

@@ -1,0 +1,1 @@
+"""``system.*`` checks: memory, NUMA affinity, PCIe errors and links, the running kernel."""
