@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from dolmen.host.command import command_key
+
+# Safety net: no test may touch the real /etc/dolmen or /var/lib/dolmen. Every process the
+# tests start inherits these; a test that needs its own folders sets them itself.
+_SANDBOX = Path(tempfile.mkdtemp(prefix="dolmen-tests-"))
+os.environ["DOLMEN_STATE_DIR"] = str(_SANDBOX / "state")
+os.environ["DOLMEN_CONFIG_DIR"] = str(_SANDBOX / "config")
+atexit.register(shutil.rmtree, _SANDBOX, True)
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDINGS = REPO.parent / "shared" / "recordings"
