@@ -1,0 +1,1 @@
+"""``gpu.*`` checks: inventory, memory errors, Xids, clocks, thermals, power, PCIe, fabric."""

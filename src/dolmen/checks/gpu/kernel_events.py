@@ -1,0 +1,148 @@
+"""Kernel-log events around the GPUs other than Xids: NVSwitch SXids, GPUs off the bus."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from dolmen.checks.context import Context
+from dolmen.checks.gpu.actions import action_remedy
+from dolmen.checks.gpu.gpus import gpu_by_bus, subject_for_bus, target
+from dolmen.checks.gpu.xid import RANK, SEVERITY_RANK, STATUS, UNREADABLE_LOG
+from dolmen.checks.gpu.xid_traps import short
+from dolmen.checks.gpu.xid_window import make_window
+from dolmen.checks.model import Level, Outcome, Status, check, failed, passed, unknown, warned
+from dolmen.facts.kernel_log import KernelEvent
+
+
+@check(
+    "gpu.sxid",
+    title="No fatal NVSwitch SXid in the kernel log's recent past",
+    level=Level.QUICK,
+    needs=("gpu", "kernel_log", "os"),
+    when=("nvidia_gpu",),
+    remedy=(
+        "Fatal SXids need the NVSwitch tray reset: drain the node, restart nvidia-fabricmanager "
+        "(systemctl restart nvidia-fabricmanager) or reboot; service the baseboard if they return."
+    ),
+    limits={"window_hours": 24},
+    source="NVIDIA Fabric Manager user guide, NVSwitch SXid errors (kb/data/xids.toml [[sxid]])",
+)
+def sxid(ctx: Context) -> list[Outcome]:
+    """Reads the kernel log's SXid events (nvidia-nvswitch driver and fabric manager lines)."""
+    log = ctx.kernel_log
+    if log.events is None:
+        why = log.unread.get("events", "unreadable")
+        return [unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)]
+    window = make_window(ctx, log)
+    by_switch: dict[str | None, list[KernelEvent]] = defaultdict(list)
+    for ev in log.events:
+        if ev.kind == "sxid":
+            by_switch[ev.bus_id].append(ev)
+    if not by_switch:
+        return [passed("host", "no NVSwitch SXid in the kernel log", log=log.source)]
+    return [
+        _switch(ctx, bdf, evs, window.split(evs), window.evidence())
+        for bdf, evs in by_switch.items()
+    ]
+
+
+def _switch(
+    ctx: Context,
+    bdf: str | None,
+    evs: list[KernelEvent],
+    parts: tuple[list[KernelEvent], list[KernelEvent]],
+    window_ev: dict[str, Any],
+) -> Outcome:
+    subject = f"pci:{bdf}" if bdf else "host"
+    recent, older = parts
+    ev: dict[str, Any] = {**window_ev, "older_sxids": sorted({e.xid for e in older if e.xid})}
+    if not recent:
+        return passed(subject, f"{len(older)} SXid lines, all older than the window", **ev)
+    kb = ctx.kb.xids
+    by_code: dict[int, list[KernelEvent]] = defaultdict(list)
+    for e in recent:
+        by_code[e.xid or 0].append(e)
+    rows: list[dict[str, Any]] = []
+    worst = Status.PASS
+    action = "none"
+    for code, group in sorted(by_code.items()):
+        assessed = [kb.assess("sxid", code, fatal=e.fatal) for e in group]
+        a = max(assessed, key=lambda x: SEVERITY_RANK[x.severity])
+        status = STATUS[a.severity]
+        if RANK[status] > RANK[worst]:
+            worst, action = status, a.action
+        rows.append(
+            {
+                "sxid": code,
+                "count": len(group),
+                "severity": a.severity,
+                "meaning": a.meaning,
+                "action": a.action,
+                "line": group[-1].raw[:240],
+            }
+        )
+    ev["sxids"] = rows
+    summary = "; ".join(f"SXid {r['sxid']} x{r['count']} ({short(r['meaning'])})" for r in rows[:4])
+    if worst is Status.PASS:
+        return passed(subject, f"non-fatal only: {summary}", **ev)
+    remedy = action_remedy(action) if action not in ("none", "reboot") else None
+    return Outcome(worst, subject, summary, remedy, ev)
+
+
+@check(
+    "gpu.fell_off_bus",
+    title="No GPU fell off the PCI bus (kernel log, with or without an Xid 79)",
+    level=Level.QUICK,
+    needs=("gpu", "kernel_log", "os"),
+    when=("nvidia_gpu",),
+    remedy=action_remedy("drain_and_service"),
+    limits={"window_hours": 24},
+    source="NVRM 'has fallen off the bus' (Xid 79, the probe-time message); kb fell_off_bus",
+)
+def fell_off_bus(ctx: Context) -> list[Outcome]:
+    """Reads the kernel log's fell_off_bus events and whether the driver lists that GPU now."""
+    log = ctx.kernel_log
+    if log.events is None:
+        why = log.unread.get("events", "unreadable")
+        return [unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)]
+    gpus = ctx.gpu.gpus
+    window = make_window(ctx, log)
+    by_bus: dict[str | None, list[KernelEvent]] = defaultdict(list)
+    for ev in log.events:
+        if ev.kind == "fell_off_bus":
+            by_bus[ev.bus_id].append(ev)
+    if not by_bus:
+        return [passed("host", "no GPU fell off the bus in this kernel log", log=log.source)]
+    out = []
+    for bdf, evs in by_bus.items():
+        subject = subject_for_bus(bdf, gpus)
+        gpu = gpu_by_bus(bdf, gpus)
+        recent, _ = window.split(evs)
+        evidence: dict[str, Any] = {
+            **window.evidence(),
+            "count": len(evs),
+            "line": evs[-1].raw[:240],
+            "listed_now": gpu is not None,
+            "lost_now": gpu.lost if gpu else None,
+        }
+        if recent or gpu is None or gpu.lost:
+            out.append(
+                failed(
+                    subject,
+                    "the GPU fell off the PCI bus"
+                    + ("" if gpu is None else " (the driver lists it now)" if not gpu.lost else ""),
+                    **evidence,
+                )
+            )
+        else:
+            out.append(
+                warned(
+                    subject,
+                    f"the GPU fell off the bus earlier in this boot (before the {window.hours:g} h "
+                    "window) and answers now",
+                    remedy=f"Run dcgmi diag -r 2; service the GPU ({target(gpu)}) if it recurs.",
+                    **evidence,
+                )
+            )
+    return out
