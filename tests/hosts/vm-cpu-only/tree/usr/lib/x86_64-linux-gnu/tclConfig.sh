@@ -1,0 +1,1 @@
+tcl8.6/tclConfig.sh

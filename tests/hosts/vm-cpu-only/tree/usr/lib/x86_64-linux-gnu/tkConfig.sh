@@ -1,0 +1,1 @@
+tk8.6/tkConfig.sh
