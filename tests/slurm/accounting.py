@@ -83,6 +83,8 @@ def enable(c: SlurmCluster) -> float:
     (c.lab / "etc" / "accounting.conf").write_text(
         "AccountingStorageType=accounting_storage/slurmdbd\n"
         "AccountingStorageHost=hub\n"
+        # For the slurmdbd plugin this names the MUNGE socket (our private munged's).
+        f"AccountingStoragePass={c.lab}/munge/munge.socket\n"
         "AccountingStorageTRES=gres/gpu\n"
         "AccountingStorageEnforce=associations,limits,qos,safe\n"
     )

@@ -6,11 +6,12 @@ on two cores; docs/slurm.md says what a real site would use instead.
 
 from __future__ import annotations
 
-import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.conftest import RECORDINGS, make_tree
+from dolmen.fsutil import atomic_write
+from tests.hosts.scenarios import build
 
 if TYPE_CHECKING:
     from tests.slurm.cluster import SlurmCluster
@@ -23,9 +24,11 @@ CRED_EXPIRE_S = 5
 SLURMD_TIMEOUT_S = 30
 HEALTH_CHECK_INTERVAL_S = 10
 
-HEALTHY_XML = "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml"
-LOST_XML = "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml"
-NVSMI_KEY = "nvidia-smi -q -x"
+# Every node's host tree is the team's healthy 8x H100 scenario (tests/hosts), which
+# stays healthy as checks are added; a fault is a kernel log line, as on a real node
+# (the Xid 79 wording is the driver's, as quoted in ../shared/recordings/kernel-logs).
+SCENARIO = "h100-hgx-healthy"
+XID79 = "NVRM: Xid (PCI:0000:53:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 
 
 def write_all(c: SlurmCluster, python: str) -> None:
@@ -148,15 +151,19 @@ def _script(path: Path, body: str) -> None:
 
 
 def set_health(c: SlurmCluster, node: str, *, healthy: bool) -> None:
-    """Make ``node``'s host tree healthy (2 GB200 GPUs) or failing (a GPU lost)."""
-    xml = RECORDINGS / (HEALTHY_XML if healthy else LOST_XML)
+    """Make ``node``'s host tree healthy, or failing: an Xid 79 ("GPU has fallen off the
+    bus") in its kernel log, stamped now so that the checks' time window counts it."""
     tree = c.tree(node)
-    make_tree(
-        tree,
-        files={"etc/hostname": f"{node}\n"},
-        commands={NVSMI_KEY: xml.read_text() if xml.exists() else ""},
-    )
-    os.sync()
+    boot_log = c.lab / "hosts" / f".{node}.dmesg"
+    if not boot_log.exists():
+        build(SCENARIO, tree)
+        (tree / "etc" / "hostname").write_text(f"{node}\n")
+        boot_log.write_text((tree / "commands" / "dmesg").read_text())
+    text = boot_log.read_text()
+    if not healthy:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S,%f+00:00")
+        text += f"kern  :warn  : {now} {XID79}\n"
+    atomic_write(tree / "commands" / "dmesg", text.encode())
 
 
 def _addr(i: int) -> str:

@@ -16,10 +16,10 @@ from types import FrameType
 
 import pytest
 
-from tests.conftest import RECORDINGS
+from tests.hosts.scenarios import MissingRecording, build
 from tests.slurm import accounting
 from tests.slurm.cluster import SlurmCluster, missing_prerequisites
-from tests.slurm.config import HEALTHY_XML, LOST_XML
+from tests.slurm.config import SCENARIO
 
 
 @pytest.fixture(scope="session")
@@ -28,9 +28,10 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     why = missing_prerequisites()
     if why:
         pytest.skip(why)
-    for rel in (HEALTHY_XML, LOST_XML):
-        if not (RECORDINGS / rel).is_file():
-            pytest.skip(f"recording {rel} is absent from {RECORDINGS}")
+    try:  # the node trees are built from real recordings
+        build(SCENARIO, tmp_path_factory.mktemp("scenario-probe"))
+    except MissingRecording as e:
+        pytest.skip(f"the node host trees need recordings that are absent: {e}")
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm-lab"))
     atexit.register(cluster.stop)
     previous = signal.getsignal(signal.SIGTERM)

@@ -121,7 +121,11 @@ def main() -> int:
         if stop["now"]:
             return 0
         time.sleep(step_s)
-        total += reduce(float((rank + 1) * (step + 1)))  # type: ignore[operator]
+        try:
+            total += reduce(float((rank + 1) * (step + 1)))  # type: ignore[operator]
+        except (ConnectionError, RuntimeError) as e:  # gloo raises RuntimeError
+            print(f"rank {rank}: all-reduce failed at step {step}: {e}", flush=True)
+            return 1
         if rank == 0:
             payload = json.dumps({"step": step, "total": total}).encode()
             checkpoint.save(ckdir, step, payload, keep=3)

@@ -90,7 +90,8 @@ class SlurmClient:
         """One node, or None when slurmctld does not know it."""
         res = self.run(["scontrol", "show", "node", "-o", name])
         if not res.ok:
-            if "invalid node name" in (res.stderr + res.stdout).lower():
+            text = (res.stderr + res.stdout).lower()
+            if "invalid node name" in text or "not found" in text:
                 return None
             raise command_error(["scontrol", "show", "node"], res)
         found = [n for n in map(parse.node_info, parse.records(res.stdout)) if n]

@@ -27,22 +27,26 @@ KINDS = ("healthcheck", "prolog", "epilog")
 
 
 def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
-    """Validate this node, apply the drain contract, print what was done; the exit code."""
-    from dolmen.checks.model import Level
-    from dolmen.checks.suite import validate
-    from dolmen.config import load_config
-    from dolmen.errors import DolmenError
-    from dolmen.host import open_host
-    from dolmen.report.reason import one_line_reason
-    from dolmen.report.slurm import drain_if_unhealthy
-    from dolmen.report.verdict import Health
+    """Validate this node, apply the drain contract, print what was done; the exit code.
 
+    Anything that goes wrong inside dolmen is printed and gives 0: a hook that
+    crashed must not make Slurm drain the node or requeue the job ("Prolog error").
+    """
     try:
+        from dolmen.checks.model import Level
+        from dolmen.checks.suite import validate
+        from dolmen.config import load_config
+        from dolmen.host import open_host
+        from dolmen.report.reason import one_line_reason
+        from dolmen.report.slurm import drain_if_unhealthy
+        from dolmen.report.verdict import Health
+
         with open_host(source) as host:
             verdict = validate(host, level=Level.parse(level), config=load_config(None))
             action = drain_if_unhealthy(host, verdict)
-    except DolmenError as e:
-        print(f"dolmen {kind}: {e.message}", file=sys.stderr)
+    except Exception as e:
+        message = getattr(e, "message", None) or f"{e.__class__.__name__}: {e}"
+        print(f"dolmen {kind}: could not decide: {message}", file=sys.stderr)
         return 0
     print(f"dolmen {kind}: {one_line_reason(verdict)}; {action}", file=sys.stderr)
     if kind == "prolog" and verdict.health is Health.UNHEALTHY:

@@ -1,0 +1,86 @@
+"""What the Slurm tests and the bench share: the backend for the harness, a training spec."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dolmen.jobs.backends.slurm import SlurmBackend
+from dolmen.jobs.spec import JobSpec
+from tests.slurm.cluster import SlurmCluster
+
+TRAIN = str(Path(__file__).with_name("train.py"))
+RESUMED = re.compile(r"^0: resumed from step (\S+) restart=(\d+) host=(\S+)", re.MULTILINE)
+
+
+def backend(c: SlurmCluster, **options: object) -> SlurmBackend:
+    """The Slurm backend pointed at the harness's cluster."""
+    return SlurmBackend(prefix=c.client_prefix, log_dir=str(c.lab / "out"), **options)  # type: ignore[arg-type]
+
+
+def train_spec(
+    c: SlurmCluster,
+    name: str,
+    *,
+    steps: int,
+    step_s: float = 0.5,
+    allreduce: str = "auto",
+    **kw: object,
+) -> JobSpec:
+    """A 2-node x 4-GPU training job (8 ranks) checkpointing into the lab."""
+    env = {"STEPS": str(steps), "STEP_S": str(step_s)}
+    if allreduce == "tcp":
+        env["TRAIN_ALLREDUCE"] = "tcp"
+    return JobSpec(
+        name=name,
+        command=(sys.executable, TRAIN),
+        nodes=2,
+        gpus_per_node=4,
+        checkpoint_dir=str(c.lab / "ckpt" / name),
+        env=env,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def expected_total(steps: int, world: int) -> int:
+    """What train.py prints at the end, whatever restarts happened."""
+    return steps * (steps + 1) // 2 * world * (world + 1) // 2
+
+
+def output(c: SlurmCluster, name: str, job_id: str) -> str:
+    """The job's output file (every run appended)."""
+    path = c.lab / "out" / f"{name}-{job_id}.out"
+    return path.read_text() if path.exists() else ""
+
+
+def wait_for(pred: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll ``pred`` every 0.2 s; AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def start_watcher(c: SlurmCluster, job_id: str, log: Path) -> subprocess.Popen[bytes]:
+    """``python -m dolmen.jobs.slurm.watch`` for the job, as ``dolmen jobs`` runs it."""
+    with open(log, "wb") as f:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dolmen.jobs.slurm.watch",
+                job_id,
+                "--poll",
+                "0.5",
+                "--timeout",
+                "300",
+                *(a for p in c.client_prefix for a in ("--prefix", p)),
+            ],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )

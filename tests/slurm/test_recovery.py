@@ -1,0 +1,103 @@
+"""Health-aware recovery on the real cluster: a node dies or turns unhealthy mid-run; the
+job resumes from its last checkpoint on healthy nodes and finishes with the right result."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from dolmen.checks.model import Level
+from dolmen.checks.suite import validate
+from dolmen.host.tree import TreeHost
+from dolmen.report.verdict import Health
+from tests.slurm.cluster import SlurmCluster
+from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
+from tests.slurm.helpers import (
+    RESUMED,
+    backend,
+    expected_total,
+    output,
+    start_watcher,
+    train_spec,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def _run_through_fault(
+    c: SlurmCluster, tmp_path: Path, name: str, inject: str, allreduce: str
+) -> tuple[str, str, str]:
+    """Submit, wait for step 3, inject the fault on the second node; (job id, victim, output)."""
+    # A health fault is seen at the node's next health check (HealthCheckInterval): the
+    # job must still be running by then.
+    steps = 16 if inject == "crash" else 3 + 4 * HEALTH_CHECK_INTERVAL_S
+    b = backend(c)
+    spec = train_spec(c, name, steps=steps, allreduce=allreduce)
+    job = b.submit(spec)
+    watcher = start_watcher(c, job.job_id, tmp_path / "watch.log")
+    try:
+        wait_for(lambda: "0: step 3 " in output(c, name, job.job_id), 90, "step 3")
+        victim = b.status(job.job_id).nodes[1]
+        if inject == "crash":
+            c.crash_node(victim)
+        else:
+            set_health(c, victim, healthy=False)
+        wait_for(lambda: b.status(job.job_id).state.done, 150, "the job to finish")
+    finally:
+        watcher.terminate()
+        watcher.wait(10)
+    final = b.status(job.job_id)
+    out = output(c, name, job.job_id)
+    log = (tmp_path / "watch.log").read_text()
+    assert final.details["slurm_state"] == "COMPLETED", (out, log)
+    assert final.restarts >= 1, log
+    assert f"0: done total={expected_total(steps, 8)}" in out, out
+    runs = RESUMED.findall(out)
+    assert runs[0][:2] == ("none", "0"), out
+    # The run after the fault resumed from a checkpoint (step 3 or later), not from zero,
+    # on nodes that exclude the victim.
+    later = [r for r in runs if r[1] != "0"]
+    assert later and int(later[0][0]) >= 3, out
+    assert victim not in final.nodes, (victim, final.nodes)
+    assert "requeued" in log, log
+    return job.job_id, victim, out
+
+
+def test_node_crash_mid_run_resumes_from_checkpoint(
+    idle_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    c = idle_cluster
+    t0 = time.monotonic()
+    _, victim, _ = _run_through_fault(c, tmp_path, "crash", "crash", allreduce="auto")
+    states = c.node_states()
+    assert states[victim].startswith("down"), states
+    assert c.node_reason(victim) == "dolmen: slurmd not responding"
+    # well before Slurm itself would have declared the node down and requeued
+    assert time.monotonic() - t0 < 150
+
+
+def test_health_fault_drains_with_reason_and_requeues(
+    idle_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    c = idle_cluster
+    set_health(c, "n3", healthy=False)
+    try:
+        verdict = validate(TreeHost(c.tree("n3")), level=Level.QUICK)
+    finally:
+        set_health(c, "n3", healthy=True)
+    if verdict.health is not Health.UNHEALTHY:
+        pytest.skip(f"no quick check flags an Xid 79 in the kernel log: {verdict.health.value}")
+    _, victim, _ = _run_through_fault(c, tmp_path, "health", "health", allreduce="tcp")
+    reason = c.node_reason(victim)
+    assert reason.startswith("dolmen: unhealthy: gpu.xid"), reason
+    assert c.node_states()[victim].startswith("drain"), c.node_states()
+    # healthy again: the health check itself resumes the node dolmen drained
+    set_health(c, victim, healthy=True)
+    wait_for(
+        lambda: c.node_states().get(victim) == "idle",
+        HEALTH_CHECK_INTERVAL_S * 3,
+        f"{victim} resumed by the health check",
+    )
