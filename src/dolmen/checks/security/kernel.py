@@ -90,6 +90,16 @@ def module_signing(ctx: Context) -> list[Outcome]:
                     **ev,
                 )
             ]
+        if nvidia and sec.nvidia_module_signed is False:
+            return [
+                warned(
+                    "host",
+                    f"module signatures are enforced ({how}) but the loaded nvidia module "
+                    "carries taint E (unsigned): it was loaded before enforcement and will be "
+                    "refused at the next load",
+                    **ev,
+                )
+            ]
         signed = " and the nvidia module is signed" if nvidia else ""
         return [passed("host", f"module signatures are enforced ({how}){signed}", **ev)]
     if sec.module_sig_enforce is None:
