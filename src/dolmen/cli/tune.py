@@ -140,11 +140,12 @@ def _warn_interrupted(st: TuneStatus) -> None:
 
 def _recover(host: Host, st: TuneStatus, choice: str | None, yes: bool) -> None:
     """Roll back or complete an interrupted journal, as the user chooses."""
-    from dolmen.tune.engine import complete, rollback
+    from dolmen.tune.engine import complete, journal_plan, require_root, rollback
     from dolmen.tune.journal import State
     from dolmen.tune.render import render_apply, render_rollback
 
     assert st.journal is not None
+    require_root(host, journal_plan(st.journal), doing="recovering")
     only_rollback = st.journal.state is State.ROLLING_BACK
     if choice is None:
         if yes or not sys.stdin.isatty():
@@ -255,6 +256,7 @@ def apply(
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts, CI).")
 def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool) -> None:
     """Restore every original the active (or an interrupted) apply changed."""
+    from dolmen.tune.engine import journal_plan, require_root
     from dolmen.tune.engine import rollback as do_rollback
     from dolmen.tune.render import render_rollback
     from dolmen.tune.verify import tune_status
@@ -266,6 +268,7 @@ def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool
         return
     if st.busy:
         raise EnvironmentProblem("another dolmen tune is changing this host", hint="wait for it")
+    require_root(host, journal_plan(st.journal), doing="rolling back")
     n = len(st.journal.saved)
     _confirm(f"Roll back {st.journal.profile} on {host.hostname} ({n} originals)?", yes)
     reason = "interrupted journal rolled back" if st.interrupted else "requested"

@@ -127,16 +127,23 @@ class ApplyResult:
         return doc
 
 
-def require_root(host: Host, plan: Plan) -> None:
+def require_root(host: Host, plan: Plan, *, doing: str = "applying") -> None:
     """NeedsRoot, naming what needs it, when a live host would be changed by a non-root user."""
     if host.kind != "live" or os.geteuid() == 0 or not plan.steps:
         return
     what = sorted({f"/{c.target.path}" if c.target.path else c.target.name for c in plan.steps})
     shown = ", ".join(what[:4]) + (f" and {len(what) - 4} more" if len(what) > 4 else "")
     raise NeedsRoot(
-        f"applying {plan.profile} changes {len(plan.steps)} settings ({shown}): that needs root",
-        hint="run it with sudo; `dolmen tune plan` works without root",
+        f"{doing} {plan.profile} changes {len(plan.steps)} settings ({shown}): that needs root",
+        hint="run it with sudo; `dolmen tune plan` and `status` work without root",
     )
+
+
+def journal_plan(view: JournalView) -> Plan:
+    """The part of a journal's plan that rollback or completion would touch, as a Plan."""
+    touched = set(view.saved) | {i for i, c in enumerate(view.changes) if c.acts}
+    changes = tuple(c for i, c in enumerate(view.changes) if i in touched)
+    return Plan(view.profile, str(view.begin.get("host", "")), changes)
 
 
 def apply_plan(
