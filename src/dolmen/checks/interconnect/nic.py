@@ -47,11 +47,15 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
     devices = ctx.pci.by_bdf()
     out: dict[str, Outcome] = {}
     for dev in first_per_slot([d for d in devices.values() if is_mellanox_nic(d)]):
-        lack = shortfall(dev, devices)
+        # The NIC's own capability, as the kernel's "capable of" does: behind a slower slot
+        # it cannot feed its port either (a 400 Gb/s ConnectX-7 on Gen4 x16 gets 252 Gb/s).
+        lack = shortfall(dev.current_link, dev.max_link)
         ev: dict[str, Any] = {
             "driver": dev.driver,
+            "description": dev.description,
             "current": describe(dev.current_link),
-            "target": describe(target(dev, devices)),
+            "capable": describe(dev.max_link),
+            "slot_allows": describe(target(dev, devices)),
         }
         subject = f"pci:{dev.bdf}"
         if lack is None:

@@ -28,16 +28,55 @@ from dolmen.facts.pci import PciDevice, PciLink
 BRIDGE = "0604"
 MELLANOX = "15b3"
 NVIDIA = "10de"
+# pci.ids class names lspci prints when it runs without -nn.
+_DISPLAY = frozenset({"3D controller", "VGA compatible controller", "Display controller"})
+_NETWORK = frozenset({"Ethernet controller", "Infiniband controller", "Network controller"})
+
+
+def _names(dev: PciDevice) -> tuple[str, str] | None:
+    """lspci's class and device names (``3D controller``, ``NVIDIA Corporation Device 2330``)
+    when the facts came from ``lspci -vvv`` without numeric ids; None otherwise."""
+    if dev.description is None:
+        return None
+    cls, _, name = dev.description.partition(": ")
+    return cls, name
+
+
+def identified(dev: PciDevice) -> bool:
+    """Whether the device's vendor and class are known (ids, else lspci's names)."""
+    return (dev.vendor_id is not None and dev.class_id is not None) or _names(dev) is not None
 
 
 def is_gpu(dev: PciDevice) -> bool:
     """An NVIDIA display or 3D controller."""
-    return dev.vendor_id == NVIDIA and (dev.class_id or "").startswith("03")
+    if dev.vendor_id is not None and dev.class_id is not None:
+        return dev.vendor_id == NVIDIA and dev.class_id.startswith("03")
+    names = _names(dev)
+    return names is not None and names[0] in _DISPLAY and names[1].startswith("NVIDIA")
+
+
+def is_nic(dev: PciDevice) -> bool:
+    """A network controller (class 02xx: Ethernet, InfiniBand...)."""
+    if dev.class_id is not None:
+        return dev.class_id.startswith("02")
+    names = _names(dev)
+    return names is not None and names[0] in _NETWORK
 
 
 def is_mellanox_nic(dev: PciDevice) -> bool:
-    """A Mellanox/NVIDIA ConnectX or BlueField network function (class 02xx)."""
-    return dev.vendor_id == MELLANOX and (dev.class_id or "").startswith("02")
+    """A Mellanox/NVIDIA ConnectX or BlueField network function."""
+    if dev.vendor_id is not None:
+        return dev.vendor_id == MELLANOX and is_nic(dev)
+    names = _names(dev)
+    return names is not None and names[1].startswith("Mellanox") and is_nic(dev)
+
+
+def is_bridge(dev: PciDevice) -> bool:
+    """A PCI-to-PCI bridge: a root port or a switch port."""
+    if dev.class_id is not None:
+        return dev.class_id == BRIDGE
+    names = _names(dev)
+    return names is not None and names[0] == "PCI bridge"
 
 
 def target(dev: PciDevice, devices: Mapping[str, PciDevice]) -> PciLink | None:
@@ -45,14 +84,13 @@ def target(dev: PciDevice, devices: Mapping[str, PciDevice]) -> PciLink | None:
     top = dev.max_link
     parent = devices.get(dev.parent or "")
     above = parent.max_link if parent is not None else None
-    if top is None or above is None or parent is None or parent.class_id != BRIDGE:
+    if top is None or above is None or parent is None or not is_bridge(parent):
         return top
     return PciLink(_low(top.speed_gts, above.speed_gts), _low(top.width, above.width))
 
 
-def shortfall(dev: PciDevice, devices: Mapping[str, PciDevice]) -> list[str] | None:
-    """What the current link lacks against ``target`` (empty: nothing); None if unreadable."""
-    cur, want = dev.current_link, target(dev, devices)
+def shortfall(cur: PciLink | None, want: PciLink | None) -> list[str] | None:
+    """What the current link lacks against the wanted one (empty: nothing); None if unreadable."""
     if cur is None or want is None:
         return None
     out: list[str] = []
@@ -94,7 +132,7 @@ def _depth(dev: PciDevice, devices: Mapping[str, PciDevice]) -> int | None:
 def _gpu_only_below(bridge: PciDevice, devices: Mapping[str, PciDevice]) -> bool:
     children = [d for d in devices.values() if d.parent == bridge.bdf]
     return bool(children) and all(
-        is_gpu(c) or (c.class_id == BRIDGE and _gpu_only_below(c, devices)) for c in children
+        is_gpu(c) or (is_bridge(c) and _gpu_only_below(c, devices)) for c in children
     )
 
 
@@ -120,9 +158,9 @@ def owned(devices: Mapping[str, PciDevice]) -> list[PciDevice]:
     others = {slot(d.bdf) for d in devices.values() if is_gpu(d) or is_mellanox_nic(d)}
     mine: list[PciDevice] = []
     for dev in devices.values():
-        if slot(dev.bdf) in others or dev.max_link is None:
-            continue
-        if dev.class_id == BRIDGE:
+        if slot(dev.bdf) in others or dev.max_link is None or not identified(dev):
+            continue  # unidentified: it could be a GPU, whose idle link trains down
+        if is_bridge(dev):
             depth = _depth(dev, devices)
             if depth is None or depth % 2 == 0 or _gpu_only_below(dev, devices):
                 continue
@@ -148,25 +186,37 @@ def downgraded(ctx: Context) -> list[Outcome]:
     mine = owned(devices)
     if not mine:
         return [skipped("host", "no non-GPU PCIe link to judge (GPUs: gpu.*; NICs: interconnect)")]
+    unknown_parent = "parent" in ctx.pci.unread  # lspci -vvv alone: no tree of the bus
     out: list[Outcome] = []
     fine: list[str] = []
+    blind: list[str] = []
     for dev in mine:
-        lack = shortfall(dev, devices)
+        want = target(dev, devices)
+        lack = shortfall(dev.current_link, want)
         ev = {
             "vendor": dev.vendor_id,
             "class": dev.class_id,
+            "description": dev.description,
             "driver": dev.driver,
             "current": describe(dev.current_link),
-            "target": describe(target(dev, devices)),
+            "target": describe(want),
         }
         subject = f"pci:{dev.bdf}"
         if lack is None:
             why = ctx.pci.unread.get(f"{dev.bdf}.current_link", "not reported")
             out.append(unknown(subject, f"current link unreadable: {why}", **ev))
+        elif lack and (unknown_parent or f"{dev.bdf}.parent" in ctx.pci.unread):
+            blind.append(f"{dev.bdf} ({', '.join(lack)})")  # maybe the slot's own limit
         elif lack:
             out.append(warned(subject, f"link below what both ends allow: {', '.join(lack)}", **ev))
         else:
             fine.append(dev.bdf)
+    if blind:
+        msg = (
+            f"{len(blind)} link(s) below the device's maximum, upstream port unknown (lspci "
+            "alone has no bus tree): the slot may be the limit"
+        )
+        out.append(skipped("host", msg, devices=blind))
     if fine:
         msg = f"{len(fine)} non-GPU link(s) at what both ends allow"
         out.append(passed("host", msg, devices=fine))
