@@ -37,16 +37,19 @@ def _statuses(found: dict[str, list[Finding]], cid: str) -> set[Status]:
 
 
 def test_healthy_node(tmp_path: Path) -> None:
+    """Every stack check passes or skips; the advisory security checks never fail (their
+    result follows how much posture the scenario's tree records)."""
     found = _mine(_build("h100-hgx-healthy", tmp_path))
     for cid, findings in found.items():
         for f in findings:
             if cid.startswith("security."):
-                assert not f.gating and f.status is not Status.FAIL
+                assert not f.gating and f.status not in (Status.FAIL, Status.ERROR)
             else:
                 assert f.status in (Status.PASS, Status.SKIP), (cid, f.subject, f.summary)
     assert _statuses(found, "stack.driver.loaded") == {Status.PASS}
     assert _statuses(found, "stack.cuda.driver_compat") == {Status.PASS}
-    assert judge([f for fs in found.values() for f in fs]) is Health.HEALTHY
+    stack = [f for cid, fs in found.items() if cid.startswith("stack.") for f in fs]
+    assert judge(stack) is Health.HEALTHY
 
 
 def test_missing_driver(tmp_path: Path) -> None:

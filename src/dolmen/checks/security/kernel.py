@@ -100,7 +100,13 @@ def module_signing(ctx: Context) -> list[Outcome]:
                     **ev,
                 )
             ]
-        signed = " and the nvidia module is signed" if nvidia else ""
+        signed = ""
+        if nvidia:
+            signed = (
+                " and the nvidia module is signed"
+                if sec.nvidia_module_signed
+                else " and the nvidia module loaded under them"
+            )
         return [passed("host", f"module signatures are enforced ({how}){signed}", **ev)]
     if sec.module_sig_enforce is None:
         why = sec.unread.get("module_sig_enforce", "missing")
