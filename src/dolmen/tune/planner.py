@@ -90,13 +90,17 @@ def _skipped(entry: Entry, reason: str) -> Change:
 
 
 def _with_boot_notes(host: Host, profile: Profile, changes: list[Change]) -> list[Change]:
-    if not any(c.target.setting == "sysctl" for c in changes):
+    """Name the sysctl.d line that sets each value at boot when it is not the profile's.
+    Without persistence only the values apply changes are said to be lost at boot; a
+    read-only reference (baseline) gets no such notes."""
+    if profile.read_only or not any(c.target.setting == "sysctl" for c in changes):
         return changes
     chains = boot_assignments(host)
     ours = FILES["sysctl"] if profile.persist else None
     out = []
     for c in changes:
-        if c.target.setting == "sysctl" and c.action is not Action.SKIP:
+        wanted = Action.CHANGE if ours is None else c.action
+        if c.target.setting == "sysctl" and c.action is not Action.SKIP and c.action is wanted:
             note = override_note(chains.get(c.target.key, []), c.target.key, c.target.desired, ours)
             if note:
                 c = Change(c.target, c.current, c.action, c.effect, c.reason, (*c.notes, note))
