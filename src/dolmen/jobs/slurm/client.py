@@ -64,7 +64,7 @@ class SlurmClient:
 
     def run(self, cmd: Sequence[str], *, timeout: float | None = None) -> CommandResult:
         """Run a command; whatever happened is in the result."""
-        return self.host.run(self.argv(cmd), timeout=timeout or self.timeout, key=cmd[0])
+        return self.host.run(self.argv(cmd), timeout=timeout or self.timeout)
 
     def out(self, cmd: Sequence[str], *, timeout: float | None = None) -> str:
         """stdout of a command that must succeed; a DolmenError says why it did not."""

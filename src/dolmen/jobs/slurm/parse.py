@@ -42,6 +42,9 @@ _JOB_STATES: dict[str, JobState] = {
 _SBATCH_ID = re.compile(r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$", re.MULTILINE)
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_/:.]*)=(.*)$")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+# One host or bracketed pattern ("gpu[01-04]-ib"), and a comma-separated list of them.
+_ITEM = r"[^,\[\]]+(?:\[[^\[\]]*\][^,\[\]]*)*"
+_HOSTLIST = re.compile(rf"{_ITEM}(?:,{_ITEM})*")
 
 
 def job_state(text: str) -> JobState | None:
@@ -151,7 +154,10 @@ def gres_gpus(gres: str) -> int | None:
 def expand_hostlist(text: str) -> list[str]:
     """``n[1-3,5],gpu01`` -> ``[n1, n2, n3, n5, gpu01]``, zero padding kept; [] if malformed."""
     hosts: list[str] = []
-    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text.strip()):
+    text = text.strip()
+    if _HOSTLIST.fullmatch(text) is None:
+        return []
+    for item in re.findall(_ITEM, text):
         expanded = _expand_one(item)
         if expanded is None:
             return []

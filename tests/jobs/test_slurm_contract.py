@@ -1,0 +1,129 @@
+"""The drain contract (pure decide), Slurm errors, quota parsing and the slurmd probe."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from dolmen.errors import EnvironmentProblem, ServiceUnavailable, UsageError
+from dolmen.host import CommandResult, RunStatus
+from dolmen.host.tree import TreeHost
+from dolmen.jobs.slurm import probe
+from dolmen.jobs.slurm.client import SlurmClient, command_error
+from dolmen.jobs.slurm.parse import NodeInfo
+from dolmen.jobs.slurm.quota import assoc_rows, grp_gpus, usage_rows
+from dolmen.report.slurm import Action, decide
+from dolmen.report.verdict import Health
+from tests.conftest import make_tree
+
+OUT = Path(__file__).with_name("slurm_outputs")
+REASON = "dolmen: unhealthy: gpu.xid gpu:00000000:53:00.0"
+
+
+def _node(state: str = "IDLE", flags: tuple[str, ...] = (), reason: str = "") -> NodeInfo:
+    return NodeInfo("n1", state, frozenset(flags), reason, 4, "10.77.0.11")
+
+
+@pytest.mark.parametrize(
+    ("health", "node", "action"),
+    [
+        (Health.UNHEALTHY, _node(), Action.DRAIN),
+        (Health.UNHEALTHY, _node("ALLOCATED"), Action.DRAIN),
+        (Health.UNHEALTHY, _node(flags=("DRAIN",), reason=REASON), Action.NONE),
+        (Health.UNHEALTHY, _node(flags=("DRAIN",), reason="dolmen: unhealthy: old"), Action.DRAIN),
+        (Health.UNHEALTHY, _node(flags=("DRAIN",), reason="admin: replace fan"), Action.NONE),
+        (Health.UNHEALTHY, _node("DOWN", ("NOT_RESPONDING",), "Not responding"), Action.NONE),
+        (Health.HEALTHY, _node(flags=("DRAIN",), reason=REASON), Action.RESUME),
+        (Health.DEGRADED, _node("DOWN", (), "dolmen: slurmd not responding"), Action.RESUME),
+        (Health.HEALTHY, _node(flags=("DRAIN",), reason="admin: replace fan"), Action.NONE),
+        (Health.HEALTHY, _node("DOWN", ("NOT_RESPONDING",), "Not responding"), Action.NONE),
+        (Health.HEALTHY, _node(), Action.NONE),
+        (Health.UNDECIDED, _node(flags=("DRAIN",), reason=REASON), Action.NONE),
+        (Health.UNDECIDED, _node(), Action.NONE),
+    ],
+)
+def test_decide(health: Health, node: NodeInfo, action: Action) -> None:
+    d = decide(health, REASON, node)
+    assert d.action is action, d.why
+    if action is Action.DRAIN:
+        assert d.reason == REASON
+    if node.reason and not node.reason.startswith("dolmen:") and health is Health.UNHEALTHY:
+        assert "drained by someone else" in d.why
+
+
+def _failed(stderr: str, argv: tuple[str, ...] = ("sbatch",)) -> CommandResult:
+    return CommandResult(argv, RunStatus.FAILED, "", stderr, 1, "exit code 1")
+
+
+def test_dead_controller_is_service_unavailable() -> None:
+    for name in ("sbatch-dead-ctld.err", "scontrol-dead-ctld.err"):
+        err = command_error(["sbatch"], _failed((OUT / name).read_text()))
+        assert isinstance(err, ServiceUnavailable)
+        assert "Unable to contact slurm controller" in err.message
+        assert int(err.exit_code) == 3
+
+
+@pytest.mark.parametrize(
+    ("stderr", "kind"),
+    [
+        (
+            "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+            "combination specified",
+            UsageError,
+        ),
+        (
+            "sbatch: error: Batch job submission failed: Requested node configuration is not "
+            "available",
+            UsageError,
+        ),
+        ("sbatch: error: something else entirely", EnvironmentProblem),
+        ("", EnvironmentProblem),
+    ],
+)
+def test_sbatch_errors(stderr: str, kind: type[Exception]) -> None:
+    err = command_error(["sbatch"], _failed(stderr))
+    assert isinstance(err, kind)
+    assert "\n" not in str(err)
+
+
+def test_missing_binary_and_timeout() -> None:
+    missing = CommandResult(("sbatch",), RunStatus.MISSING, reason="sbatch not found on PATH")
+    assert "apt-get install slurm-client" in (command_error(["sbatch"], missing).hint or "")
+    slow = CommandResult(("squeue",), RunStatus.TIMEOUT, reason="timed out after 30 s")
+    assert isinstance(command_error(["squeue"], slow), ServiceUnavailable)
+
+
+def test_client_reads_recorded_commands_from_a_host_tree(tmp_path: Path) -> None:
+    tree = make_tree(
+        tmp_path,
+        commands={"scontrol show node -o": (OUT / "scontrol-show-node.txt").read_text()},
+    )
+    client = SlurmClient(TreeHost(tree))
+    assert [n.name for n in client.nodes()] == ["n1", "n2", "n3"]
+    assert client.argv(["sinfo"]) == ["sinfo"]
+    wrapped = SlurmClient(TreeHost(tree), prefix=["nsenter", "--net=/x"], env={"SLURM_CONF": "/c"})
+    assert wrapped.argv(["sinfo"]) == ["nsenter", "--net=/x", "env", "SLURM_CONF=/c", "sinfo"]
+
+
+def test_quota_parsers_on_real_output() -> None:
+    rows = assoc_rows((OUT / "sacctmgr-assoc.txt").read_text())
+    assert ("research", "", "gres/gpu=8") in rows
+    assert [grp_gpus(t) for _, _, t in rows] == [None, None, 8, None]
+    usage = usage_rows((OUT / "squeue-usage.txt").read_text())
+    assert usage == [("root", "root", 1), ("root", "root", 4), ("root", "research", 8)]
+    assert grp_gpus("cpu=8,gres/gpu=16,mem=1G") == 16
+    assert grp_gpus("gres/gpu:a100=4") is None
+    assert usage_rows("root|root|N/A|1\njunk\n\x00|x") == [("root", "root", 0)]
+
+
+def test_probe_tells_a_listening_port_from_a_closed_one() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        port = srv.getsockname()[1]
+        assert probe.probe("127.0.0.1", port) == "ok"
+    assert probe.probe("127.0.0.1", port) == "refused"
+    assert probe.parse_output(f"127.0.0.1:{port} refused\njunk\n") == {
+        f"127.0.0.1:{port}": "refused"
+    }
+    assert probe.main(["nonsense"]) == 2
