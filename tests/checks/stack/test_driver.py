@@ -90,8 +90,9 @@ def test_loaded_fail_userspace_installed(tmp_path: Path) -> None:
     assert "2 NVIDIA GPU(s)" in f.summary and "515.105.01 is installed" in f.summary
     assert f.evidence["module_loaded"] is False and f.evidence["userspace_driver"] == "515.105.01"
     assert "couldn't communicate" in f.evidence["nvidia_smi"]
-    assert f.remedy is not None and "modprobe nvidia" in f.remedy and "mokutil" in f.remedy
-    assert "apt-get" not in f.remedy
+    assert f.remedy is not None and f.remedy.startswith("If the driver is installed: sudo modprobe")
+    assert "mokutil" in f.remedy
+    assert "install the driver for this kernel" in f.remedy  # no os-release: generic packages
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,8 @@ def test_missing_driver(tmp_path: Path) -> None:
     assert loaded.status is Status.FAIL and "8 NVIDIA GPU(s)" in loaded.summary
     assert "couldn't communicate with the NVIDIA driver" in loaded.evidence["nvidia_smi"]
     assert loaded.evidence["userspace_driver"] == "580.105.08"  # installed, not loaded
-    assert loaded.remedy is not None and "dkms" in loaded.remedy
+    assert loaded.remedy is not None and "dkms autoinstall" in loaded.remedy
+    assert "nvidia-driver-580-server-open" in loaded.remedy  # Ubuntu, the installed branch
     assert _statuses(found, "stack.driver.userspace_match") == {Status.SKIP}
     assert _statuses(found, "stack.modules") == {Status.SKIP}
     _expectations_hold("missing-driver", root)

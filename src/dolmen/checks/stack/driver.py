@@ -6,7 +6,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
-from dolmen.checks.stack.install import LOAD_HINT, install_remedy
+from dolmen.checks.stack.install import LOAD_HINT, install_remedy, package_command
 
 # nvidia-smi / NVML after a driver upgrade without reboot: "Failed to initialize NVML:
 # Driver/library version mismatch" (NVML_ERROR_LIB_RM_VERSION_MISMATCH).
@@ -62,14 +62,17 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
             if userspace
             else ""
         )
-        branch = userspace.split(".")[0] if userspace else None
         dist = ctx.os.distribution
+        remedy = install_remedy(dist)
+        if userspace:  # installed: load it, or rebuild it for the running kernel
+            again = package_command(dist, userspace.split(".")[0])
+            remedy = f"{LOAD_HINT} To rebuild it for this kernel, reinstall the driver: {again}."
         return [
             failed(
                 "host",
                 f"{len(g.pci_gpus)} NVIDIA GPU(s) on the PCI bus but the nvidia kernel module is "
                 f"not loaded{installed}",
-                remedy=(LOAD_HINT if userspace else install_remedy(dist, branch)),
+                remedy=remedy,
                 **evidence,
             )
         ]
