@@ -157,3 +157,16 @@ def test_boot_relative_times_compare_with_uptime(tmp_path: Path) -> None:
     assert 0 < recent[GPU0].evidence["events"][0]["newest_age_h"] < 1
     old = by_subject(run(tree(tmp_path / "b", pci={}, dmesg=line, uptime_s=400000), "gpu.xid"))
     assert old[GPU0].status.value == "pass" and old[GPU0].evidence["older_events"] == [119]
+
+
+def test_no_gpu_listed_and_no_xid_vouches_for_nothing(tmp_path: Path) -> None:
+    clean = recording("kernel-logs/gpud__os_dmesg.decode.iso.log").read_text()
+    refused = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9)
+    root = tree(tmp_path, nvsmi="", dmesg=clean, commands={"nvidia-smi -q -x": refused})
+    for check in ("gpu.xid", "gpu.fell_off_bus"):
+        [f] = run(root, check)
+        assert (f.status.value, f.subject) == ("skip", "host"), check
+    # An Xid still counts when the driver lists nothing: it is attributed by bus id.
+    off = tree(tmp_path / "b", nvsmi="", dmesg=XID79, commands={"nvidia-smi -q -x": refused})
+    [f] = run(off, "gpu.xid")
+    assert (f.status.value, f.subject) == ("fail", "gpu:00000000:44:00.0")

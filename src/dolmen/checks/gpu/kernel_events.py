@@ -11,7 +11,17 @@ from dolmen.checks.gpu.gpus import gpu_by_bus, subject_for_bus, target
 from dolmen.checks.gpu.xid import RANK, SEVERITY_RANK, STATUS, UNREADABLE_LOG
 from dolmen.checks.gpu.xid_traps import short
 from dolmen.checks.gpu.xid_window import make_window
-from dolmen.checks.model import Level, Outcome, Status, check, failed, passed, unknown, warned
+from dolmen.checks.model import (
+    Level,
+    Outcome,
+    Status,
+    check,
+    failed,
+    passed,
+    skipped,
+    unknown,
+    warned,
+)
 from dolmen.facts.kernel_log import KernelEvent
 
 
@@ -112,6 +122,8 @@ def fell_off_bus(ctx: Context) -> list[Outcome]:
     for ev in log.events:
         if ev.kind == "fell_off_bus":
             by_bus[ev.bus_id].append(ev)
+    if not by_bus and not gpus:
+        return [skipped("host", "no GPU fell off the bus, and the driver lists no GPU")]
     if not by_bus:
         return [passed("host", "no GPU fell off the bus in this kernel log", log=log.source)]
     out = []

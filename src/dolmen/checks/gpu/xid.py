@@ -25,7 +25,7 @@ from dolmen.checks.gpu.actions import action_remedy
 from dolmen.checks.gpu.gpus import subject_for_bus, target
 from dolmen.checks.gpu.xid_traps import TRAPS, TrapInput, Verdict, short
 from dolmen.checks.gpu.xid_window import Window, make_window
-from dolmen.checks.model import Level, Outcome, Status, check, passed, unknown
+from dolmen.checks.model import Level, Outcome, Status, check, passed, skipped, unknown
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.host.gpu import Gpu
 from dolmen.kb.xids import XidCatalogue
@@ -70,8 +70,8 @@ def xid(ctx: Context) -> list[Outcome]:
     ]
     for bdf, events in by_bus.items():
         out.append(_judge(ctx, subject_for_bus(bdf, gpus), None, events, window, log))
-    if not out:
-        out.append(passed("host", "no Xid in the kernel log", **_span(log)))
+    if not out:  # no GPU listed and no Xid: nothing to judge, and nothing to vouch for
+        out.append(skipped("host", "no Xid in the kernel log, and the driver lists no GPU"))
     return out
 
 
