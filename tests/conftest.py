@@ -20,6 +20,15 @@ os.environ["DOLMEN_STATE_DIR"] = str(_SANDBOX / "state")
 os.environ["DOLMEN_CONFIG_DIR"] = str(_SANDBOX / "config")
 atexit.register(shutil.rmtree, _SANDBOX, True)
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden expected.json of each scenario (review the diff)",
+    )
+
+
 REPO = Path(__file__).resolve().parents[1]
 RECORDINGS = REPO.parent / "shared" / "recordings"
 HOSTS = REPO / "tests" / "hosts"
