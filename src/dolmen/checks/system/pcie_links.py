@@ -23,7 +23,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
-from dolmen.facts.pci import PciDevice, PciLink
+from dolmen.facts.pci import PciDevice, PciLink, make_link
 
 BRIDGE = "0604"
 MELLANOX = "15b3"
@@ -86,7 +86,7 @@ def target(dev: PciDevice, devices: Mapping[str, PciDevice]) -> PciLink | None:
     above = parent.max_link if parent is not None else None
     if top is None or above is None or parent is None or not is_bridge(parent):
         return top
-    return PciLink(_low(top.speed_gts, above.speed_gts), _low(top.width, above.width))
+    return make_link(_low(top.speed_gts, above.speed_gts), _low(top.width, above.width))
 
 
 def shortfall(cur: PciLink | None, want: PciLink | None) -> list[str] | None:
