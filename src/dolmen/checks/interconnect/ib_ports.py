@@ -151,7 +151,7 @@ def _against(p: IbPort, want: float, what: str, ev: dict[str, Any]) -> Outcome:
 
 @check(
     "interconnect.ib.sources_agree",
-    title="sysfs and ibstat agree on every port",
+    title="The sysfs tree and ibstat agree on every port",
     level=Level.QUICK,
     needs=("infiniband",),
     when=("infiniband",),

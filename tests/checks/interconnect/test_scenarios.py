@@ -1,0 +1,61 @@
+"""The interconnect, storage and system checks on the committed scenarios: nothing to report
+on the healthy H100 node, and h100-ib-port-down's [expect] holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dolmen.checks.model import Level, Status
+from dolmen.checks.suite import validate
+from dolmen.host.tree import TreeHost
+from dolmen.report.verdict import Health
+from tests.hosts import scenarios
+
+MINE = ("interconnect", "storage", "system")
+
+
+def _build(name: str, dest: Path) -> Path:
+    try:
+        return scenarios.build(name, dest)
+    except scenarios.MissingRecording as e:
+        pytest.skip(str(e))
+
+
+def test_healthy_node_passes_or_skips(tmp_path: Path) -> None:
+    tree = _build("h100-hgx-healthy", tmp_path / "healthy")
+    verdict = validate(TreeHost(tree), level=Level.FULL, only=MINE)
+    bad = [
+        (f.check, f.subject, f.summary)
+        for f in verdict.findings
+        if f.status not in (Status.PASS, Status.SKIP)
+    ]
+    assert not bad
+    assert verdict.health is Health.HEALTHY
+    checked = {f.check for f in verdict.findings if f.status is Status.PASS}
+    assert {
+        "interconnect.nvlink.state",
+        "interconnect.ib.port_state",
+        "storage.free_space",
+    } <= checked
+
+
+def test_ib_port_down_scenario_meets_its_expectations(tmp_path: Path) -> None:
+    spec = scenarios.spec("h100-ib-port-down")
+    tree = _build("h100-ib-port-down", tmp_path / "down")
+    verdict = validate(TreeHost(tree), level=Level.QUICK)
+    assert verdict.health.value == spec["expect"]["status"] == "unhealthy"
+    by_status: dict[Status, set[str]] = {}
+    for f in verdict.findings:
+        by_status.setdefault(f.status, set()).add(f.check)
+    assert set(spec["expect"]["fail"]) <= by_status[Status.FAIL]
+    assert set(spec["expect"]["warn"]) <= by_status[Status.WARN]
+    down = {
+        f.subject
+        for f in verdict.findings
+        if f.check == "interconnect.ib.port_state" and f.status is Status.FAIL
+    }
+    assert down == {"ib:mlx5_7/1", "ib:mlx5_8/1"}
+    problems = [p.check for p in verdict.problems() if p.status is Status.FAIL]
+    assert "interconnect.ib.port_state" in problems
