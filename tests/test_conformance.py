@@ -11,7 +11,7 @@ import pytest
 
 from dolmen.checks import CATEGORIES, load_registry
 from dolmen.checks.context import PREDICATES, Context
-from dolmen.checks.model import CheckSpec, Status
+from dolmen.checks.model import CheckSpec, Level, Status
 from dolmen.checks.runner import run_one
 from dolmen.facts import SUBSYSTEMS
 from dolmen.host.tree import TreeHost
@@ -39,6 +39,9 @@ def test_check_metadata(spec: CheckSpec) -> None:
     assert spec.fn.__doc__, "the body's docstring says what it reads"
     if spec.category in ("tuning", "security"):
         assert not spec.gating, "posture checks are advisory"
+    if not spec.gating:
+        # quick is the Slurm health check's budget: only what can make a node unhealthy
+        assert spec.level is not Level.QUICK, "advisory checks run from the standard level"
 
 
 def _scenarios() -> list[Path]:
@@ -115,3 +118,11 @@ def test_only_the_host_layer_names_machine_paths() -> None:
             ):
                 offenders.append(f"{rel}:{node.lineno}: {node.value}")
     assert not offenders, "read machine paths through a Host:\n" + "\n".join(offenders)
+
+
+def test_the_check_index_is_current() -> None:
+    """checks/index.py lets the quick tier import only its modules; it must list them all."""
+    from dolmen.checks import index_source
+
+    current = (SRC / "checks" / "index.py").read_text()
+    assert current == index_source(), "run: python -m dolmen.checks (then ruff format)"

@@ -33,7 +33,7 @@ def validate(
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     ctx = Context(host, config=config, baseline=baseline)
-    specs = select(load_registry().values(), level, only)
+    specs = select(load_registry(level).values(), level, only)
     disabled = [str(d) for d in config.get("validate", "disable", [])]
     findings = run_checks(ctx, specs, disabled)
     return Verdict(

@@ -17,7 +17,7 @@ SB_REMEDY = (
 @check(
     "security.secure_boot",
     title="UEFI Secure Boot verifies the boot chain",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security",),
     remedy=SB_REMEDY,
     source="UEFI specification (SecureBoot and SetupMode variables); DGX OS enables it",
@@ -65,7 +65,7 @@ def secure_boot(ctx: Context) -> list[Outcome]:
 @check(
     "security.tpm",
     title="A TPM 2.0 is present for measured boot, sealed keys and attestation",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security",),
     remedy="Enable the TPM in the firmware setup (firmware TPM: Intel PTT / AMD fTPM, or a "
     "discrete TPM 2.0); check with ls /sys/class/tpm and tpm2_getcap properties-fixed.",

@@ -10,7 +10,7 @@ from dolmen.checks.security.posture import unread
 @check(
     "security.ima",
     title="The kernel's Integrity Measurement Architecture is available",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security",),
     remedy="Run a kernel built with CONFIG_IMA (distribution kernels are) and boot with "
     "ima_policy=tcb, or load a policy (echo /etc/ima/ima-policy > "

@@ -22,7 +22,7 @@ SIGN_REMEDY = (
 @check(
     "security.lockdown",
     title="Kernel lockdown keeps root from modifying the running kernel",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security",),
     remedy="Boot with lockdown=integrity (add it to GRUB_CMDLINE_LINUX in /etc/default/grub, "
     "then sudo update-grub or sudo grub2-mkconfig -o /boot/grub2/grub.cfg); distributions "
@@ -55,7 +55,7 @@ def lockdown(ctx: Context) -> list[Outcome]:
 @check(
     "security.module_signing",
     title="The kernel loads only signed modules, and the NVIDIA module is signed",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security", "stack", "gpu"),
     remedy=SIGN_REMEDY,
     source="kernel module-signing.rst (sig_enforce, lockdown); NVIDIA driver installation "

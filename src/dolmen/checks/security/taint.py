@@ -19,7 +19,7 @@ EXPECTED = frozenset("POEKT")
 @check(
     "security.kernel_taint",
     title="The kernel is not tainted by errors (driver-origin taints expected)",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("security", "stack"),
     remedy="Find the event that tainted the kernel (dmesg | grep -iE 'taint|BUG|WARNING|Oops|"
     "mce|soft lockup'); for M check the BMC's event log (ipmitool sel list) and rasdaemon "

@@ -15,7 +15,7 @@ from dolmen.tune.settings.cmdline import staged_args
 @check(
     "tuning.cmdline.pending",
     title="Kernel parameters staged for boot are in effect (no reboot pending)",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     remedy="Reboot the host (drain it first) so the staged kernel parameters take effect.",
     gating=False,
 )

@@ -11,7 +11,7 @@ from dolmen.tune.verify import tune_status, verify_journal
 @check(
     "tuning.drift",
     title="The active tuning profile still holds and no apply was left half done",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     remedy=(
         "See what changed with `dolmen tune verify`; re-apply the profile with "
         "`dolmen tune apply <profile>`, or find what reset it (a sysctl.d file, tuned, a script)."

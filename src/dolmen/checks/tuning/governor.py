@@ -10,7 +10,7 @@ from dolmen.checks.tuning import REMEDY_PROFILE, not_read
 @check(
     "tuning.cpu.governor",
     title="CPU frequency policies use the performance governor",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning",),
     when=("nvidia_gpu",),
     remedy=REMEDY_PROFILE + " Or: cpupower frequency-set -g performance.",

@@ -11,7 +11,7 @@ from dolmen.checks.model import Level, Outcome, check, passed, unknown, warned
 @check(
     "tuning.hugepages",
     title="Reserved huge pages do not take more than half of the memory",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning", "memory"),
     remedy="Lower the reservation (vm.nr_hugepages, or the profile's [hugepages] entry).",
     limits={"max_share": 0.5},

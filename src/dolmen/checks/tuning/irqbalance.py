@@ -10,7 +10,7 @@ from dolmen.checks.tuning import not_read
 @check(
     "tuning.irq.balance",
     title="The irqbalance daemon does not move NIC and NVMe interrupts off their NUMA node",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning", "numa"),
     when=("nvidia_gpu",),
     remedy=(

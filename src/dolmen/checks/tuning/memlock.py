@@ -12,7 +12,7 @@ EFFECTIVELY_UNLIMITED = 1 << 40  # a TiB of locked memory is more than any host 
 @check(
     "tuning.limits.memlock",
     title="The locked-memory limit is unlimited",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning",),
     when=("nvidia_gpu",),
     remedy=(

@@ -15,7 +15,7 @@ from dolmen.checks.tuning import not_read
 @check(
     "tuning.numa_balancing",
     title="Automatic NUMA balancing is off on a multi-node GPU host",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning", "numa"),
     when=("nvidia_gpu",),
     remedy=(

@@ -10,7 +10,7 @@ from dolmen.checks.model import Level, Outcome, check, passed, warned
 @check(
     "tuning.gpu.persistence",
     title="GPU persistence mode is on",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("gpu",),
     when=("nvidia_gpu",),
     remedy=(

@@ -10,7 +10,7 @@ from dolmen.checks.tuning import REMEDY_PROFILE, not_read
 @check(
     "tuning.thp",
     title="Transparent huge pages are in madvise mode",
-    level=Level.QUICK,
+    level=Level.STANDARD,
     needs=("tuning",),
     remedy=REMEDY_PROFILE + " Or: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled.",
     source="DGX OS nv-hugepage: transparent_hugepage=madvise (tuning-sources.md section 2.1)",
