@@ -104,3 +104,28 @@ def test_one_line_reason() -> None:
     assert one_line_reason(_verdict(_f("tuning.thp", Status.WARN, gating=False))).startswith(
         "dolmen: degraded: 1 warning(s): tuning.thp"
     )
+
+
+def test_terminal_shows_problems_with_remedies_and_hides_noise() -> None:
+    import io
+
+    from rich.console import Console
+
+    from dolmen.report.terminal import render_terminal
+
+    v = _verdict(
+        _f("gpu.ecc.volatile_dbe", Status.FAIL, "gpu:0000:9b:00.0"),
+        _f("gpu.temperature", Status.PASS, "gpu:0000:9b:00.0"),
+        _f("security.tpm", Status.UNKNOWN, gating=False),
+        _f("interconnect.ib.state", Status.SKIP),
+    )
+    out = io.StringIO()
+    render_terminal(v, Console(file=out, width=160, color_system=None))
+    text = out.getvalue()
+    assert "FAIL  gpu.ecc.volatile_dbe" in text and "fix: do the thing" in text
+    assert "gpu.temperature" not in text and "security.tpm" not in text
+    assert "1 advisory signal(s) could not be read here (tpm)" in text
+    assert "gpu01: UNHEALTHY  (1 fail, 0 unknown, 0 warn, 1 pass, 1 skip, 1 advisory unread" in text
+    out = io.StringIO()
+    render_terminal(v, Console(file=out, width=160, color_system=None), verbose=True)
+    assert "security.tpm" in out.getvalue() and "gpu.temperature" in out.getvalue()

@@ -35,8 +35,9 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
         by_cat[f.category].append(f)
     for category in sorted(by_cat, key=lambda c: _worst(by_cat[c])):
         rows = sorted(by_cat[category], key=lambda f: (ORDER.index(f.status), f.check, f.subject))
-        shown = [f for f in rows if verbose or f.status not in (Status.PASS, Status.SKIP)]
+        shown = [f for f in rows if verbose or _worth_showing(f)]
         hidden = len(rows) - len(shown)
+        quiet = [f for f in rows if f.status is Status.UNKNOWN and not f.gating]
         table = Table(title=None, show_header=False, box=None, pad_edge=False, expand=False)
         table.add_column("status", no_wrap=True)
         table.add_column("check", no_wrap=True)
@@ -58,16 +59,36 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
         console.print(head)
         if shown:
             console.print(table)
-        elif hidden:
+        if quiet and not verbose:
+            console.print(
+                Text(
+                    f"  {len(quiet)} advisory signal(s) could not be read here "
+                    f"({', '.join(sorted({f.check.split('.', 1)[1] for f in quiet}))}): "
+                    "-v shows why",
+                    style="dim",
+                )
+            )
+        elif not shown and hidden:
             console.print(Text("  all passed or not applicable", style="dim"))
     c = v.counts
+    unread = sum(f.status in (Status.UNKNOWN, Status.ERROR) and f.gating for f in v.findings)
+    advisory = c["unknown"] + c["error"] - unread
     line = Text(f"{v.host}: ", style="bold")
     line.append(v.health.value.upper(), style=HEALTH_STYLE[v.health])
     line.append(
-        f"  ({c['fail']} fail, {c['unknown'] + c['error']} unknown/error, {c['warn']} warn, "
-        f"{c['pass']} pass, {c['skip']} skip; level {v.level}, {v.duration_s:.2f} s)"
+        f"  ({c['fail']} fail, {unread} unknown, {c['warn']} warn, {c['pass']} pass, "
+        f"{c['skip']} skip"
+        + (f", {advisory} advisory unread" if advisory else "")
+        + f"; level {v.level}, {v.duration_s:.2f} s)"
     )
     console.print(line)
+
+
+def _worth_showing(f: Finding) -> bool:
+    """Problems, and warnings; not passes, skips, or advisory signals nobody could read."""
+    if f.status in (Status.PASS, Status.SKIP):
+        return False
+    return not (f.status is Status.UNKNOWN and not f.gating)
 
 
 def _worst(findings: list[Finding]) -> int:
