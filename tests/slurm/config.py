@@ -118,6 +118,8 @@ def _wrappers(c: SlurmCluster, python: str) -> None:
     etc, conf = c.lab / "etc", c.conf
     repo = Path(__file__).resolve().parents[2]
     pythonpath = f"{repo / 'src'}:{repo}"
+    # Jobs, hooks and the watcher keep dolmen's state (audit log...) inside the lab.
+    dolmen_dirs = f"DOLMEN_STATE_DIR={c.lab}/dolmen-state DOLMEN_CONFIG_DIR={c.lab}/dolmen-etc"
     # Clients run "on the login node": the hub's network namespace with the cluster's
     # /etc/hosts, in a private mount namespace of their own.
     _script(
@@ -125,11 +127,14 @@ def _wrappers(c: SlurmCluster, python: str) -> None:
         f"exec nsenter --net=/run/netns/{c.hub_ns} unshare --mount --propagation private "
         f"sh -c 'mount --bind {etc}/hosts /etc/hosts && "
         f'mount --bind {etc}/resolv.conf /etc/resolv.conf && exec "$@"\' sl '
-        f'env SLURM_CONF={conf} PYTHONPATH={pythonpath} "$@"',
+        f'env SLURM_CONF={conf} PYTHONPATH={pythonpath} {dolmen_dirs} "$@"',
     )
     # slurmd runs these with a minimal environment: SLURM_CONF is not inherited
     # (gotcha 8), nor PATH to dolmen.
-    env = f"export SLURM_CONF={conf} PYTHONPATH={pythonpath} PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+    env = (
+        f"export SLURM_CONF={conf} PYTHONPATH={pythonpath} {dolmen_dirs} "
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+    )
     tree = f"{c.lab}/hosts/$SLURMD_NODENAME"
     log = f"{c.lab}/logs/hooks-$SLURMD_NODENAME.log"
     _script(

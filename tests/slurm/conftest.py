@@ -32,6 +32,10 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         build(SCENARIO, tmp_path_factory.mktemp("scenario-probe"))
     except MissingRecording as e:
         pytest.skip(f"the node host trees need recordings that are absent: {e}")
+    # Submissions are audit events: keep dolmen's state and config in the session's folder.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DOLMEN_STATE_DIR", str(tmp_path_factory.mktemp("dolmen-state")))
+    mp.setenv("DOLMEN_CONFIG_DIR", str(tmp_path_factory.mktemp("dolmen-etc")))
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm-lab"))
     atexit.register(cluster.stop)
     previous = signal.getsignal(signal.SIGTERM)
@@ -49,6 +53,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
         cluster.stop()
         signal.signal(signal.SIGTERM, previous)
         atexit.unregister(cluster.stop)
+        mp.undo()
 
 
 @pytest.fixture(scope="session")

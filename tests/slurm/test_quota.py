@@ -3,6 +3,8 @@ association, over-quota jobs refused up front with the limit and the current use
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from dolmen.errors import ExitCode, UsageError
@@ -15,27 +17,39 @@ from tests.slurm.helpers import backend, wait_for
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
+@pytest.fixture
+def accounts(slurm_accounting: SlurmCluster) -> Iterator[SlurmCluster]:
+    """The accounting cluster; the test's users, accounts and limits are removed after it."""
+    c = slurm_accounting
+    c.restore()
+    yield c
+    c.restore()
+    store = backend(c).quotas()
+    for q in store.quotas():
+        store.remove_quota(q.subject)
+    add_user(store, "root", ["root"])
+
+
 def _sleeper(name: str, nodes: int, gpus: int, account: str | None = "research") -> JobSpec:
     return JobSpec(
         name=name, command=("sleep", "120"), nodes=nodes, gpus_per_node=gpus, account=account
     )
 
 
-def test_group_and_user_quotas_refuse_over_quota_jobs_up_front(
-    slurm_accounting: SlurmCluster,
-) -> None:
-    c = slurm_accounting
-    c.restore()
+def test_group_and_user_quotas_refuse_over_quota_jobs_up_front(accounts: SlurmCluster) -> None:
+    c = accounts
     b = backend(c)
     store = b.quotas()
     set_quota(store, Subject(Kind.GROUP, "research"), 8)
-    add_user(store, "root", ["root", "research"])
+    set_quota(store, Subject(Kind.GROUP, "interns"), 2)
+    add_user(store, "root", ["root", "research", "interns"])
     assert store.quota(Subject(Kind.GROUP, "research")).gpus == 8  # type: ignore[union-attr]
     assert "research" in store.groups_of("root")
     # the limit is Slurm's own: sacctmgr shows it on the account's association
     assoc = c.sl("sacctmgr", "-n", "-P", "show", "assoc", "account=research", "format=grptres")
     assert "gres/gpu=8" in assoc.stdout
 
+    # a job charges one account: the interns' limit does not apply to a research job
     first = b.submit(_sleeper("quota-a", 2, 4))
     wait_for(lambda: b.status(first.job_id).state is JobState.RUNNING, 30, "the first job")
     assert store.usage(Subject(Kind.GROUP, "research")) == 8
@@ -59,10 +73,9 @@ def test_group_and_user_quotas_refuse_over_quota_jobs_up_front(
     b.cancel(third.job_id)
 
 
-def test_slurm_itself_only_queues_an_over_quota_job(slurm_accounting: SlurmCluster) -> None:
+def test_slurm_itself_only_queues_an_over_quota_job(accounts: SlurmCluster) -> None:
     """What dolmen's up-front refusal replaces: Slurm accepts the job and keeps it pending."""
-    c = slurm_accounting
-    c.restore()
+    c = accounts
     store = backend(c).quotas()
     set_quota(store, Subject(Kind.GROUP, "interns"), 2)
     add_user(store, "root", ["root", "research", "interns"])
@@ -77,9 +90,8 @@ def test_slurm_itself_only_queues_an_over_quota_job(slurm_accounting: SlurmClust
     c.sl("scancel", jid)
 
 
-def test_unknown_account_is_refused_and_nothing_submitted(slurm_accounting: SlurmCluster) -> None:
-    c = slurm_accounting
-    c.restore()
+def test_unknown_account_is_refused_and_nothing_submitted(accounts: SlurmCluster) -> None:
+    c = accounts
     before = c.sl("squeue", "-h", "-o", "%i").stdout.split()
     with pytest.raises(UsageError, match="unknown Slurm account 'nosuch'; known: "):
         backend(c).submit(_sleeper("ghost", 1, 1, account="nosuch"))

@@ -114,7 +114,6 @@ class SlurmBackend(Backend):
                 f"{spec.gpus_per_node} GPUs ({', '.join(n.name for n in fit) or 'none'})"
             )
         if self._enforce_quotas():
-            from dolmen.jobs.quota import check
             from dolmen.jobs.slurm.quota import SlurmQuotaStore
 
             store = SlurmQuotaStore(self.client)
@@ -125,7 +124,7 @@ class SlurmBackend(Backend):
                         f"unknown Slurm account {spec.account!r}; known: {', '.join(known)}",
                         hint="dolmen users add USER --group ACCOUNT creates it",
                     )
-            check(store, spec, spec.user or self._user())
+            store.check(spec, spec.user or self._user())
 
     # --- status --------------------------------------------------------------------------
     def status(self, job_id: str) -> JobStatus:

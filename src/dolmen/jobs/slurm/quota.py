@@ -15,9 +15,10 @@ import re
 from collections.abc import Sequence
 
 from dolmen.errors import UsageError
-from dolmen.jobs.quota import Kind, Quota, QuotaStore, Subject, User
+from dolmen.jobs.quota import Kind, Quota, QuotaExceeded, QuotaStore, Subject, User
 from dolmen.jobs.slurm import parse
 from dolmen.jobs.slurm.client import SlurmClient
+from dolmen.jobs.spec import JobSpec
 
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?:,|$)")
 # squeue: user, account, GPUs per node ("gres:gpu:4", "N/A"), node count.
@@ -141,6 +142,37 @@ class SlurmQuotaStore(QuotaStore):
         return [Quota(Subject(Kind.USER, u), n) for u, n in sorted(users.items())] + [
             Quota(Subject(Kind.GROUP, g), n) for g, n in sorted(groups.items())
         ]
+
+    def default_account(self, user: str) -> str | None:
+        """The account a job of ``user`` charges when it names none."""
+        out = self.client.out(
+            ["sacctmgr", "-n", "-P", "show", "user", user, "format=defaultaccount"]
+        )
+        return next((line.strip() for line in out.splitlines() if line.strip()), None)
+
+    def check(self, spec: JobSpec, user: str) -> None:
+        """Refuse ``spec`` (QuotaExceeded) over the limit of the user or of the one account the
+        job charges (``--account``, else the user's default): Slurm charges one association,
+        so the limits of the user's other accounts do not apply to this job."""
+        wanted = spec.total_gpus
+        if wanted == 0:
+            return
+        subjects = [Subject(Kind.USER, user)]
+        account = spec.account or self.default_account(user)
+        if account:
+            subjects.append(Subject(Kind.GROUP, account))
+        limits = {q.subject: q.gpus for q in self.quotas()}
+        for subject in subjects:
+            if subject not in limits:
+                continue
+            used = self.usage(subject)
+            if used + wanted > limits[subject]:
+                raise QuotaExceeded(
+                    f"{subject}: {wanted} GPUs requested, {used} in use of a limit of "
+                    f"{limits[subject]}",
+                    hint="wait for running jobs to finish, ask for fewer GPUs, "
+                    "or ask an administrator to raise the limit (dolmen quota set)",
+                )
 
     def usage(self, subject: Subject) -> int:
         out = self.client.out(["squeue", "-h", "-o", SQUEUE_USAGE])
