@@ -10,7 +10,6 @@ from dolmen.checks.gpu.actions import action_remedy
 from dolmen.checks.gpu.gpus import gpu_by_bus, subject_for_bus, target
 from dolmen.checks.gpu.xid import RANK, SEVERITY_RANK, STATUS, UNREADABLE_LOG
 from dolmen.checks.gpu.xid_traps import short
-from dolmen.checks.gpu.xid_window import make_window
 from dolmen.checks.model import (
     Level,
     Outcome,
@@ -22,6 +21,7 @@ from dolmen.checks.model import (
     unknown,
     warned,
 )
+from dolmen.checks.recent import make_window
 from dolmen.facts.kernel_log import KernelEvent
 
 

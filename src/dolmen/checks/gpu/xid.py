@@ -24,8 +24,8 @@ from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import action_remedy
 from dolmen.checks.gpu.gpus import subject_for_bus, target
 from dolmen.checks.gpu.xid_traps import TRAPS, TrapInput, Verdict, short
-from dolmen.checks.gpu.xid_window import Window, make_window
 from dolmen.checks.model import Level, Outcome, Status, check, passed, skipped, unknown
+from dolmen.checks.recent import Window, make_window
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.host.gpu import Gpu
 from dolmen.kb.xids import XidCatalogue

@@ -16,15 +16,14 @@ Two published rules, each on its own signal:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
 from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.checks.recent import make_window
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
-from dolmen.errors import DolmenError
 from dolmen.facts import FactError
-from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
+from dolmen.facts.kernel_log import KernelLogFacts
 
 THREE_HOURS_S = 3 * 3600.0
 
@@ -85,8 +84,7 @@ def _log(ctx: Context) -> list[Outcome]:
         return [unknown("host", f"kernel log unreadable: {log.unread.get('events', 'unknown')}")]
     hours = float(ctx.limit("window_hours"))
     limit = int(ctx.limit("log_flaps_per_window"))
-    now, reference = _reference(ctx, log)
-    up = uptime_s(ctx)
+    window = make_window(ctx, log, hours)
     recent: Counter[str] = Counter()
     older: Counter[str] = Counter()
     seen_up: set[str] = set()
@@ -100,16 +98,15 @@ def _log(ctx: Context) -> list[Outcome]:
             continue
         if "carrier" not in ev.message and name not in seen_up:
             continue  # "Link down" as the driver opens the interface: not a loss
-        age = _age_hours(ev, now, up)
-        if age is None or age <= hours:
+        if window.recent(ev):
             recent[name] += 1
             lines[name].append(ev.raw.strip())
         else:
             older[name] += 1
-    window: dict[str, Any] = {"window_hours": hours, "reference": reference}
+    span: dict[str, Any] = window.evidence()
     out: list[Outcome] = []
     for name, n in sorted(recent.items()):
-        info = {"losses": n, "older": older.get(name, 0), "lines": lines[name][-5:], **window}
+        info = {"losses": n, "older": older.get(name, 0), "lines": lines[name][-5:], **span}
         if n >= limit:
             msg = f"{n} link losses in the last {hours:g} h (limit {limit})"
             out.append(failed(f"nic:{name}", msg, **info))
@@ -117,38 +114,5 @@ def _log(ctx: Context) -> list[Outcome]:
             out.append(warned(f"nic:{name}", f"{n} link loss(es) in the last {hours:g} h", **info))
     if not out:
         msg = f"no link loss in the kernel log's last {hours:g} h"
-        out.append(passed("host", msg, older=dict(older), **window))
+        out.append(passed("host", msg, older=dict(older), **span))
     return out
-
-
-def _reference(ctx: Context, log: KernelLogFacts) -> tuple[datetime | None, str]:
-    """ "Now": the live clock, a snapshot's capture time, else the log's last time stamp."""
-    if ctx.host.kind == "live":
-        return datetime.now(UTC), "the live clock"
-    try:
-        meta = getattr(ctx.host, "meta", None)  # tree and archive hosts: dolmen-snapshot.json
-    except DolmenError:
-        meta = None
-    created = meta.get("created") if isinstance(meta, dict) else None
-    if isinstance(created, str):
-        try:
-            t = datetime.fromisoformat(created.replace("Z", "+00:00"))
-            return (t if t.tzinfo else t.replace(tzinfo=UTC)), "the snapshot's capture time"
-        except ValueError:
-            pass
-    return log.last_time, "the last time stamp of the log"
-
-
-def _age_hours(ev: KernelEvent, now: datetime | None, up: float | None) -> float | None:
-    """Hours between the event and ``now``; None when the line says too little."""
-    if ev.time is not None and now is not None:
-        t = ev.time
-        # Syslog and dmesg -T lines are naive local time; compare both in local time then.
-        if t.tzinfo is None and now.tzinfo is not None:
-            now = now.astimezone().replace(tzinfo=None)
-        elif t.tzinfo is not None and now.tzinfo is None:
-            t = t.astimezone().replace(tzinfo=None)
-        return max(0.0, (now - t).total_seconds() / 3600)
-    if ev.boot_seconds is not None and up is not None and ev.boot_seconds <= up:
-        return (up - ev.boot_seconds) / 3600
-    return None

@@ -1,5 +1,7 @@
 """Which kernel-log events are recent: a window of hours before a reference time.
 
+Shared by the checks that count kernel-log events (XIDs, SXIDs, link flaps).
+
 The reference is the live clock on a live host, the capture time of a snapshot
 (``dolmen-snapshot.json`` ``created``), else the last time stamp of the log itself.
 Lines with a wall clock compare with it; lines with seconds since boot compare with
@@ -85,10 +87,10 @@ def window_hours(ctx: Context) -> float:
     return float(ctx.limit("window_hours"))
 
 
-def make_window(ctx: Context, log: KernelLogFacts) -> Window:
+def make_window(ctx: Context, log: KernelLogFacts, hours: float | None = None) -> Window:
     """The window of this run (see the module docstring for the reference); the check
-    declares ``os`` facts (uptime) in its needs."""
-    hours = window_hours(ctx)
+    declares ``os`` facts (uptime) in its needs. ``hours`` defaults to ``window_hours``."""
+    hours = window_hours(ctx) if hours is None else hours
     uptime = _uptime(ctx)
     now_boot = uptime if uptime is not None else log.last_boot_seconds
     if ctx.host.kind == "live":
