@@ -17,6 +17,7 @@ from dolmen.facts.kernel_log_lines import LogRecord
 # Any event's line contains one of these words (checked on raw lines before parsing).
 NEEDLES = re.compile(
     r"Xid|fallen off|peermem|arrier|Link (?:down|up)|limited by|AER:|API mismatch|NVSwitch"
+    r"|I/O [Ee]rror|medium error|target error|EXT4-fs error|QID \d+ timeout"
 )
 
 _HEX = re.compile(r"[0-9a-f]+")
@@ -64,12 +65,25 @@ _AER = re.compile(
 _VERSION = re.compile(r"(client|kernel module) has the version ([\w.]+?)[,.]?(?:\s|$)")
 
 
+# Block layer, blk_print_req_error() (5.x; "blk_update_request: I/O error, dev sda, sector
+# 2048 op 0x0:(READ)" before 5.17): "<kind> error, dev <disk>, sector <n>". Kinds from
+# blk_errors[]: I/O, critical medium, critical target, timeout, protection...
+_BLK = re.compile(r"\b((?:critical )?[\w/ ]*?) error, dev (\S+?), sector (\d+)")
+# Buffer cache (fs/buffer.c): "Buffer I/O error on dev sda1, logical block 0, async page read".
+_BUFFER = re.compile(r"Buffer I/O error on dev(?:ice)? (\S+?),")
+# NVMe driver: "nvme nvme0: I/O 123 QID 4 timeout, aborting" (nvme_timeout) and
+# "nvme0n1: I/O Cmd(0x2) @ LBA 0, 8 blocks, I/O Error (sct 0x2 / sc 0x81)" (nvme_log_error).
+_NVME = re.compile(r"\b(nvme\d+(?:n\d+)?):? I/O .*?(timeout|I/O Error[^)]*\)?)")
+# Filesystems: "EXT4-fs error (device md0): ext4_find_entry:1455: inode #2: ..." (ext4_error).
+_EXT4 = re.compile(r"EXT4-fs error \(device ([^)]+)\): ?(.*)")
+
+
 @dataclass(frozen=True, slots=True)
 class KernelEvent:
     """One event found in a kernel-log record.
 
     ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | aer_corrected |
-    peermem | api_mismatch.
+    peermem | api_mismatch | io_error (``device`` the disk, ``detail`` what failed).
     ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
     ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
     (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
@@ -154,6 +168,8 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
             }
     if ev is None and "AER:" in m:
         ev = _aer(m)
+    if ev is None and ("error" in m or "Error" in m or "timeout" in m):
+        ev = _io_error(m)
     if ev is None and "API mismatch" in m:
         versions = dict(_VERSION.findall(m))
         detail = ", ".join(f"{k} {v}" for k, v in versions.items()) or None
@@ -222,6 +238,27 @@ def _fm_sxid(m: str) -> dict[str, object] | None:
         "fatal": found[1].lower() == "fatal",
         "detail": found[4].strip() or None,
     }
+
+
+def _io_error(m: str) -> dict[str, object] | None:
+    found = _BLK.search(m)
+    if found:
+        what = found[1].strip() or "I/O"
+        return {
+            "kind": "io_error",
+            "device": found[2],
+            "detail": f"{what} error, sector {found[3]}",
+        }
+    found = _BUFFER.search(m)
+    if found:
+        return {"kind": "io_error", "device": found[1], "detail": "buffer I/O error"}
+    found = _NVME.search(m)
+    if found:
+        return {"kind": "io_error", "device": found[1], "detail": found[2]}
+    found = _EXT4.search(m)
+    if found:
+        return {"kind": "io_error", "device": found[1], "detail": f"ext4 error: {found[2][:80]}"}
+    return None
 
 
 def _aer(m: str) -> dict[str, object] | None:

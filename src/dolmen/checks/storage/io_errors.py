@@ -1,27 +1,61 @@
-"""Block-device I/O errors in the kernel log ("blk_update_request: I/O error",
-"critical medium error", "Buffer I/O error on dev").
+"""Block-device and filesystem I/O errors in the kernel log ("I/O error, dev sda, sector ...",
+"critical medium error", "Buffer I/O error on dev", NVMe command errors and timeouts,
+"EXT4-fs error").
 
-The kernel-log facts do not extract these events yet (``kernel_log_events`` knows
-Xids, link flaps, PCIe and AER lines), so the check says so rather than pass: a log
-scanned without them would look clean. It needs an ``io_error`` event kind (device,
-sector) in ``dolmen.facts.kernel_log_events`` to do its work.
+GCM's io-errors check fails a node on any "I/O error, dev nvme" line; dolmen counts every
+disk within the kernel-log window (``checks.recent``). Loop and optical devices are
+warned about only: a squashfs image or an empty drive tray is not a failing disk.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any
+
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, skipped
+from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.checks.recent import make_window
+from dolmen.facts.kernel_log import KernelEvent
+
+_SOFT = ("loop", "sr", "ram", "zram")
 
 
 @check(
     "storage.io_errors",
-    title="No block-device I/O errors in the kernel log",
+    title="No block-device or filesystem I/O errors in the kernel log",
     level=Level.QUICK,
+    needs=("kernel_log", "os"),
     remedy=(
         "Find the device in dmesg, read its health (nvme smart-log /dev/nvmeX, smartctl -a "
         "/dev/sdX) and replace it if media errors grow; check the filesystem (fsck) afterwards."
     ),
+    limits={"window_hours": 24},
+    source="GCM check-syslogs io-errors: any 'I/O error, dev nvme' is critical",
 )
 def io_errors(ctx: Context) -> list[Outcome]:
-    """Reads nothing yet: the kernel-log facts have no block I/O error events."""
-    return [skipped("host", "the kernel-log facts do not extract block I/O errors yet")]
+    """Counts io_error events per device in the window; older ones are evidence only."""
+    log = ctx.kernel_log
+    if log.events is None:
+        return [unknown("host", f"kernel log unreadable: {log.unread.get('events', 'unknown')}")]
+    window = make_window(ctx, log, float(ctx.limit("window_hours")))
+    recent: dict[str, list[KernelEvent]] = defaultdict(list)
+    older: dict[str, int] = defaultdict(int)
+    for ev in log.events:
+        if ev.kind != "io_error" or not ev.device:
+            continue
+        if window.recent(ev):
+            recent[ev.device].append(ev)
+        else:
+            older[ev.device] += 1
+    span: dict[str, Any] = window.evidence()
+    out: list[Outcome] = []
+    for device, events in sorted(recent.items()):
+        kinds = sorted({e.detail.split(",")[0] for e in events if e.detail})
+        summary = f"{len(events)} I/O error(s) in the last {window.hours:g} h: {', '.join(kinds)}"
+        info = {"errors": len(events), "lines": [e.raw.strip() for e in events[-5:]], **span}
+        verdict = warned if device.startswith(_SOFT) else failed
+        out.append(verdict(f"disk:{device}", summary, **info))
+    if not out:
+        msg = f"no I/O error in the kernel log's last {window.hours:g} h"
+        out.append(passed("host", msg, older=dict(older), **span))
+    return out
