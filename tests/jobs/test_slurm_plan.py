@@ -34,6 +34,7 @@ def test_plan_renders_the_sbatch_script_without_touching_anything(tmp_path: Path
     empty = TreeHost(tmp_path)  # any command would come back "missing"; plan runs none
     b = get_backend("slurm", host=empty, python="/opt/py/bin/python", log_dir="/shared/logs")
     spec = _spec(
+        max_restarts=2,
         time_limit_s=3600,
         exclude_nodes=("n9",),
         account="research",
@@ -69,7 +70,8 @@ def test_plan_renders_the_sbatch_script_without_touching_anything(tmp_path: Path
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_the_script_is_valid_bash(tmp_path: Path) -> None:
-    script = render(_spec(time_limit_s=600, env={"A": "$(rm -rf /)"}), SbatchOptions())
+    spec = _spec(time_limit_s=600, max_restarts=1, env={"A": "$(rm -rf /)"})
+    script = render(spec, SbatchOptions())
     path = tmp_path / "job.sbatch"
     path.write_text(script)
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
@@ -81,6 +83,12 @@ def test_cpu_job_has_no_gres_and_one_rank_per_node() -> None:
     assert "--gpus-per-node" not in script
     assert "#SBATCH --ntasks-per-node=1" in script
     assert "--time" not in script and "--signal" not in script
+
+
+def test_no_restarts_allowed_means_no_requeue_from_slurm_either() -> None:
+    script = render(_spec(time_limit_s=600), SbatchOptions())
+    assert "#SBATCH --no-requeue" in script and "#SBATCH --requeue" not in script
+    assert "#SBATCH --time=0-00:10:00" in script and "--signal" not in script
 
 
 def test_site_exclusions_merge_with_the_job_s() -> None:

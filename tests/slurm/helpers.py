@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,7 +20,8 @@ RESUMED = re.compile(r"^0: resumed from step (\S+) restart=(\d+) host=(\S+)", re
 
 
 def backend(c: SlurmCluster, **options: object) -> SlurmBackend:
-    """The Slurm backend pointed at the harness's cluster."""
+    """The Slurm backend pointed at the harness's cluster (no watcher unless ``watch=True``)."""
+    options.setdefault("watch", False)
     return SlurmBackend(prefix=c.client_prefix, log_dir=str(c.lab / "out"), **options)  # type: ignore[arg-type]
 
 
@@ -41,6 +44,7 @@ def train_spec(
         nodes=2,
         gpus_per_node=4,
         checkpoint_dir=str(c.lab / "ckpt" / name),
+        max_restarts=3,
         env=env,
         **kw,  # type: ignore[arg-type]
     )
@@ -64,6 +68,31 @@ def wait_for(pred: Callable[[], object], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.2)
+
+
+class Detached:
+    """A daemon we did not fork ourselves (the watcher submit starts): signal it, wait for it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def alive(self) -> bool:
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state != "Z"
+
+    def terminate(self) -> None:
+        if self.alive():
+            os.kill(self.pid, signal.SIGTERM)
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
 
 
 def start_watcher(c: SlurmCluster, job_id: str, log: Path) -> subprocess.Popen[bytes]:

@@ -3,6 +3,7 @@ job resumes from its last checkpoint on healthy nodes and finishes with the righ
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
 from tests.slurm.helpers import (
     RESUMED,
+    Detached,
     backend,
     expected_total,
     output,
@@ -34,10 +36,17 @@ def _run_through_fault(
     # A health fault is seen at the node's next health check (HealthCheckInterval): the
     # job must still be running by then.
     steps = 16 if inject == "crash" else 3 + 4 * HEALTH_CHECK_INTERVAL_S
-    b = backend(c)
+    # The crash test relies on the watcher submit starts (as `dolmen jobs submit` does);
+    # the health test starts `python -m dolmen.jobs.slurm.watch` itself.
+    b = backend(c, watch=inject == "crash")
     spec = train_spec(c, name, steps=steps, allreduce=allreduce)
     job = b.submit(spec)
-    watcher = start_watcher(c, job.job_id, tmp_path / "watch.log")
+    if inject == "crash":
+        watch_log = Path(job.details["watch_log"])
+        watcher: Detached | subprocess.Popen[bytes] = Detached(int(job.details["watcher_pid"]))
+    else:
+        watch_log = tmp_path / "watch.log"
+        watcher = start_watcher(c, job.job_id, watch_log)
     try:
         wait_for(lambda: "0: step 3 " in output(c, name, job.job_id), 90, "step 3")
         victim = b.status(job.job_id).nodes[1]
@@ -51,7 +60,7 @@ def _run_through_fault(
         watcher.wait(10)
     final = b.status(job.job_id)
     out = output(c, name, job.job_id)
-    log = (tmp_path / "watch.log").read_text()
+    log = watch_log.read_text()
     assert final.details["slurm_state"] == "COMPLETED", (out, log)
     assert final.restarts >= 1, log
     assert f"0: done total={expected_total(steps, 8)}" in out, out

@@ -10,6 +10,9 @@ Options (``get_backend("slurm", **options)``):
 - ``exclude``: nodes known to be bad, added to every job's ``--exclude``;
 - ``quotas``: refuse over-quota jobs through Slurm accounting (default: when
   slurm.conf names slurmdbd);
+- ``watch``: after sbatch, start the recovery watcher (``dolmen.jobs.slurm.watch``)
+  as a daemon that outlives the CLI and ends with the job (default: on); its log is
+  ``<log_dir>/<name>-<id>.watch.log``;
 - ``host``: the machine the commands run on (default: this one).
 
 Submission checks first (one ``scontrol show node``): a dead slurmctld is one
@@ -52,6 +55,7 @@ class SlurmBackend(Backend):
         log_dir: str | None = None,
         exclude: Sequence[str] = (),
         quotas: bool | None = None,
+        watch: bool = True,
         host: Host | None = None,
     ) -> None:
         if host is None:
@@ -66,6 +70,7 @@ class SlurmBackend(Backend):
             exclude=tuple(exclude),
         )
         self._quotas = quotas
+        self.watch = watch
 
     # --- plan and submit -------------------------------------------------------------
     def plan(self, spec: JobSpec) -> Plan:
@@ -93,7 +98,22 @@ class SlurmBackend(Backend):
         job_id = parse.sbatch_job_id(out)
         if job_id is None:
             raise SlurmCommandError(f"sbatch printed no job id: {out.strip()[:200]!r}")
-        return JobStatus(job_id, spec.name, self.name, JobState.PENDING)
+        details = self._start_watcher(job_id, spec) if self.watch else {}
+        return JobStatus(job_id, spec.name, self.name, JobState.PENDING, details=details)
+
+    def _start_watcher(self, job_id: str, spec: JobSpec) -> dict[str, str]:
+        """The watcher as a daemon (it ends with the job); its pid and log."""
+        from pathlib import Path
+
+        from dolmen.host.process import spawn_detached
+
+        argv = [sys.executable, "-m", "dolmen.jobs.slurm.watch", job_id]
+        argv += [a for p in self.client.prefix for a in ("--prefix", p)]
+        argv += [a for k, v in sorted(self.client.env.items()) for a in ("--env", f"{k}={v}")]
+        argv += ["--max-restarts", str(spec.max_restarts)]
+        log = Path(self.options.log_dir) / f"{spec.name}-{job_id}.watch.log"
+        pid = spawn_detached(argv, env=self.host.environ(), cwd="/", log=log)
+        return {"watcher_pid": str(pid), "watch_log": str(log)}
 
     def preflight(self, spec: JobSpec) -> None:
         """Refuse what Slurm would refuse or queue forever; nothing is submitted."""

@@ -3,8 +3,9 @@
 Every rank runs ``srun ... <python> -m dolmen.jobs.launch -- COMMAND``; the
 launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
 
-- ``--requeue`` and ``--open-mode=append``: a job that comes back after a node
-  fault (or dolmen's ``scontrol requeue``) keeps its id and the output of every run;
+- ``--requeue`` (when the job allows restarts, ``max_restarts`` > 0) and
+  ``--open-mode=append``: a job that comes back after a node fault (or dolmen's
+  ``scontrol requeue``) keeps its id and the output of every run;
 - ``--signal=B:USR2@<lead>`` with a time limit: the batch shell gets USR2
   ``lead`` seconds before the limit, forwards it to the ranks (which checkpoint
   and exit) and requeues the job, which resumes from that checkpoint. USR2, not
@@ -61,15 +62,17 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
     ]
     if spec.gpus_per_node:
         lines.append(f"#SBATCH --gpus-per-node={spec.gpus_per_node}")
+    # --max-restarts 0 means no restart, from dolmen nor from Slurm's own requeue.
     lines += [
-        "#SBATCH --requeue",
+        "#SBATCH --requeue" if spec.max_restarts else "#SBATCH --no-requeue",
         "#SBATCH --open-mode=append",
         f"#SBATCH --output={output_path(spec, opts)}",
     ]
     if spec.time_limit_s:
         lines.append(f"#SBATCH --time={slurm_time(spec.time_limit_s)}")
-        lead = signal_lead(spec.time_limit_s, opts.signal_lead_s)
-        lines.append(f"#SBATCH --signal=B:{SIGNAL}@{lead}")
+        if spec.max_restarts:  # checkpoint, then come back: a restart like any other
+            lead = signal_lead(spec.time_limit_s, opts.signal_lead_s)
+            lines.append(f"#SBATCH --signal=B:{SIGNAL}@{lead}")
     exclude = sorted({*spec.exclude_nodes, *opts.exclude})
     if exclude:
         lines.append(f"#SBATCH --exclude={','.join(exclude)}")
