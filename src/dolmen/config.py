@@ -75,24 +75,12 @@ def load_config(path: str | Path | None = None) -> Config:
             return Config()
         path = default
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError("no such configuration file", path=str(path)) from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read configuration: {e}", path=str(path)) from e
-    return parse_config(text, str(path))
+    return parse_config(read_text(path, "configuration file"), str(path))
 
 
 def parse_config(text: str, path: str = "<config>") -> Config:
     """Parse and validate the text of a dolmen.toml."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise ConfigError(
-            f"not valid TOML: {e}", path=path, line=int(m.group(1)) if m else None
-        ) from e
+    data = parse_toml(text, path)
     valid_sections = sorted([*SCHEMA, *FREE_SECTIONS])
     for section, body in data.items():
         line = line_of(text, section)
@@ -104,33 +92,68 @@ def parse_config(text: str, path: str = "<config>") -> Config:
             )
         if not isinstance(body, dict):
             raise ConfigError(f"{section} must be a table ([{section}])", path=path, line=line)
-        if section in FREE_SECTIONS:
-            continue
-        schema = SCHEMA[section]
-        for key, value in body.items():
-            kline = line_of(text, key)
-            if key not in schema:
-                raise ConfigError(
-                    f"unknown key {key!r} in [{section}]; valid keys: {', '.join(sorted(schema))}",
-                    path=path,
-                    line=kline,
-                )
-            want = schema[key]
-            if isinstance(value, bool) and want is not bool and bool not in _as_tuple(want):
-                raise ConfigError(f"[{section}] {key} must not be a boolean", path=path, line=kline)
-            if not isinstance(value, want):
-                names = "/".join(t.__name__ for t in _as_tuple(want))
-                raise ConfigError(
-                    f"[{section}] {key} must be {names}, not {type(value).__name__}",
-                    path=path,
-                    line=kline,
-                )
+        if section not in FREE_SECTIONS:
+            check_keys(body, SCHEMA[section], text=text, path=path, section=section)
     return Config(Path(path) if path != "<config>" else None, data)
+
+
+# The TOML files dolmen reads (this configuration, job files, tuning profiles) share the
+# three helpers below, so every one of them names the file, the line and the valid
+# choices the same way.
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 file's text; ConfigError naming ``what`` when it is absent or unreadable."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise ConfigError(f"no such {what}", path=str(path)) from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read the {what}: {e}", path=str(path)) from e
+
+
+def parse_toml(text: str, path: str) -> dict[str, Any]:
+    """TOML text as a dict; ConfigError with the line of a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise ConfigError(
+            f"not valid TOML: {e}", path=path, line=int(m.group(1)) if m else None
+        ) from e
+
+
+def check_keys(
+    table: Mapping[str, Any],
+    schema: Mapping[str, type | tuple[type, ...]],
+    *,
+    text: str,
+    path: str,
+    section: str | None = None,
+) -> None:
+    """Every key of ``table`` is in ``schema`` with a value of its type (a bool is never
+    taken for an int); ConfigError names the file, the line and the valid keys."""
+    where = f" in [{section}]" if section else ""
+    prefix = f"[{section}] " if section else ""
+    for key, value in table.items():
+        line = line_of(text, key)
+        if key not in schema:
+            raise ConfigError(
+                f"unknown key {key!r}{where}; valid keys: {', '.join(sorted(schema))}",
+                path=path,
+                line=line,
+            )
+        types = _as_tuple(schema[key])
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in types)
+            raise ConfigError(
+                f"{prefix}{key} must be {names}, not {type(value).__name__}", path=path, line=line
+            )
 
 
 def line_of(text: str, key: str) -> int | None:
     """The first line of ``text`` that defines ``key`` (for error messages), if any."""
-    pat = re.compile(rf'^\s*(\[+\s*)?"?{re.escape(key)}"?\s*(=|\]|\.)', re.M)
+    pat = re.compile(rf'^[ \t]*(\[+[ \t]*)?"?{re.escape(key)}"?[ \t]*(=|\]|\.)', re.M)
     m = pat.search(text)
     return text.count("\n", 0, m.start()) + 1 if m else None
 

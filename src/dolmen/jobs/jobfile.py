@@ -27,13 +27,12 @@ the valid keys (ConfigError, exit 2).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dolmen.config import line_of
+from dolmen.config import check_keys, line_of, parse_toml, read_text
 from dolmen.errors import ConfigError, UsageError
 from dolmen.jobs.duration import parse_duration
 from dolmen.jobs.spec import JobSpec
@@ -70,38 +69,16 @@ class JobFile:
 
 def load_jobfile(path: str | Path) -> JobFile:
     """Read and check a job file (module docstring)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("no such job file", path=str(p)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read the job file: {e}", path=str(p)) from None
-    return parse_jobfile(text, str(p))
+    return parse_jobfile(read_text(Path(path), "job file"), str(path))
 
 
 def parse_jobfile(text: str, path: str = "<job file>") -> JobFile:
     """Parse the text of a job file; ConfigError with file and line on any mistake."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        line = getattr(e, "lineno", None)
-        raise ConfigError(f"not valid TOML: {e}", path=path, line=line) from None
+    data = parse_toml(text, path)
+    check_keys(data, KEYS, text=text, path=path)
     fields: dict[str, Any] = {}
-    for key, raw in data.items():
-        value: Any = raw
+    for key, value in data.items():
         line = line_of(text, key)
-        if key not in KEYS:
-            raise ConfigError(
-                f"unknown key {key!r}; valid keys: {', '.join(sorted(KEYS))}", path=path, line=line
-            )
-        want = KEYS[key]
-        types = want if isinstance(want, tuple) else (want,)
-        if (isinstance(raw, bool) and bool not in types) or not isinstance(raw, types):
-            names = " or ".join(t.__name__ for t in types)
-            raise ConfigError(
-                f"{key} must be {names}, not {type(raw).__name__}", path=path, line=line
-            )
         if key in ("command", "exclude_nodes") and not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{key} must be a list of strings", path=path, line=line)
         if key == "env" and not all(isinstance(v, str) for v in value.values()):

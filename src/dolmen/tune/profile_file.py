@@ -8,12 +8,12 @@ includes on top of this.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dolmen.config import parse_toml, read_text
 from dolmen.errors import ConfigError
 from dolmen.tune.settings import PROFILE_SECTIONS, SETTINGS, Entry
 from dolmen.tune.settings.base import COMMON_FIELDS
@@ -52,22 +52,12 @@ class RawProfile:
 
 def parse_profile_file(path: Path) -> RawProfile:
     """Read and validate one profile file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read profile: {e}", path=str(path)) from e
-    return parse_profile_text(text, str(path))
+    return parse_profile_text(read_text(path, "profile"), str(path))
 
 
 def parse_profile_text(text: str, path: str) -> RawProfile:
     """Validate one profile file's text (no includes resolved)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise ConfigError(
-            f"not valid TOML: {e}", path=path, line=int(m.group(1)) if m else None
-        ) from e
+    data = parse_toml(text, path)
     lines = _key_lines(text)
     meta = data.pop("profile", {})
     if not isinstance(meta, dict):
