@@ -85,9 +85,10 @@ def test_cpu_job_has_no_gres_and_one_rank_per_node() -> None:
     assert "--time" not in script and "--signal" not in script
 
 
-def test_no_restarts_allowed_means_no_requeue_from_slurm_either() -> None:
+def test_no_restarts_allowed_means_no_checkpoint_and_requeue_at_the_time_limit() -> None:
     script = render(_spec(time_limit_s=600), SbatchOptions())
-    assert "#SBATCH --no-requeue" in script and "#SBATCH --requeue" not in script
+    # --requeue stays: Slurm still starts the job elsewhere when a prolog refuses a node
+    assert "#SBATCH --requeue" in script
     assert "#SBATCH --time=0-00:10:00" in script and "--signal" not in script
 
 

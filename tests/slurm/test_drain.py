@@ -10,12 +10,14 @@ import pytest
 from dolmen.checks.model import Finding, Status
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
+from dolmen.jobs.backends.base import JobState
 from dolmen.jobs.slurm.client import SlurmClient
+from dolmen.jobs.spec import JobSpec
 from dolmen.report.slurm import drain_if_unhealthy
 from dolmen.report.verdict import Verdict
 from tests.slurm.cluster import SlurmCluster
-from tests.slurm.config import HEALTH_CHECK_INTERVAL_S
-from tests.slurm.helpers import wait_for
+from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
+from tests.slurm.helpers import backend, wait_for
 
 pytestmark = [pytest.mark.slurm]
 
@@ -92,3 +94,20 @@ def test_health_check_program_resumes_only_what_dolmen_drained(
     assert c.node_reason("n3") == "admin: bios update"
     log = (c.lab / "logs" / "hooks-n2.log").read_text()
     assert "resumed n2 (was: dolmen: unhealthy: old)" in log
+
+
+def test_prolog_on_an_unhealthy_node_drains_it_and_the_job_runs_elsewhere(
+    idle_cluster: SlurmCluster,
+) -> None:
+    c = idle_cluster
+    set_health(c, "n1", healthy=False)  # the scheduler tries n1 first (lowest name)
+    b = backend(c)
+    job = b.submit(JobSpec(name="pre", command=("true",), nodes=1, gpus_per_node=4))
+    wait_for(lambda: b.status(job.job_id).state.done, 60, "the job to finish elsewhere")
+    final = b.status(job.job_id)
+    assert final.state is JobState.COMPLETED
+    assert final.nodes and "n1" not in final.nodes
+    # drained by the prolog (or by the health check if it ran first): dolmen's reason,
+    # never Slurm's "Prolog error"
+    assert c.node_reason("n1").startswith("dolmen: unhealthy: gpu.xid")
+    assert c.node_states()["n1"] == "drain"

@@ -3,9 +3,8 @@
 Every rank runs ``srun ... <python> -m dolmen.jobs.launch -- COMMAND``; the
 launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
 
-- ``--requeue`` (when the job allows restarts, ``max_restarts`` > 0) and
-  ``--open-mode=append``: a job that comes back after a node fault (or dolmen's
-  ``scontrol requeue``) keeps its id and the output of every run;
+- ``--requeue`` and ``--open-mode=append``: a job that comes back after a node
+  fault (or dolmen's ``scontrol requeue``) keeps its id and the output of every run;
 - ``--signal=B:USR2@<lead>`` with a time limit: the batch shell gets USR2
   ``lead`` seconds before the limit, forwards it to the ranks (which checkpoint
   and exit) and requeues the job, which resumes from that checkpoint. USR2, not
@@ -62,9 +61,11 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
     ]
     if spec.gpus_per_node:
         lines.append(f"#SBATCH --gpus-per-node={spec.gpus_per_node}")
-    # --max-restarts 0 means no restart, from dolmen nor from Slurm's own requeue.
+    # Always --requeue: without it a failed prolog (a node dolmen found unhealthy before
+    # the job started) cancels the job instead of starting it elsewhere. max_restarts
+    # bounds dolmen's own requeues (the watcher's and the time-limit one).
     lines += [
-        "#SBATCH --requeue" if spec.max_restarts else "#SBATCH --no-requeue",
+        "#SBATCH --requeue",
         "#SBATCH --open-mode=append",
         f"#SBATCH --output={output_path(spec, opts)}",
     ]
