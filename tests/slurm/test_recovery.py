@@ -110,3 +110,23 @@ def test_health_fault_drains_with_reason_and_requeues(
         HEALTH_CHECK_INTERVAL_S * 3,
         f"{victim} resumed by the health check",
     )
+
+
+def test_time_limit_signal_checkpoints_and_requeues(idle_cluster: SlurmCluster) -> None:
+    """--signal=B:USR2@30 with a 60 s limit: the ranks stop, the job requeues itself and
+    resumes from its checkpoint (Slurm checks limits every ~30 s, so the signal is late)."""
+    c = idle_cluster
+    b = backend(c)
+    spec = train_spec(c, "limit", steps=400, allreduce="tcp", time_limit_s=60)
+    assert "#SBATCH --signal=B:USR2@30" in b.plan(spec).artifacts["limit.sbatch"]
+    job = b.submit(spec)
+    wait_for(
+        lambda: any(r[1] == "1" for r in RESUMED.findall(output(c, "limit", job.job_id))),
+        150,
+        "the run after the time-limit requeue",
+    )
+    out = output(c, "limit", job.job_id)
+    assert "dolmen: time limit near: ranks checkpoint, then the job is requeued" in out
+    resumed = next(r for r in RESUMED.findall(out) if r[1] == "1")
+    assert int(resumed[0]) > 0, out
+    b.cancel(job.job_id)
