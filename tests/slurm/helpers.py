@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from dolmen.jobs.backends.slurm import SlurmBackend
 from dolmen.jobs.spec import JobSpec
 from tests.slurm.cluster import SlurmCluster
@@ -93,6 +95,23 @@ class Detached:
             time.sleep(0.1)
         if self.alive():
             os.kill(self.pid, signal.SIGKILL)
+
+
+def require_xid_detected(c: SlurmCluster) -> None:
+    """Skip unless the quick checks find the Xid 79 that ``set_health`` injects."""
+    from dolmen.checks.model import Level
+    from dolmen.checks.suite import validate
+    from dolmen.host.tree import TreeHost
+    from dolmen.report.verdict import Health
+    from tests.slurm.config import set_health
+
+    set_health(c, "n3", healthy=False)
+    try:
+        verdict = validate(TreeHost(c.tree("n3")), level=Level.QUICK)
+    finally:
+        set_health(c, "n3", healthy=True)
+    if verdict.health is not Health.UNHEALTHY:
+        pytest.skip(f"no quick check flags an Xid 79 in the kernel log: {verdict.health.value}")
 
 
 def start_watcher(c: SlurmCluster, job_id: str, log: Path) -> subprocess.Popen[bytes]:

@@ -17,7 +17,7 @@ from dolmen.report.slurm import drain_if_unhealthy
 from dolmen.report.verdict import Verdict
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
-from tests.slurm.helpers import backend, wait_for
+from tests.slurm.helpers import backend, require_xid_detected, wait_for
 
 pytestmark = [pytest.mark.slurm]
 
@@ -100,6 +100,7 @@ def test_prolog_on_an_unhealthy_node_drains_it_and_the_job_runs_elsewhere(
     idle_cluster: SlurmCluster,
 ) -> None:
     c = idle_cluster
+    require_xid_detected(c)
     set_health(c, "n1", healthy=False)  # the scheduler tries n1 first (lowest name)
     b = backend(c)
     job = b.submit(JobSpec(name="pre", command=("true",), nodes=1, gpus_per_node=4))

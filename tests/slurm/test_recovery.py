@@ -9,10 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.checks.model import Level
-from dolmen.checks.suite import validate
-from dolmen.host.tree import TreeHost
-from dolmen.report.verdict import Health
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
 from tests.slurm.helpers import (
@@ -21,6 +17,7 @@ from tests.slurm.helpers import (
     backend,
     expected_total,
     output,
+    require_xid_detected,
     start_watcher,
     train_spec,
     wait_for,
@@ -92,13 +89,7 @@ def test_health_fault_drains_with_reason_and_requeues(
     idle_cluster: SlurmCluster, tmp_path: Path
 ) -> None:
     c = idle_cluster
-    set_health(c, "n3", healthy=False)
-    try:
-        verdict = validate(TreeHost(c.tree("n3")), level=Level.QUICK)
-    finally:
-        set_health(c, "n3", healthy=True)
-    if verdict.health is not Health.UNHEALTHY:
-        pytest.skip(f"no quick check flags an Xid 79 in the kernel log: {verdict.health.value}")
+    require_xid_detected(c)
     _, victim, _ = _run_through_fault(c, tmp_path, "health", "health", allreduce="tcp")
     reason = c.node_reason(victim)
     assert reason.startswith("dolmen: unhealthy: gpu.xid"), reason
