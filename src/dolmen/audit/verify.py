@@ -12,46 +12,29 @@ not checked one by one but as one ordered whole):
 - the end: no torn line, no fewer events than the head record says were committed,
   and no more than ``checkpoint_every`` (+1) events after the last checkpoint.
 
-The fast path (``_fast``) checks a whole file with a handful of C-level passes:
+The fast path (fastpath.py) checks a whole file with a handful of C-level passes:
 hashes over the fixed-frame prefix of every line (event.py), the fixed bytes of
-every line's tail, and the prev_hash links as one byte comparison. Only a file that
-fails it is parsed line by line (classify.py) to name the first broken link.
+every line's tail, and the prev_hash links as one byte comparison; a large file is
+split into runs of lines that worker processes check on the machine's other cores.
+Only a file that fails it is parsed line by line (classify.py) to name the first
+broken link.
 """
 
 from __future__ import annotations
 
-import hashlib
-import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dolmen.audit.checkpoint import check_checkpoint
 from dolmen.audit.classify import Break, find_break
-from dolmen.audit.event import (
-    CHECKPOINT_ACTION,
-    GENESIS,
-    HASH_MARK,
-    HEAD,
-    PREV_AT,
-    TAIL_LEN,
-    AuditEvent,
-    LineError,
-    parse_line,
-)
+from dolmen.audit.event import CHECKPOINT_ACTION, GENESIS, AuditEvent, LineError, parse_line
+from dolmen.audit.fastpath import check_file
 from dolmen.audit.segments import read_head, segments
 from dolmen.errors import InputError
 from dolmen.keys.trust import TrustStore
 
 CP_MARK = b'"dataset":"dolmen.audit","action":"' + CHECKPOINT_ACTION.encode() + b'"'
-MIN_LINE = len(HEAD) + 64 + TAIL_LEN
-_PRE = operator.itemgetter(slice(None, -TAIL_LEN))
-_TAIL = operator.itemgetter(slice(-TAIL_LEN, None))
-_PREV = operator.itemgetter(PREV_AT)
-_HEXDIGEST = operator.methodcaller("hexdigest")
-_TAIL_OPEN = HASH_MARK.decode()
-_TAIL_CLOSE = '"}}'
-_TAIL_JOIN = _TAIL_CLOSE + _TAIL_OPEN
 
 
 @dataclass
@@ -68,6 +51,7 @@ class VerifyReport:
     problem: Break | None = None
     last_line: int = 0  # line number of the last event in the last file
     notes: list[str] = field(default_factory=list)
+    parallel_files: int = 0  # files whose chain worker processes checked (fastpath.py)
 
     @property
     def ok(self) -> bool:
@@ -82,9 +66,15 @@ def verify_log(
     from_checkpoint: bool = False,
     checkpoint_every: int = 0,
     trust_source: str = "the trusted keys",
+    parallel_min_bytes: int | None = None,
 ) -> VerifyReport:
     """Verify the log at ``log`` (all its segments). ``trust`` None means no trust store:
-    any checkpoint met then raises InputError (cannot decide without trusted keys)."""
+    any checkpoint met then raises InputError (cannot decide without trusted keys).
+
+    Files of ``parallel_min_bytes`` or more have their chain checked by worker processes
+    when the machine has several cores (default: fastpath.PARALLEL_MIN_BYTES; tests and
+    benchmarks pass 0 to force it, or a size above any file to keep it serial); the
+    result is the same either way."""
     files = segments(log)
     report = VerifyReport(files=files)
     if not files:
@@ -116,7 +106,9 @@ def verify_log(
         if skip:
             data = data[_offset_of_line(data, skip) :]
         committed = head.sequence if head is not None and fi == len(files) - 1 else None
-        problem = _verify_file(path, data, skip, state, report, trust, trust_source, committed)
+        problem = _verify_file(
+            path, data, skip, state, report, trust, trust_source, committed, parallel_min_bytes
+        )
         if problem is not None:
             report.problem = problem
             return report
@@ -141,11 +133,16 @@ def _verify_file(
     trust: TrustStore | None,
     trust_source: str,
     committed: int | None,
+    parallel_min_bytes: int | None,
 ) -> Break | None:
-    lines = data.split(b"\n")
-    tail = lines.pop()
+    fast = check_file(data, state.last_hash, min_bytes=parallel_min_bytes)
     chain_break: Break | None = None
-    if tail or not _fast(lines, state.last_hash):
+    if fast.intact:
+        good, expected, last_hash = fast.lines, state.expected + fast.lines, fast.last_hash
+        report.parallel_files += 1 if fast.workers else 0
+    else:
+        lines = data.split(b"\n")
+        tail = lines.pop()
         chain_break, expected, last_hash = find_break(
             lines,
             tail,
@@ -156,9 +153,6 @@ def _verify_file(
             committed=committed,
         )
         good = (chain_break.line - skip - 1) if chain_break else len(lines)
-    else:
-        good = len(lines)
-        expected, last_hash = state.expected + len(lines), _last_hash(lines, state.last_hash)
     if good and report.first_sequence is None:
         report.first_sequence = state.expected
     limit = good if chain_break is not None else None
@@ -177,28 +171,9 @@ def _verify_file(
     report.events += good
     if chain_break is not None:
         return chain_break
-    report.last_line = skip + len(lines)
+    report.last_line = skip + good
     state.expected, state.last_hash = expected, last_hash
     return None
-
-
-def _fast(lines: list[bytes], prev: str) -> bool:
-    """Whether every line's hash, tail frame and prev_hash link are right, in a few passes
-    that iterate in C: the tails of all lines must equal the frame rebuilt around the
-    recomputed hashes, and the prev_hash fields the hashes shifted by one."""
-    if not lines:
-        return True
-    if min(map(len, lines)) < MIN_LINE:
-        return False
-    hexes = list(map(_HEXDIGEST, map(hashlib.sha256, map(_PRE, lines))))
-    tails = b"".join(map(_TAIL, lines))
-    if tails != (_TAIL_OPEN + _TAIL_JOIN.join(hexes) + _TAIL_CLOSE).encode("ascii"):
-        return False
-    return b"".join(map(_PREV, lines)) == (prev + "".join(hexes[:-1])).encode("ascii")
-
-
-def _last_hash(lines: list[bytes], prev: str) -> str:
-    return lines[-1][-TAIL_LEN + len(HASH_MARK) : -3].decode("ascii") if lines else prev
 
 
 def _checkpoint_lines(data: bytes, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
