@@ -66,10 +66,11 @@ def _extract(archive: Path, dest: Path) -> Path:
     except FileNotFoundError as e:
         raise InputError("no such snapshot file", path=str(archive), hint=hint) from e
     except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+        # tarfile's ReadError lists every compression it tried, one per line: keep one line.
+        why = "not a gzip or tar archive" if isinstance(e, tarfile.ReadError) else str(e)
+        why = why.splitlines()[0] if why else e.__class__.__name__
         raise InputError(
-            f"snapshot is not a readable .tar.gz ({e.__class__.__name__}: {e})",
-            path=str(archive),
-            hint=hint,
+            f"snapshot is not a readable .tar.gz ({why})", path=str(archive), hint=hint
         ) from e
     entries = [p for p in dest.iterdir()]
     if len(entries) == 1 and entries[0].is_dir() and (entries[0] / SNAPSHOT_META).exists():
