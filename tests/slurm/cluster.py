@@ -96,6 +96,11 @@ class SlurmCluster:
         """The argv prefix SlurmBackend takes to reach this cluster."""
         return (str(self.client),)
 
+    @property
+    def stopping(self) -> bool:
+        """stop() has begun (or finished)."""
+        return self._stopped
+
     def tree(self, node: str) -> Path:
         """The host tree the health check of ``node`` validates."""
         return self.lab / "hosts" / node
@@ -185,14 +190,36 @@ class SlurmCluster:
                 os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
-        """Tear everything down by PID: daemons, job processes, namespaces, lab. Idempotent."""
+        """Tear everything down by PID: job processes, daemons, namespaces, lab. Idempotent.
+
+        SIGINT and SIGTERM are held back meanwhile (a second Ctrl-C must not leave
+        half a cluster behind) and delivered once everything is gone.
+        """
         if self._stopped:
             return
         self._stopped = True
-        order = [n for n in self.procs if n.startswith("slurmd-")]
-        order += [n for n in self.procs if n not in order and n != "munged"]
-        for name in order:
-            self.kill(name, signal.SIGTERM, wait=5)
+        held = {signal.SIGINT, signal.SIGTERM}
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            self._teardown()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _teardown(self) -> None:
+        # Job processes first (test workloads, slurmstepd): then slurmd exits at once.
+        daemons = {p.popen.pid for p in self.procs.values()}
+        for ns in self.namespaces:
+            for pid in self.ns_pids(ns):
+                if pid not in daemons:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+        names = [n for n in self.procs if n != "munged"]
+        for name in names:
+            with contextlib.suppress(ProcessLookupError):
+                self.procs[name].popen.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for name in names:
+            self.kill(name, signal.SIGTERM, wait=max(0.1, deadline - time.monotonic()))
         for ns in self.namespaces:
             for pid in self.ns_pids(ns):
                 with contextlib.suppress(ProcessLookupError):

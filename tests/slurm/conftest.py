@@ -41,6 +41,8 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum: int, frame: FrameType | None) -> None:
+        if cluster.stopping:
+            return  # already tearing down: let it finish
         cluster.stop()
         sys.exit(128 + signum)
 
