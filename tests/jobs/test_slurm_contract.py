@@ -127,3 +127,49 @@ def test_probe_tells_a_listening_port_from_a_closed_one() -> None:
         f"127.0.0.1:{port}": "refused"
     }
     assert probe.main(["nonsense"]) == 2
+
+
+def _watch_tree(tmp_path: Path, job_state: str, n2_state: str, n2_reason: str) -> TreeHost:
+    job = (OUT / "scontrol-show-job.txt").read_text().splitlines()[0]
+    assert "JobState=RUNNING" in job and "NodeList=n[1-2]" in job
+    job = job.replace("JobState=RUNNING", f"JobState={job_state}")
+    nodes = (OUT / "scontrol-show-node.txt").read_text().splitlines()[:2]
+    nodes[1] = nodes[1].replace("State=MIXED", f"State={n2_state}")
+    nodes[1] = nodes[1].split(" Reason=")[0] + (
+        f" Reason={n2_reason} [root@x]" if n2_reason else ""
+    )
+    tree = make_tree(
+        tmp_path,
+        commands={
+            "scontrol show job -o 1": job + "\n",
+            "scontrol show node -o n1,n2": "\n".join(nodes) + "\n",
+            "scontrol requeue 1": "",
+        },
+    )
+    return TreeHost(tree)
+
+
+@pytest.mark.parametrize(
+    ("job_state", "n2_state", "n2_reason", "final", "requeued"),
+    [
+        ("RUNNING", "MIXED+DRAIN", REASON, None, True),
+        ("RUNNING", "DOWN*", "Not responding", None, True),
+        ("RUNNING", "MIXED+DRAIN", "admin: replace fan", None, False),
+        ("RUNNING", "MIXED", "", None, False),
+        ("PENDING", "MIXED+DRAIN", REASON, None, False),
+        ("NODE_FAIL", "DOWN*", "Not responding", None, False),
+        ("COMPLETED", "MIXED", "", "COMPLETED", False),
+    ],
+)
+def test_watcher_requeues_on_a_fault_only(
+    tmp_path: Path, job_state: str, n2_state: str, n2_reason: str, final: str | None, requeued: bool
+) -> None:
+    from dolmen.jobs.slurm.watch import RecoveryWatcher
+
+    host = _watch_tree(tmp_path, job_state, n2_state, n2_reason)
+    w = RecoveryWatcher(SlurmClient(host), "1", probe_slurmd=False)
+    assert w.check_once() == final
+    assert bool(w.recoveries) is requeued
+    if requeued:
+        assert [f.node for f in w.recoveries[0].faults] == ["n2"]
+        assert w.check_once() is None and len(w.recoveries) == 1  # once per run

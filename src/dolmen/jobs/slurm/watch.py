@@ -104,7 +104,9 @@ class RecoveryWatcher:
             return "UNKNOWN"
         raw = record.get("JobState", "")
         state = parse.job_state(raw)
-        if state is not None and state.done and not raw.startswith("REQUEUE"):
+        # NODE_FAIL and PREEMPTED end a run, not a --requeue job: it comes back PENDING.
+        coming_back = raw in ("NODE_FAIL", "PREEMPTED") and record.get("Requeue") == "1"
+        if state is not None and state.done and not coming_back:
             return raw
         restarts = int(record.get("Restarts", "0") or 0)
         if raw != "RUNNING" or self._handled == restarts:
