@@ -53,7 +53,7 @@ def test_dotdot_refused(tmp_path: Path) -> None:
 
 
 def test_absolute_name_lands_inside(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "abs.tar.gz", [_file("/abs.txt", b"x")])
+    archive = _tar(tmp_path / "abs.tar.gz", [_file("/abs.txt", b"x"), _file("/etc/hostname", b"n")])
     with open_host(archive) as host:
         assert host.read("abs.txt") == "x"
         assert str(host.path("abs.txt")).startswith(str(host.root))

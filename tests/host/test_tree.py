@@ -144,3 +144,11 @@ def test_write_stays_inside_the_tree(tmp_path: Path) -> None:
     os.symlink("/etc", root / "link")
     TreeHost(root).write("link/y", "2")
     assert (root / "etc/y").read_text() == "2"
+
+
+def test_open_host_refuses_a_folder_that_is_no_host(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(InputError, match="not a host tree"):
+        open_host(tmp_path)
+    make_tree(tmp_path, commands={"ibstat": ""})
+    assert open_host(tmp_path).run(["ibstat"]).ok

@@ -32,13 +32,29 @@ def open_host(source: str | Path | None = None) -> Host:
     if path.is_dir():
         from dolmen.host.tree import TreeHost
 
-        return TreeHost(path)
+        return _looks_like_a_host(TreeHost(path), str(path))
     if path.is_file():
         from dolmen.host.archive import ArchiveHost
 
-        return ArchiveHost(path)
+        return _looks_like_a_host(ArchiveHost(path), str(path))
     raise InputError(
         "no such host tree or snapshot",
         path=str(path),
+        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+    )
+
+
+# What any host tree has at its root: the snapshot's metadata, or recorded commands, or
+# the kernel's and the system's folders.
+_MARKERS = ("dolmen-snapshot.json", "commands", "proc", "sys", "etc")
+
+
+def _looks_like_a_host(host: Host, shown: str) -> Host:
+    if any(host.exists(marker) for marker in _MARKERS):
+        return host
+    host.close()
+    raise InputError(
+        "not a host tree: none of dolmen-snapshot.json, commands/, proc/, sys/, etc/ at its top",
+        path=shown,
         hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
     )
