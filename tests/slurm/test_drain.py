@@ -59,6 +59,14 @@ def test_unhealthy_drains_with_the_failed_check_then_healthy_resumes(
     assert c.node_states()["n1"] == "drain"
     assert _apply(c, "n1", Status.WARN).startswith("resumed n1")
     wait_for(lambda: c.node_states()["n1"] == "idle", 10, "n1 idle")
+    # the drain and the resume are audit events; the no-op runs are not
+    from dolmen.audit.reader import read_entries
+    from dolmen.audit.settings import audit_settings
+
+    events = [e.event for e in read_entries(audit_settings().path) if e.event is not None]
+    mine = [e for e in events if e.target == "slurm-node:n1"]
+    assert [e.action for e in mine][-2:] == ["nodes.drain", "nodes.resume"]
+    assert mine[-2].details["reason"].startswith("dolmen: unhealthy: gpu.health.lost")
 
 
 def test_a_node_someone_else_drained_is_never_resumed_nor_overwritten(

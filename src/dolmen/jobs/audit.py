@@ -1,4 +1,4 @@
-"""The one place ``dolmen.jobs`` writes audit events (jobs.*, users.*, quota.*).
+"""The one place ``dolmen.jobs`` writes audit events (jobs.*, nodes.*, users.*, quota.*).
 
 Submissions, cancels, users and quota changes fail closed: when the audit log
 cannot be written the change is refused (AuditUnavailable, exit 4). Events the
@@ -20,6 +20,8 @@ ACTIONS = (
     "jobs.restart",
     "jobs.cancel",
     "jobs.fail",
+    "nodes.drain",  # a Slurm node drained or set down by dolmen (health check, watcher)
+    "nodes.resume",  # a node dolmen drained, resumed once healthy again
     "users.add",
     "users.remove",
     "quota.set",

@@ -93,8 +93,20 @@ def drain_if_unhealthy(
     if info is None:
         return f"{name} is not a node of this Slurm cluster: nothing done"
     decision = decide(verdict.health, one_line_reason(verdict, REASON_MAX), info)
+    if decision.action is Action.NONE:
+        return decision.why
     if decision.action is Action.DRAIN:
         client.set_node(name, "drain", decision.reason)
-    elif decision.action is Action.RESUME:
+    else:
         client.set_node(name, "resume")
-    return decision.why
+    # A health check must drain a sick node even when the audit log cannot be written:
+    # the event is then lost, and the line returned says so.
+    from dolmen.jobs.audit import audit
+
+    lost = audit(
+        f"nodes.{decision.action.value}",
+        f"slurm-node:{name}",
+        details={"reason": decision.reason, "health": verdict.health.value},
+        fail_closed=False,
+    )
+    return decision.why + (f" (not audited: {lost})" if lost else "")

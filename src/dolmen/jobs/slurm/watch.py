@@ -141,6 +141,13 @@ class RecoveryWatcher:
                     if not held_by_someone_else(n):
                         self.client.set_node(n.name, "down", SLURMD_DEAD)
                         self.log(f"set {n.name} DOWN: {SLURMD_DEAD}")
+                        audit(
+                            "nodes.drain",
+                            f"slurm-node:{n.name}",
+                            details={"state": "down", "reason": SLURMD_DEAD, "job": self.job_id},
+                            actor=SUPERVISOR,
+                            fail_closed=False,
+                        )
         return list(found.values())
 
     def recover(self, faults: Sequence[Fault], restarts: int) -> Recovery | None:
