@@ -45,7 +45,13 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "checkpoint_every": int,
     },
     "tune": {"profile": str},
-    "jobs": {"backend": str, "state": str, "default_gpus_per_node": int},
+    "jobs": {
+        "backend": str,
+        "state": str,
+        "default_gpus_per_node": int,
+        "slurm_log_dir": str,  # a folder every node sees (job output, per rank)
+        "slurm_python": str,  # the Python with dolmen installed, on every node
+    },
 }
 FREE_SECTIONS = {"thresholds"}  # validated against the check registry by its reader
 

@@ -183,3 +183,18 @@ def test_users_and_quotas(state: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert run(capsys, "quota", "remove", "--user", "alice")[1] == "user alice: no limit\n"
     assert run(capsys, "quota", "show")[1] == "no quotas\n"
     assert run(capsys, "users", "remove", "alice")[1] == "user alice: removed\n"
+
+
+def test_slurm_options_come_from_the_site_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[jobs] slurm_log_dir and slurm_python reach the Slurm backend the CLI builds."""
+    from dolmen.cli.jobs import backend_from
+
+    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "dolmen.toml").write_text(
+        '[jobs]\nslurm_log_dir = "/shared/logs"\nslurm_python = "/shared/venv/bin/python"\n'
+    )
+    b = backend_from({"backend": "slurm"})
+    assert b.options.log_dir == "/shared/logs"
+    assert b.options.python == "/shared/venv/bin/python"

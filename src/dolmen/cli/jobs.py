@@ -183,6 +183,8 @@ def backend_from(kw: dict[str, Any], name: str | None = None) -> Any:
         "namespace": kw.get("namespace"),
         "kubeconfig": kw.get("kubeconfig"),
         "state_dir": config.get("jobs", "state"),
+        "log_dir": config.get("jobs", "slurm_log_dir"),
+        "python": config.get("jobs", "slurm_python"),
     }
     params = inspect.signature(cls).parameters
     return cls(**{k: v for k, v in offered.items() if v is not None and k in params})
