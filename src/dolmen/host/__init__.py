@@ -50,7 +50,9 @@ _MARKERS = ("dolmen-snapshot.json", "commands", "proc", "sys", "etc")
 
 
 def _looks_like_a_host(host: Host, shown: str) -> Host:
-    if any(host.exists(marker) for marker in _MARKERS):
+    # An empty folder is a host with nothing recorded (tests build hosts up from one);
+    # a folder of other things (a home folder, a build tree) is a mistake worth a line.
+    if not host.listdir("") or any(host.exists(marker) for marker in _MARKERS):
         return host
     host.close()
     raise InputError(
