@@ -7,6 +7,7 @@ tables a person reads. Values are shown through their setting's ``show``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from rich.console import Console
@@ -39,6 +40,51 @@ def _when(c: Change) -> str:
     return "now"
 
 
+_NUMBERED = re.compile(r"^(\D*?)(\d+)(\D.*)?$")
+
+
+def _grouped(changes: Iterable[Change]) -> list[tuple[Change, str]]:
+    """Changes with their shown target; rows that differ only by a number in the target
+    (cpu0 governor ... cpu223 governor, one IRQ per queue) fold into one: cpu0-223 governor."""
+    rows: dict[tuple[object, ...], tuple[Change, str, str, list[int]]] = {}
+    for c in changes:
+        m = _NUMBERED.match(c.target.name)
+        if m is None:
+            rows[(id(c),)] = (c, c.target.name, "", [])
+            continue
+        prefix, number, suffix = m[1], int(m[2]), m[3] or ""
+        key = (
+            c.target.setting,
+            prefix,
+            suffix,
+            c.current,
+            c.target.desired,
+            c.action,
+            c.effect,
+            c.reason,
+            c.notes,
+        )
+        first = rows.setdefault(key, (c, prefix, suffix, []))
+        first[3].append(number)
+    out = []
+    for c, prefix, suffix, numbers in rows.values():
+        out.append((c, f"{prefix}{_ranges(sorted(numbers))}{suffix}" if numbers else prefix))
+    return out
+
+
+def _ranges(values: list[int]) -> str:
+    parts: list[str] = []
+    start = prev = values[0]
+    for v in [*values[1:], None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ",".join(parts)
+
+
 def change_rows(changes: Iterable[Change], *, verify: bool = False) -> Table:
     """A table of changes: setting, target, current, desired, action, when, note."""
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
@@ -46,14 +92,14 @@ def change_rows(changes: Iterable[Change], *, verify: bool = False) -> Table:
         table.add_column(col)
     table.add_column("when")
     table.add_column("note", overflow="fold")
-    for c in changes:
+    for c, shown in _grouped(changes):
         label = c.action.value
         if verify:
             label = {Action.CHANGE: "DRIFT", Action.OK: "in sync"}.get(c.action, label)
         note = "; ".join([c.reason, *c.notes] if c.reason else c.notes)
         table.add_row(
             c.target.setting,
-            c.target.name,
+            shown,
             _cell(c.current, c.target.setting),
             _cell(c.target.desired, c.target.setting),
             f"[{STYLE[c.action]}]{label}[/]",
