@@ -4,15 +4,23 @@ every boundary between the workers' spans and between the runs a span is checked
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import itertools
 import multiprocessing
+import os
 import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from dolmen.audit import record_event
-from dolmen.audit.event import GENESIS, HASH_AT, PREV_AT, parse_line, seal
+from dolmen.audit.event import GENESIS, HASH_AT, PREV_AT, AuditEvent, parse_line, seal
 from dolmen.audit.fastpath import (
     MIN_BYTES_ENV,
     RUN_BYTES,
@@ -26,9 +34,11 @@ from dolmen.audit.fastpath import (
 from dolmen.audit.segments import segments
 from dolmen.audit.settings import AuditSettings
 from dolmen.audit.verify import VerifyReport, verify_log
-from dolmen.keys.trust import load_trusted_keys
+from dolmen.errors import InputError
+from dolmen.keys.file import FileKeyProvider
+from dolmen.keys.trust import add_trusted_key, load_trusted_keys
 from tests.audit.conftest import write_config
-from tests.audit.forge import make_log
+from tests.audit.forge import make_log, reseal, resign
 from tests.audit.test_tamper import _mutate
 
 MUTATIONS = 200
@@ -53,9 +63,8 @@ def small_log(audit_env: AuditSettings) -> tuple[AuditSettings, list[bytes]]:
 def _both(settings: AuditSettings, every: int = 7) -> tuple[VerifyReport, VerifyReport]:
     """(serial report, parallel report) of the same log."""
     trust = load_trusted_keys(settings.trusted_keys)
-    kw: dict[str, int] = {"checkpoint_every": every}
-    serial = verify_log(settings.path, trust, parallel_min_bytes=SERIAL, **kw)
-    parallel = verify_log(settings.path, trust, parallel_min_bytes=0, **kw)
+    serial = verify_log(settings.path, trust, checkpoint_every=every, parallel_min_bytes=SERIAL)
+    parallel = verify_log(settings.path, trust, checkpoint_every=every, parallel_min_bytes=0)
     assert serial.parallel_files == 0
     return serial, parallel
 
@@ -121,6 +130,53 @@ def test_a_line_rewritten_with_a_fresh_hash_at_every_position(
 
 @fork
 @cores
+def test_forged_checkpoints_same_answer(
+    small_log: tuple[AuditSettings, list[bytes]], tmp_path: Path
+) -> None:
+    """Checkpoints are checked while the workers hash (verify.py): a bad signature, a key
+    nobody trusts and an epoch relabel are reported alike, at the same line."""
+    settings, lines = small_log
+    cps = [i for i, x in enumerate(lines) if b'"action":"audit.checkpoint"' in x]
+    mallory = FileKeyProvider.generate(tmp_path / "mallory.key")
+    own = FileKeyProvider(settings.key)
+    for c, signer, epoch, kind in (
+        (cps[1], mallory, None, "untrusted-key"),
+        (cps[2], own, 5, "key-epoch"),
+        (cps[0], own, None, "bad-signature"),
+    ):
+        event = resign(parse_line(lines[c]), signer, epoch=epoch)
+        if kind == "bad-signature":
+            body = dict(event.checkpoint or {}, signature=base64.b64encode(bytes(64)).decode())
+            event = dataclasses.replace(event, checkpoint=body)
+        forged = list(lines)
+        forged[c] = _sealed(event)
+        settings.path.write_bytes(b"".join(reseal(forged, c, settings.path)))
+        serial, parallel = _both(settings)
+        assert serial.problem is not None
+        assert (serial.problem.kind, serial.problem.line) == (kind, c + 1)
+        _same(serial, parallel)
+
+
+@fork
+@cores
+def test_without_trusted_keys_a_checkpoint_is_an_input_error_unless_a_break_comes_first(
+    small_log: tuple[AuditSettings, list[bytes]],
+) -> None:
+    settings, lines = small_log
+    for min_bytes in (SERIAL, 0):
+        with pytest.raises(InputError, match="no trusted keys"):
+            verify_log(settings.path, None, parallel_min_bytes=min_bytes)
+    first_cp = next(i for i, x in enumerate(lines) if b'"action":"audit.checkpoint"' in x)
+    assert first_cp >= 1
+    settings.path.write_bytes(b"".join(lines[: first_cp - 1] + lines[first_cp:]))
+    serial = verify_log(settings.path, None, parallel_min_bytes=SERIAL)
+    parallel = verify_log(settings.path, None, parallel_min_bytes=0)
+    assert serial.problem is not None and serial.problem.kind in {"deleted", "truncated"}
+    _same(serial, parallel)
+
+
+@fork
+@cores
 def test_rotated_segments_are_each_checked_by_workers(audit_env: AuditSettings) -> None:
     settings = write_config(audit_env, "rotate_bytes = 3000\ncheckpoint_every = 5\n")
     for i in range(40):
@@ -138,6 +194,44 @@ def test_rotated_segments_are_each_checked_by_workers(audit_env: AuditSettings) 
     assert serial.problem is not None and serial.problem.kind == "reordered"
     assert (serial.problem.file, serial.problem.line) == (middle, 2)
     _same(serial, parallel)
+
+
+@fork
+@cores
+def test_key_epochs_carry_across_segments(audit_env: AuditSettings, tmp_path: Path) -> None:
+    """A checkpoint of the new key in one segment, then one of the stolen old key in the
+    next (FSS CVE-2023-31439, across files): key-epoch, serial and with workers."""
+    settings = write_config(audit_env, "rotate_bytes = 3000\ncheckpoint_every = 5\n")
+    for i in range(30):
+        record_event("jobs.submit", f"job:{i}")
+    files = segments(settings.path)
+    per_file = [f.read_bytes().splitlines(keepends=True) for f in files]
+    lines = [x for f in per_file for x in f]
+    owner = [k for k, f in enumerate(per_file) for _ in f]
+    cps = [i for i, x in enumerate(lines) if b'"action":"audit.checkpoint"' in x]
+    first, second = cps[0], cps[1]
+    assert owner[first] < owner[second]
+    old = FileKeyProvider(settings.key)
+    shutil.copy(settings.key, tmp_path / "stolen.key")
+    new = old.rotate()
+    add_trusted_key(settings.trusted_keys, new.public_key, new.epoch)
+    stolen = FileKeyProvider(tmp_path / "stolen.key")
+    forged = list(lines)
+    forged[first] = _sealed(resign(parse_line(lines[first]), new))
+    forged = reseal(forged, first)
+    head = parse_line(forged[second - 1]).hash
+    forged[second] = _sealed(resign(parse_line(forged[second]), stolen, head=head))
+    forged = reseal(forged, second, settings.path)
+    for k, f in enumerate(files):
+        f.write_bytes(b"".join(x for x, o in zip(forged, owner, strict=True) if o == k))
+    serial, parallel = _both(settings, every=5)
+    assert serial.problem is not None and serial.problem.kind == "key-epoch"
+    assert serial.problem.file == files[owner[second]]
+    _same(serial, parallel)
+
+
+def _sealed(event: AuditEvent) -> bytes:
+    return seal(event, event.prev_hash or "", event.sequence or 0)[1]
 
 
 @fork
@@ -257,3 +351,50 @@ def test_one_worker_or_a_small_file_is_checked_in_this_process(big_chain: bytes)
     torn = big_chain[:-1]
     assert check_file(torn, GENESIS, min_bytes=0, workers=4) == FastCheck(False)
     assert check_file(big_chain, "1" * 64, min_bytes=0, workers=4) == FastCheck(False)
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from dolmen.audit.fastpath import FileCheck
+check = FileCheck(Path(sys.argv[1]).read_bytes(), "0" * 64, min_bytes=0, workers=2)
+assert check.in_workers
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@fork
+def test_workers_exit_when_the_verifier_is_killed(big_chain: bytes, tmp_path: Path) -> None:
+    """A verifier killed by SIGKILL (or SIGTERM) cannot stop its workers: they must see it
+    go and exit on their own, not wait for work forever holding the file."""
+    (tmp_path / "chain").write_bytes(big_chain)
+    (tmp_path / "hold.py").write_text(HOLD)
+    argv = [sys.executable, str(tmp_path / "hold.py"), str(tmp_path / "chain")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    children: list[int] = []
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        found = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        children = [int(c) for c in found]
+        assert len(children) == 2 and all(map(_running, children))
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while any(map(_running, children)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(map(_running, children))
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in filter(_running, children):  # a failed test leaves no orphans behind
+            os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is alive and not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

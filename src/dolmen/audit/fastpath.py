@@ -23,8 +23,9 @@ import multiprocessing
 import operator
 import os
 import signal
+import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -84,27 +85,125 @@ def lines_intact(lines: list[bytes], prev: bytes) -> bool:
 def check_file(
     data: bytes, prev: str, *, min_bytes: int | None = None, workers: int | None = None
 ) -> FastCheck:
-    """Whether ``data`` (a whole file) is complete lines that chain intact from ``prev``.
+    """Whether ``data`` (a whole file) is complete lines that chain intact from ``prev``
+    (FileCheck, waited for)."""
+    with FileCheck(data, prev, min_bytes=min_bytes, workers=workers) as check:
+        return check.result()
+
+
+class FileCheck:
+    """The fast-path check of one file (``data``, chaining from ``prev``), started when made.
 
     Files of ``min_bytes`` or more (default: $DOLMEN_AUDIT_PARALLEL_MIN_BYTES, else
-    PARALLEL_MIN_BYTES) are checked by ``workers`` processes (default: the usable
-    cores, at most MAX_WORKERS) when there are two or more; the answer is the same."""
-    if not data:
-        return FastCheck(True, 0, prev)
-    if not data.endswith(b"\n"):
-        return FastCheck(False)  # a torn last line: the slow path names it
-    if _prev_at(data, 0) != prev.encode("ascii"):
-        return FastCheck(False)
-    limit = _min_bytes() if min_bytes is None else min_bytes
-    n = usable_workers() if workers is None else workers
-    if n > 1 and len(data) >= limit and "fork" in multiprocessing.get_all_start_methods():
-        found = _check_in_workers(data, n)
-        if found is not None:
-            return found
-    lines = _check_span(data, 0, len(data))
-    if lines < 0:
-        return FastCheck(False)
-    return FastCheck(True, lines, _hash_before(data, len(data)).decode("ascii"))
+    PARALLEL_MIN_BYTES) are checked by ``workers`` processes (default: the usable cores,
+    at most MAX_WORKERS) when there are two or more; meanwhile (``in_workers``) the caller
+    may do other work before ``result()``. The answer is the same either way. Use it as a
+    context manager: leaving it stops the workers."""
+
+    def __init__(
+        self, data: bytes, prev: str, *, min_bytes: int | None = None, workers: int | None = None
+    ) -> None:
+        self._data = data
+        self._answer: FastCheck | None = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[int]] = []
+        self._workers = 0
+        self._lifeline = -1  # the write end of the workers' lifeline pipe
+        if not data:
+            self._answer = FastCheck(True, 0, prev)
+        elif not data.endswith(b"\n"):
+            self._answer = FastCheck(False)  # a torn last line: the slow path names it
+        elif _prev_at(data, 0) != prev.encode("ascii"):
+            self._answer = FastCheck(False)
+        else:
+            limit = _min_bytes() if min_bytes is None else min_bytes
+            n = usable_workers() if workers is None else workers
+            if n > 1 and len(data) >= limit and "fork" in multiprocessing.get_all_start_methods():
+                self._start(n)
+
+    @property
+    def in_workers(self) -> bool:
+        """Whether worker processes are checking the file now."""
+        return self._pool is not None and self._answer is None
+
+    def result(self) -> FastCheck:
+        """The answer (waits for the workers, if any)."""
+        if self._answer is None:
+            found = self._collect() if self._pool is not None else None
+            self._answer = found if found is not None else self._serial()
+        return self._answer
+
+    def close(self) -> None:
+        """Stop the workers (those still checking are waited for, the others cancelled)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._lifeline >= 0:
+            os.close(self._lifeline)
+            self._lifeline = -1
+
+    def __enter__(self) -> FileCheck:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _serial(self) -> FastCheck:
+        data = self._data
+        lines = _check_span(data, 0, len(data))
+        if lines < 0:
+            return FastCheck(False)
+        return FastCheck(True, lines, _hash_before(data, len(data)).decode("ascii"))
+
+    def _start(self, n: int) -> None:
+        data = self._data
+        spans = list(cut(data, 0, len(data), -(-len(data) // (n * SPANS_PER_WORKER))))
+        # The links between spans: the first line of each span after the first names the
+        # hash at the end of the line before it (the worker of that span checks that hash
+        # against its recomputed one; the worker of this span, every link after its first).
+        for start, _ in spans[1:]:
+            if _prev_at(data, start) != _hash_before(data, start):
+                self._answer = FastCheck(False)
+                return
+        # With fork, the workers' arguments are inherited, not pickled: ``data`` is shared.
+        # The lifeline: a pipe whose write end only this process keeps, so that workers
+        # see it close (and exit) when this process dies without stopping them (SIGTERM,
+        # SIGKILL); otherwise they would wait for work forever, holding the file.
+        ctx = multiprocessing.get_context("fork")
+        self._workers = min(n, len(spans))
+        try:
+            life_r, self._lifeline = os.pipe()
+        except OSError:
+            return  # result() checks in this process
+        self._pool = ProcessPoolExecutor(
+            self._workers,
+            mp_context=ctx,
+            initializer=_worker_start,
+            initargs=(data, life_r, self._lifeline),
+        )
+        try:
+            # The first submit forks all the workers (fork: no later, dynamic spawning).
+            self._futures = [self._pool.submit(_check_run, s, e) for s, e in spans]
+        except (OSError, BrokenProcessPool):
+            self.close()  # could not fork: result() checks in this process
+        finally:
+            os.close(life_r)
+
+    def _collect(self) -> FastCheck | None:
+        """The workers' answer; None when they failed (a worker died)."""
+        total = 0
+        try:
+            for f in as_completed(self._futures):
+                count = f.result()
+                if count < 0:
+                    return FastCheck(False)  # a broken span: the others need not finish
+                total += count
+        except (OSError, BrokenProcessPool):
+            return None
+        finally:
+            self.close()
+        last = _hash_before(self._data, len(self._data)).decode("ascii")
+        return FastCheck(True, total, last, self._workers)
 
 
 def usable_workers() -> int:
@@ -150,45 +249,6 @@ def _check_span(data: bytes, start: int, end: int) -> int:
     return total
 
 
-def _check_in_workers(data: bytes, n: int) -> FastCheck | None:
-    """The parallel check; None when the workers could not run (then the caller checks in
-    this process)."""
-    spans = list(cut(data, 0, len(data), -(-len(data) // (n * SPANS_PER_WORKER))))
-    # The links between spans: the first line of each span after the first names the hash at
-    # the end of the line before it (the worker of that span checks that hash against its
-    # recomputed one, and the worker of this span checks every link after its first line).
-    for start, _ in spans[1:]:
-        if _prev_at(data, start) != _hash_before(data, start):
-            return FastCheck(False)
-    lines = _run_pool(data, spans, min(n, len(spans)))
-    if lines is None:
-        return None
-    if lines < 0:
-        return FastCheck(False)
-    return FastCheck(True, lines, _hash_before(data, len(data)).decode("ascii"), min(n, len(spans)))
-
-
-def _run_pool(data: bytes, spans: list[tuple[int, int]], n: int) -> int | None:
-    """The total of lines when every run is intact, -1 when one is not, None when the pool
-    failed (could not fork, a worker died)."""
-    # With fork, the workers' arguments are inherited, not pickled: ``data`` is shared.
-    ctx = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_start, initargs=(data,))
-    try:
-        futures = [pool.submit(_check_run, s, e) for s, e in spans]  # forks the workers
-        total = 0
-        for f in as_completed(futures):
-            count = f.result()
-            if count < 0:
-                return -1  # a broken run: the others need not finish
-            total += count
-        return total
-    except (OSError, BrokenProcessPool):
-        return None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _prev_at(data: bytes, start: int) -> bytes:
     """The prev_hash field of the line that starts at ``start``."""
     return data[start + PREV_AT.start : start + PREV_AT.stop]
@@ -203,11 +263,20 @@ class _Worker:
     data = b""  # in a worker: the file it checks runs of
 
 
-def _worker_start(data: bytes) -> None:
+def _worker_start(data: bytes, lifeline: int, parent_end: int) -> None:
     _Worker.data = data
     # Ctrl-C is the parent's to handle (it stops the pool); workers that saw the signal
     # too would each print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.close(parent_end)
+    threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
+
+
+def _exit_with_parent(lifeline: int) -> None:
+    """In a worker: wait for the lifeline to close (the parent is gone), then exit."""
+    while os.read(lifeline, 1):
+        pass
+    os._exit(1)
 
 
 def _check_run(start: int, end: int) -> int:

@@ -29,7 +29,7 @@ from pathlib import Path
 from dolmen.audit.checkpoint import check_checkpoint
 from dolmen.audit.classify import Break, find_break
 from dolmen.audit.event import CHECKPOINT_ACTION, GENESIS, AuditEvent, LineError, parse_line
-from dolmen.audit.fastpath import check_file
+from dolmen.audit.fastpath import FileCheck
 from dolmen.audit.segments import read_head, segments
 from dolmen.errors import InputError
 from dolmen.keys.trust import TrustStore
@@ -135,12 +135,19 @@ def _verify_file(
     committed: int | None,
     parallel_min_bytes: int | None,
 ) -> Break | None:
-    fast = check_file(data, state.last_hash, min_bytes=parallel_min_bytes)
+    ahead: _Checkpoints | InputError | None = None
+    with FileCheck(data, state.last_hash, min_bytes=parallel_min_bytes) as check:
+        if check.in_workers:
+            # While worker processes hash the chain, check the checkpoints as if it were
+            # intact: the answer is used only if it is (a break limits them to before it).
+            ahead = _try_checkpoints(data, path, skip, None, trust, state.epoch, trust_source)
+        fast = check.result()
     chain_break: Break | None = None
     if fast.intact:
         good, expected, last_hash = fast.lines, state.expected + fast.lines, fast.last_hash
         report.parallel_files += 1 if fast.workers else 0
     else:
+        ahead = None
         lines = data.split(b"\n")
         tail = lines.pop()
         chain_break, expected, last_hash = find_break(
@@ -155,25 +162,67 @@ def _verify_file(
         good = (chain_break.line - skip - 1) if chain_break else len(lines)
     if good and report.first_sequence is None:
         report.first_sequence = state.expected
-    limit = good if chain_break is not None else None
-    for offset, line in _checkpoint_lines(data, limit):
-        try:
-            event = parse_line(line)
-        except LineError as e:
-            idx = _line_index(data, offset)
-            return Break("modified", path, skip + idx + 1, None, f"checkpoint line: {e}")
-        problem = _check_cp(event, path, data, offset, skip, trust, state.epoch, trust_source)
-        if problem is not None:
-            return problem
-        state.epoch = int((event.checkpoint or {})["epoch"])
-        report.checkpoints += 1
-        report.last_checkpoint = (event.sequence or 1) - 1
+    if ahead is None:
+        limit = good if chain_break is not None else None
+        ahead = _try_checkpoints(data, path, skip, limit, trust, state.epoch, trust_source)
+    if isinstance(ahead, InputError):
+        raise ahead
+    if ahead.count:
+        state.epoch = ahead.epoch
+        report.checkpoints += ahead.count
+        report.last_checkpoint = ahead.last_covered
+    if ahead.problem is not None:
+        return ahead.problem
     report.events += good
     if chain_break is not None:
         return chain_break
     report.last_line = skip + good
     state.expected, state.last_hash = expected, last_hash
     return None
+
+
+@dataclass(frozen=True)
+class _Checkpoints:
+    """What the checkpoints of one file showed: the first problem (if any), and how many
+    were good before it, the epoch and the sequence the last good one covers."""
+
+    problem: Break | None
+    count: int
+    epoch: int
+    last_covered: int | None
+
+
+def _try_checkpoints(
+    data: bytes,
+    path: Path,
+    skip: int,
+    limit: int | None,
+    trust: TrustStore | None,
+    epoch: int,
+    trust_source: str,
+) -> _Checkpoints | InputError:
+    """The checkpoints among the first ``limit`` lines (all when None), checked in order
+    from ``epoch``; the InputError of a checkpoint met without trusted keys is returned,
+    to be raised only if this answer is used."""
+    count = 0
+    last_covered: int | None = None
+    for offset, line in _checkpoint_lines(data, limit):
+        try:
+            event = parse_line(line)
+        except LineError as e:
+            line_no = skip + _line_index(data, offset) + 1
+            bad = Break("modified", path, line_no, None, f"checkpoint line: {e}")
+            return _Checkpoints(bad, count, epoch, last_covered)
+        try:
+            problem = _check_cp(event, path, data, offset, skip, trust, epoch, trust_source)
+        except InputError as e:
+            return e
+        if problem is not None:
+            return _Checkpoints(problem, count, epoch, last_covered)
+        epoch = int((event.checkpoint or {})["epoch"])
+        count += 1
+        last_covered = (event.sequence or 1) - 1
+    return _Checkpoints(None, count, epoch, last_covered)
 
 
 def _checkpoint_lines(data: bytes, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
