@@ -97,6 +97,25 @@ class Detached:
             os.kill(self.pid, signal.SIGKILL)
 
 
+def end_watcher(w: Detached | subprocess.Popen[bytes], grace: float) -> None:
+    """Give a watcher ``grace`` seconds to end with its job (it then logs how the job
+    ended), then stop it."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not (w.alive() if isinstance(w, Detached) else w.poll() is None):
+            return
+        time.sleep(0.2)
+    w.terminate()
+    if isinstance(w, Detached):
+        w.wait(10)
+    else:
+        try:
+            w.wait(10)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait(5)
+
+
 def require_xid_detected(c: SlurmCluster) -> None:
     """Skip unless the quick checks find the Xid 79 that ``set_health`` injects."""
     from dolmen.checks.model import Level

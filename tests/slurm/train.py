@@ -9,6 +9,12 @@ gloo backend when torch is installed, else a small TCP all-reduce (rank 0 sums).
 Rank 0 saves ``{"step", "total"}`` through dolmen.jobs.checkpoint every step and
 prints ``resumed from step K`` and ``done total=T``.
 
+A rank that ends normally destroys its process group first, as PyTorch asks: one
+left alive at interpreter exit can abort the rank ("terminate called without an
+active exception", gloo's worker threads), now and then, more often on a loaded
+machine; srun's --kill-on-bad-exit then kills the other ranks and the job ends
+FAILED after its last step (docs/slurm.md, "Checkpoint convention").
+
 Environment: STEPS (default 30), STEP_S (seconds per step, default 0.5),
 TRAIN_ALLREDUCE=tcp forces the TCP all-reduce.
 """
@@ -22,6 +28,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 
 from dolmen.jobs import checkpoint
 
@@ -72,8 +79,12 @@ def _recv(sock: socket.socket) -> float:
     return float(struct.unpack("!d", data)[0])
 
 
-def torch_allreduce() -> object | None:
-    """gloo all-reduce through torch.distributed, or None without torch."""
+Reduce = Callable[[float], float]
+
+
+def torch_allreduce() -> tuple[Reduce, Callable[[], None]] | None:
+    """gloo all-reduce through torch.distributed and the call that ends it, or None
+    without torch."""
     if os.environ.get("TRAIN_ALLREDUCE") == "tcp":
         return None
     try:
@@ -88,7 +99,7 @@ def torch_allreduce() -> object | None:
         dist.all_reduce(t)
         return float(t.item())
 
-    return reduce
+    return reduce, dist.destroy_process_group
 
 
 def main() -> int:
@@ -114,24 +125,31 @@ def main() -> int:
             f"{os.environ.get('DOLMEN_RESTART_COUNT')} host={socket.gethostname()} world={world}",
             flush=True,
         )
-    reduce = torch_allreduce() or TcpAllReduce(
-        rank, world, os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    torch_pg = torch_allreduce()
+    reduce: Reduce = (
+        torch_pg[0]
+        if torch_pg
+        else TcpAllReduce(rank, world, os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
     )
     for step in range(start, steps):
         if stop["now"]:
-            return 0
+            break
         time.sleep(step_s)
         try:
-            total += reduce(float((rank + 1) * (step + 1)))  # type: ignore[operator]
+            total += reduce(float((rank + 1) * (step + 1)))
         except (ConnectionError, RuntimeError) as e:  # gloo raises RuntimeError
+            # No destroy_process_group here: the group is broken and the rank fails anyway.
             print(f"rank {rank}: all-reduce failed at step {step}: {e}", flush=True)
             return 1
         if rank == 0:
             payload = json.dumps({"step": step, "total": total}).encode()
             checkpoint.save(ckdir, step, payload, keep=3)
             print(f"step {step} total={total:g}", flush=True)
-    if rank == 0:
-        print(f"done total={total:g}", flush=True)
+    else:
+        if rank == 0:
+            print(f"done total={total:g}", flush=True)
+    if torch_pg is not None:
+        torch_pg[1]()  # destroy_process_group
     return 0
 
 

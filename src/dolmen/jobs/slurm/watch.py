@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dolmen.errors import DolmenError
@@ -72,6 +72,7 @@ class RecoveryWatcher:
     max_errors: int = 30  # consecutive failed polls before giving up
     log: Callable[[str], None] = field(default=lambda line: None)
     recoveries: list[Recovery] = field(default_factory=list)
+    last: dict[str, str] = field(default_factory=dict)  # the job's latest scontrol record
     _handled: int | None = None  # restart count of the run already requeued
     _timeouts: dict[str, int] = field(default_factory=dict)
 
@@ -102,6 +103,7 @@ class RecoveryWatcher:
         record = self.client.job_record(self.job_id)
         if record is None:
             return "UNKNOWN"
+        self.last = record
         raw = record.get("JobState", "")
         state = parse.job_state(raw)
         # NODE_FAIL and PREEMPTED end a run, not a --requeue job: it comes back PENDING.
@@ -176,6 +178,27 @@ class RecoveryWatcher:
         return probe.parse_output(res.stdout).get(target, "error: probe did not run")
 
 
+def ending(final: str, record: Mapping[str, str]) -> str:
+    """How a job ended, in one line: the state, then (from its last ``scontrol show job``
+    record) the exit code, the restarts, the nodes of the last run and Slurm's reason.
+
+    A FAILED job's ExitCode says whether a rank failed (``1:0``) or the step was killed
+    (``143:0``: srun's --kill-on-bad-exit after another rank died)."""
+    parts = [final]
+    if record.get("ExitCode"):
+        parts.append(f"exit {record['ExitCode']}")
+    restarts = record.get("Restarts", "")
+    if restarts.isdigit():
+        parts.append(f"after {restarts} restart{'' if restarts == '1' else 's'}")
+    nodes = record.get("NodeList", "")
+    if nodes and nodes != "(null)":
+        parts.append(f"on {nodes}")
+    reason = record.get("Reason", "")
+    if reason and reason not in ("None", "(null)"):
+        parts.append(f"reason {reason}")
+    return ", ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m dolmen.jobs.slurm.watch JOBID [--prefix ARG]... [--env K=V]...``"""
     p = argparse.ArgumentParser(prog="python -m dolmen.jobs.slurm.watch")
@@ -202,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     except DolmenError as e:
         print(f"dolmen watch: error: {e.message}", file=sys.stderr)
         return int(e.exit_code)
-    log(f"job {args.job_id} ended: {final}")
+    log(f"job {args.job_id} ended: {ending(final, watcher.last)}")
     return 0
 
 
