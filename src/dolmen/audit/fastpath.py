@@ -3,17 +3,19 @@ and, for a large file on a machine with several cores, in worker processes.
 
 ``lines_intact`` checks every line's hash, tail frame and prev_hash link in a few
 passes that iterate in C (the fixed frame of event.py makes that possible); only a
-file that fails it is parsed line by line (classify.py).
+file that fails it is parsed line by line (classify.py). A file is checked in runs
+of RUN_BYTES that stay in the CPU's caches; the link between two runs (the first
+line's prev_hash against the hash that ends the line before, which the check of the
+run before compared with its recomputed hash) is checked on its own, so the answer
+is that of one ``lines_intact`` over all the lines.
 
 Why processes: one SHA-256 call per event is most of the work, and CPython's hashlib
 releases the GIL only for inputs of 2048 bytes or more (an event is about 560), so
-threads run the hashes one at a time. Worker processes each check a contiguous run
-of whole lines with ``lines_intact``; the parent checks the links between runs (the
-first line of each run names the hash the run before ends with, which that run's
-worker checked against its recomputed hash), so the whole is exactly as strong as
-the serial pass: it passes if and only if ``lines_intact`` passes on all the lines.
-The file's bytes reach the workers by fork (inherited copy-on-write, never pickled);
-where fork is unavailable or the pool cannot start, the serial pass runs instead.
+threads run the hashes one at a time. Worker processes check spans of whole lines,
+run by run as above, and the parent checks the links between spans the same way, so
+the answer is again exactly that of the serial pass. The file's bytes reach the
+workers by fork (inherited copy-on-write, never pickled); where fork is unavailable,
+the pool cannot start or a worker dies, the serial pass runs instead.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from dolmen.audit.event import HASH_AT, HASH_MARK, HEAD, PREV_AT, TAIL_LEN
 
 MIN_LINE = len(HEAD) + 64 + TAIL_LEN
 MAX_WORKERS = 4
-# Below this size a file is checked in this process. Starting and stopping two workers
-# (forks of a process that holds the file) cost 20 to 25 ms on the 2-core development VM,
-# where the serial pass checks about 470 MB/s: two workers broke even at about 24 MB and
-# were 10% faster at 32 MB, 25% at 48 MB, 40% at 100 MB (bench/audit_bench.py).
+# Below this size a file is checked in this process. Measured on the 2-core development
+# VM, idle (serial pass about 470 MB/s): two workers broke even at 16 to 24 MB and took
+# 12% less time at 32 MB, 27% at 48 MB, 37% at 100 MB. Workers cost about 12% more CPU
+# in all (forks, page faults), so on a machine whose cores are all busy they are slower.
 PARALLEL_MIN_BYTES = 32 << 20
 # Spans per worker: a worker slowed by other work on a shared machine takes fewer.
 SPANS_PER_WORKER = 4
