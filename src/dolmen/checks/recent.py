@@ -12,15 +12,44 @@ its line carried no time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from dolmen.checks.context import Context
+from dolmen.checks.model import Outcome, unknown
 from dolmen.errors import DolmenError
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.facts.os import OsFacts
+
+UNREADABLE_LOG = (
+    "Run dolmen as root: reading the kernel log needs CAP_SYSLOG when kernel.dmesg_restrict=1 "
+    "(or journalctl -k as a member of adm/systemd-journal)."
+)
+
+
+def log_unread(log: KernelLogFacts) -> Outcome | None:
+    """The ``unknown`` a check returns when the kernel log could not be read, else None."""
+    if log.events is not None:
+        return None
+    why = log.unread.get("events", "unreadable")
+    return unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)
+
+
+def grouped(
+    log: KernelLogFacts,
+    kind: str,
+    key: Callable[[KernelEvent], str | None] = lambda ev: ev.bus_id,
+) -> dict[str | None, list[KernelEvent]]:
+    """The log's events of one kind, grouped by ``key`` (the device's bus id by default),
+    in log order."""
+    out: dict[str | None, list[KernelEvent]] = defaultdict(list)
+    for ev in log.events or ():
+        if ev.kind == kind:
+            out[key(ev)].append(ev)
+    return out
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import action_remedy
 from dolmen.checks.gpu.gpus import gpu_by_bus, subject_for_bus, target
-from dolmen.checks.gpu.xid import RANK, SEVERITY_RANK, STATUS, UNREADABLE_LOG
+from dolmen.checks.gpu.xid import RANK, SEVERITY_RANK, STATUS
 from dolmen.checks.gpu.xid_traps import short
 from dolmen.checks.model import (
     Level,
@@ -18,10 +18,9 @@ from dolmen.checks.model import (
     failed,
     passed,
     skipped,
-    unknown,
     warned,
 )
-from dolmen.checks.recent import make_window
+from dolmen.checks.recent import grouped, log_unread, make_window
 from dolmen.facts.kernel_log import KernelEvent
 
 
@@ -41,14 +40,10 @@ from dolmen.facts.kernel_log import KernelEvent
 def sxid(ctx: Context) -> list[Outcome]:
     """Reads the kernel log's SXid events (nvidia-nvswitch driver and fabric manager lines)."""
     log = ctx.kernel_log
-    if log.events is None:
-        why = log.unread.get("events", "unreadable")
-        return [unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)]
+    if (unread := log_unread(log)) is not None:
+        return [unread]
     window = make_window(ctx, log)
-    by_switch: dict[str | None, list[KernelEvent]] = defaultdict(list)
-    for ev in log.events:
-        if ev.kind == "sxid":
-            by_switch[ev.bus_id].append(ev)
+    by_switch = grouped(log, "sxid")
     if not by_switch:
         return [passed("host", "no NVSwitch SXid in the kernel log", log=log.source)]
     return [
@@ -113,15 +108,11 @@ def _switch(
 def fell_off_bus(ctx: Context) -> list[Outcome]:
     """Reads the kernel log's fell_off_bus events and whether the driver lists that GPU now."""
     log = ctx.kernel_log
-    if log.events is None:
-        why = log.unread.get("events", "unreadable")
-        return [unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)]
+    if (unread := log_unread(log)) is not None:
+        return [unread]
     gpus = ctx.gpu.gpus
     window = make_window(ctx, log)
-    by_bus: dict[str | None, list[KernelEvent]] = defaultdict(list)
-    for ev in log.events:
-        if ev.kind == "fell_off_bus":
-            by_bus[ev.bus_id].append(ev)
+    by_bus = grouped(log, "fell_off_bus")
     if not by_bus and not gpus:
         return [skipped("host", "no GPU fell off the bus, and the driver lists no GPU")]
     if not by_bus:

@@ -24,8 +24,8 @@ from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import action_remedy
 from dolmen.checks.gpu.gpus import subject_for_bus, target
 from dolmen.checks.gpu.xid_traps import TRAPS, TrapInput, Verdict, short
-from dolmen.checks.model import Level, Outcome, Status, check, passed, skipped, unknown
-from dolmen.checks.recent import Window, make_window
+from dolmen.checks.model import Level, Outcome, Status, check, passed, skipped
+from dolmen.checks.recent import Window, grouped, log_unread, make_window
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.host.gpu import Gpu
 from dolmen.kb.xids import XidCatalogue
@@ -33,10 +33,6 @@ from dolmen.kb.xids import XidCatalogue
 STATUS = {"critical": Status.FAIL, "warn": Status.WARN, "info": Status.PASS}
 RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
 SEVERITY_RANK = {"info": 0, "warn": 1, "critical": 2}
-UNREADABLE_LOG = (
-    "Run dolmen as root: reading the kernel log needs CAP_SYSLOG when kernel.dmesg_restrict=1 "
-    "(or journalctl -k as a member of adm/systemd-journal)."
-)
 
 
 @check(
@@ -56,15 +52,11 @@ def xid(ctx: Context) -> list[Outcome]:
     """Reads the kernel log's Xid events, the uptime, and each GPU's remap, retirement, ECC and
     recovery-action state for the Xids that need a cross-check."""
     log = ctx.kernel_log
-    if log.events is None:
-        why = log.unread.get("events", "unreadable")
-        return [unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)]
+    if (unread := log_unread(log)) is not None:
+        return [unread]
     gpus = ctx.gpu.gpus
     window = make_window(ctx, log)
-    by_bus: dict[str | None, list[KernelEvent]] = defaultdict(list)
-    for ev in log.events:
-        if ev.kind == "xid":
-            by_bus[ev.bus_id].append(ev)
+    by_bus = grouped(log, "xid")
     out = [
         _judge(ctx, gpu.subject, gpu, by_bus.pop(gpu.pci_address, []), window, log) for gpu in gpus
     ]

@@ -20,7 +20,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
-from dolmen.checks.recent import make_window
+from dolmen.checks.recent import log_unread, make_window
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelLogFacts
@@ -80,8 +80,8 @@ def _log(ctx: Context) -> list[Outcome]:
         log: KernelLogFacts = ctx.kernel_log
     except FactError as e:
         return [unknown("host", f"kernel log unreadable: {e.message}")]
-    if log.events is None:
-        return [unknown("host", f"kernel log unreadable: {log.unread.get('events', 'unknown')}")]
+    if (unread := log_unread(log)) is not None:
+        return [unread]
     hours = float(ctx.limit("window_hours"))
     limit = int(ctx.limit("log_flaps_per_window"))
     window = make_window(ctx, log, hours)
@@ -89,7 +89,7 @@ def _log(ctx: Context) -> list[Outcome]:
     older: Counter[str] = Counter()
     seen_up: set[str] = set()
     lines: dict[str, list[str]] = defaultdict(list)
-    for ev in log.events:
+    for ev in log.events or ():
         if ev.kind != "ib_flap" or not ev.interface:
             continue
         name = ev.interface

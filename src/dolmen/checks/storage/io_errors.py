@@ -13,8 +13,8 @@ from collections import defaultdict
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
-from dolmen.checks.recent import make_window
+from dolmen.checks.model import Level, Outcome, check, failed, passed, warned
+from dolmen.checks.recent import log_unread, make_window
 from dolmen.facts.kernel_log import KernelEvent
 
 _SOFT = ("loop", "sr", "ram", "zram")
@@ -35,12 +35,12 @@ _SOFT = ("loop", "sr", "ram", "zram")
 def io_errors(ctx: Context) -> list[Outcome]:
     """Counts io_error events per device in the window; older ones are evidence only."""
     log = ctx.kernel_log
-    if log.events is None:
-        return [unknown("host", f"kernel log unreadable: {log.unread.get('events', 'unknown')}")]
+    if (unread := log_unread(log)) is not None:
+        return [unread]
     window = make_window(ctx, log, float(ctx.limit("window_hours")))
     recent: dict[str, list[KernelEvent]] = defaultdict(list)
     older: dict[str, int] = defaultdict(int)
-    for ev in log.events:
+    for ev in log.events or ():
         if ev.kind != "io_error" or not ev.device:
             continue
         if window.recent(ev):
