@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
-from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
-from dolmen.checks.runner import run_one
-from dolmen.config import Config
-from dolmen.host.tree import TreeHost
+from dolmen.checks.model import Status
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import extract_ttar
 
@@ -29,15 +24,6 @@ GAINED = "Aug 17 06:18:{s:02d} jplc7eb7-vm-0 systemd-networkd[5398]: ib6: Gained
 def _clean() -> str:
     """Azure's syslog without flaps (its last line has no newline)."""
     return recording("kernel-logs/azurehpc__0flap_syslog").read_text() + "\n"
-
-
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
 
 
 def _uptime(root: Path, seconds: float) -> None:
@@ -58,16 +44,16 @@ def h100(tmp_path: Path) -> Path:
 
 def test_errors_within_limits_over_the_uptime(h100: Path) -> None:
     _uptime(h100, 38 * DAY)
-    findings = _run(h100, "interconnect.ib.errors")
+    findings = run_check(h100, "interconnect.ib.errors")
     assert len(findings) == 9 and all(f.status is Status.PASS for f in findings)
-    f = _by(findings)["ib:mlx5_0/1"]
+    f = by_subject(findings)["ib:mlx5_0/1"]
     assert f.evidence["counters"]["port_rcv_errors"] == 14
     assert f.evidence["days_counted"] == 38
 
 
 def test_errors_uptime_unknown_applies_limits_as_counts(h100: Path) -> None:
-    findings = _run(h100, "interconnect.ib.errors")
-    f = _by(findings)["ib:mlx5_0/1"]
+    findings = run_check(h100, "interconnect.ib.errors")
+    f = by_subject(findings)["ib:mlx5_0/1"]
     assert f.status is Status.WARN and "uptime unknown" in f.summary
     assert f.evidence["over"] == {"port_rcv_errors": 14, "excessive_buffer_overrun_errors": 15}
 
@@ -77,7 +63,7 @@ def test_errors_symbol_errors_over_a_day(h100: Path) -> None:
     _counter(h100, "mlx5_4", "symbol_error", 5000)
     _counter(h100, "mlx5_4", "port_rcv_errors", 0)
     _counter(h100, "mlx5_4", "excessive_buffer_overrun_errors", 0)
-    by = _by(_run(h100, "interconnect.ib.errors"))
+    by = by_subject(run_check(h100, "interconnect.ib.errors"))
     f = by["ib:mlx5_4/1"]
     assert f.status is Status.WARN and f.evidence["over"] == {"symbol_error": 5000}
     assert "symbol_error 5000 (> 10/day) over 1 day(s) up" in f.summary
@@ -88,7 +74,9 @@ def test_errors_symbol_errors_over_a_day(h100: Path) -> None:
 
 def test_errors_site_limits(h100: Path) -> None:
     _uptime(h100, 38 * DAY)
-    by = _by(_run(h100, "interconnect.ib.errors", per_day={"port_rcv_switch_relay_errors": 0}))
+    by = by_subject(
+        run_check(h100, "interconnect.ib.errors", per_day={"port_rcv_switch_relay_errors": 0})
+    )
     assert by["ib:mlx5_1/1"].status is Status.WARN  # 2 relay errors, site allows none
     assert by["ib:mlx5_1/1"].evidence["over"] == {"port_rcv_switch_relay_errors": 2}
 
@@ -97,19 +85,19 @@ def test_errors_without_pma_and_from_ibstat(tmp_path: Path) -> None:
     ne = extract_ttar(
         recording("sysfs/node_exporter__sys.ttar"), tmp_path / "ne", only=("sys/class/infiniband",)
     )
-    by = _by(_run(ne, "interconnect.ib.errors"))
+    by = by_subject(run_check(ne, "interconnect.ib.errors"))
     assert by["ib:i40iw0/1"].status is Status.SKIP and "no PMA" in by["ib:i40iw0/1"].summary
     mlx4 = by["ib:mlx4_0/1"]  # port_xmit_wait 4294967295 counts congestion: not judged
     assert mlx4.status is Status.PASS and "port_xmit_wait" not in mlx4.evidence["counters"]
     text = recording("infiniband/gpud__ibstat.47.0.h100.all.active.2").read_text()
     root = make_tree(tmp_path / "ibstat", commands={"ibstat": text})
-    findings = _run(root, "interconnect.ib.errors")
+    findings = run_check(root, "interconnect.ib.errors")
     assert all(f.status is Status.UNKNOWN and "ibstat only" in f.summary for f in findings)
 
 
 def test_flaps_saturated_counter_over_a_long_uptime(h100: Path) -> None:
     _uptime(h100, 38 * DAY)
-    by = _by(_run(h100, "interconnect.ib.flaps"))
+    by = by_subject(run_check(h100, "interconnect.ib.flaps"))
     f = by["ib:mlx5_1/1"]
     assert f.status is Status.PASS and "saturated" in f.summary
     assert f.evidence["link_downed"] == 255 and f.evidence["proven_at"] == 3 * 304
@@ -119,7 +107,7 @@ def test_flaps_saturated_counter_over_a_long_uptime(h100: Path) -> None:
 def test_flaps_counter_proven_within_three_hours(h100: Path) -> None:
     _uptime(h100, 2 * 3600)
     _counter(h100, "mlx5_6", "link_downed", 3)
-    by = _by(_run(h100, "interconnect.ib.flaps"))
+    by = by_subject(run_check(h100, "interconnect.ib.flaps"))
     assert by["ib:mlx5_1/1"].status is Status.FAIL
     assert by["ib:mlx5_6/1"].status is Status.FAIL
     assert "at least 3 link losses within 3 hours" in by["ib:mlx5_6/1"].summary
@@ -127,7 +115,7 @@ def test_flaps_counter_proven_within_three_hours(h100: Path) -> None:
 
 
 def test_flaps_counter_uptime_unknown_warns(h100: Path) -> None:
-    by = _by(_run(h100, "interconnect.ib.flaps"))
+    by = by_subject(run_check(h100, "interconnect.ib.flaps"))
     assert by["ib:mlx5_1/1"].status is Status.WARN and "uptime unknown" in by["ib:mlx5_1/1"].summary
     assert by["ib:mlx5_0/1"].status is Status.PASS
 
@@ -137,13 +125,13 @@ def test_flaps_azure_lost_carrier_lines(h100: Path) -> None:
     clean = _clean()
     six = "".join(LOST.format(s=1 + i) for i in range(6)) + GAINED.format(s=8)
     make_tree(h100, commands={"dmesg": clean + six})
-    f = _by(_run(h100, "interconnect.ib.flaps"))["nic:ib6"]
+    f = by_subject(run_check(h100, "interconnect.ib.flaps"))["nic:ib6"]
     assert f.status is Status.FAIL and f.summary == "6 link losses in the last 24 h (limit 5)"
     assert f.evidence["reference"] == "the last time stamp of the log"
     assert f.evidence["lines"][-1].endswith("ib6: lost carrier")
     two = LOST.format(s=1) + GAINED.format(s=2) + LOST.format(s=3)
     make_tree(h100, commands={"dmesg": clean + two})
-    f = _by(_run(h100, "interconnect.ib.flaps"))["nic:ib6"]
+    f = by_subject(run_check(h100, "interconnect.ib.flaps"))["nic:ib6"]
     assert f.status is Status.WARN and f.evidence["losses"] == 2
 
 
@@ -152,7 +140,7 @@ def test_flaps_older_than_the_window(h100: Path) -> None:
     old = "".join(LOST.format(s=i) for i in range(6)).replace("Aug 17", "Aug 15")
     clean = _clean()
     make_tree(h100, commands={"dmesg": old + clean})
-    f = _by(_run(h100, "interconnect.ib.flaps"))["host"]
+    f = by_subject(run_check(h100, "interconnect.ib.flaps"))["host"]
     assert f.status is Status.PASS and f.evidence["older"] == {"ib6": 6}
 
 
@@ -161,13 +149,13 @@ def test_flaps_mlx5_link_down_at_boot_is_not_a_loss(h100: Path) -> None:
     _uptime(h100, 38 * DAY)
     boot = recording("kernel-logs/gpud__dmesg.decode.iso.log.1").read_text()
     make_tree(h100, commands={"dmesg": boot})
-    assert _by(_run(h100, "interconnect.ib.flaps"))["host"].status is Status.PASS
+    assert by_subject(run_check(h100, "interconnect.ib.flaps"))["host"].status is Status.PASS
     later = (
         "kern  :info  : 2025-01-20T10:00:00,000000+00:00 mlx5_core 0000:1b:00.0 bootnet: "
         "Link down\n"
     )
     make_tree(h100, commands={"dmesg": boot + later})
-    f = _by(_run(h100, "interconnect.ib.flaps"))["nic:bootnet"]
+    f = by_subject(run_check(h100, "interconnect.ib.flaps"))["nic:bootnet"]
     assert f.status is Status.WARN and f.evidence["losses"] == 1
 
 
@@ -176,5 +164,5 @@ def test_flaps_unreadable_kernel_log(h100: Path) -> None:
         h100,
         commands={"dmesg": ("", 1, "dmesg: read kernel buffer failed: Operation not permitted")},
     )
-    f = _by(_run(h100, "interconnect.ib.flaps"))["host"]
+    f = by_subject(run_check(h100, "interconnect.ib.flaps"))["host"]
     assert f.status is Status.UNKNOWN and "insufficient permissions" in f.summary

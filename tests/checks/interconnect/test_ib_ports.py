@@ -5,31 +5,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
-from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
-from dolmen.checks.runner import run_one
-from dolmen.config import Config
-from dolmen.host.tree import TreeHost
+from dolmen.checks.model import Status
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import load_sysfs_map
 
 H100_SYSFS = "sysfs/gpud__sys-class-infiniband-h100.0"
 IBSTAT = "infiniband/gpud__ibstat."
 PORT = "sys/class/infiniband/{dev}/ports/1"
-
-
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
 
 
 @pytest.fixture
@@ -47,7 +33,7 @@ def _edit(root: Path, dev: str, **files: str) -> None:
 
 
 def test_port_state_all_active(h100: Path) -> None:
-    findings = _run(h100, "interconnect.ib.port_state")
+    findings = run_check(h100, "interconnect.ib.port_state")
     assert len(findings) == 8  # the Ethernet bond is interconnect.roce's
     assert all(f.status is Status.PASS for f in findings)
     assert findings[0].subject == "ib:mlx5_0/1"
@@ -65,7 +51,7 @@ def test_port_state_all_active(h100: Path) -> None:
 )
 def test_port_state_not_active_fails(h100: Path, state: str, phys: str, hint: str) -> None:
     _edit(h100, "mlx5_5", state=state, phys_state=phys)
-    by = _by(_run(h100, "interconnect.ib.port_state"))
+    by = by_subject(run_check(h100, "interconnect.ib.port_state"))
     f = by["ib:mlx5_5/1"]
     assert f.status is Status.FAIL and f.remedy and hint in f.remedy
     assert f.evidence["state"] == state.split(": ")[1] and f.evidence["source"] == "sysfs"
@@ -75,7 +61,7 @@ def test_port_state_not_active_fails(h100: Path, state: str, phys: str, hint: st
 def test_port_state_ignore_ports_and_unreadable(h100: Path) -> None:
     _edit(h100, "mlx5_5", state="1: DOWN", phys_state="3: Disabled")
     _edit(h100, "mlx5_6", state="\x00\xff")
-    by = _by(_run(h100, "interconnect.ib.port_state", ignore_ports=["mlx5_5/1"]))
+    by = by_subject(run_check(h100, "interconnect.ib.port_state", ignore_ports=["mlx5_5/1"]))
     assert by["ib:mlx5_5/1"].status is Status.SKIP
     assert by["ib:mlx5_6/1"].status is Status.UNKNOWN
     assert "malformed" in by["ib:mlx5_6/1"].summary
@@ -83,7 +69,7 @@ def test_port_state_ignore_ports_and_unreadable(h100: Path) -> None:
 
 def test_port_state_gcm_stuck_in_init(tmp_path: Path) -> None:
     root = load_sysfs_map(recording("sysfs/gcm__learn_stuck_ib_intf.json"), tmp_path)
-    findings = _run(root, "interconnect.ib.port_state")
+    findings = run_check(root, "interconnect.ib.port_state")
     failed = [f for f in findings if f.status is Status.FAIL]
     assert len(findings) == 8 and len(failed) >= 2
     assert all(f.summary.startswith("port is INIT") for f in failed)
@@ -94,32 +80,32 @@ def test_port_state_from_ibstat_alone(tmp_path: Path) -> None:
     text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
     err = next(line for line in text.splitlines() if line.startswith("ibpanic"))
     root = make_tree(tmp_path, commands={"ibstat": (text, 255, err)})
-    findings = _run(root, "interconnect.ib.port_state")
+    findings = run_check(root, "interconnect.ib.port_state")
     assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
     assert findings[0].evidence["source"] == "ibstat"
-    (agree,) = _run(root, "interconnect.ib.sources_agree")
+    (agree,) = run_check(root, "interconnect.ib.sources_agree")
     assert agree.status is Status.SKIP
 
 
 def test_port_state_ethernet_only_host_skips(tmp_path: Path) -> None:
     text = recording(IBSTAT + "47.0.h100.some.down.with.polling.1").read_text()
     root = make_tree(tmp_path, commands={"ibstat": text})
-    (f,) = _run(root, "interconnect.ib.port_state")
+    (f,) = run_check(root, "interconnect.ib.port_state")
     assert f.status is Status.SKIP and "interconnect.roce" in f.summary
 
 
 def test_no_hca_is_skipped_by_the_framework(tmp_path: Path) -> None:
-    (f,) = _run(make_tree(tmp_path), "interconnect.ib.port_state")
+    (f,) = run_check(make_tree(tmp_path), "interconnect.ib.port_state")
     assert f.status is Status.SKIP and "no InfiniBand" in f.summary
 
 
 def test_rate_against_peers(h100: Path) -> None:
-    by = _by(_run(h100, "interconnect.ib.rate"))
+    by = by_subject(run_check(h100, "interconnect.ib.rate"))
     assert by["ib:mlx5_0/1"].status is Status.PASS
     assert by["ib:mlx5_bond_0/1"].status is Status.SKIP  # the only BlueField-3 port
     _edit(h100, "mlx5_4", rate="200 Gb/sec (2X NDR)")
     _edit(h100, "mlx5_6", state="1: DOWN", phys_state="2: Polling", rate="10 Gb/sec (4X SDR)")
-    by = _by(_run(h100, "interconnect.ib.rate"))
+    by = by_subject(run_check(h100, "interconnect.ib.rate"))
     f = by["ib:mlx5_4/1"]
     assert f.status is Status.FAIL and f.evidence["expected_gbps"] == 400.0
     assert "below 400 Gb/s" in f.summary
@@ -130,12 +116,12 @@ def test_rate_gcm_bad_rate_map(tmp_path: Path) -> None:
     """GCM's bad-rate node: every port at 100 Gb/s. Peers agree with each other, so only the
     site's rate (GCM's manifest says 200) finds it."""
     root = load_sysfs_map(recording("sysfs/gcm__learn_ib_intf_bad_rate.json"), tmp_path)
-    assert all(f.status is Status.PASS for f in _run(root, "interconnect.ib.rate"))
-    findings = _run(root, "interconnect.ib.rate", expected_gbps=200)
+    assert all(f.status is Status.PASS for f in run_check(root, "interconnect.ib.rate"))
+    findings = run_check(root, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.FAIL for f in findings)
     assert all(f.evidence["rate_gbps"] == 100.0 for f in findings)
     good = load_sysfs_map(recording("sysfs/gcm__learn_good.json"), tmp_path / "good")
-    findings = _run(good, "interconnect.ib.rate", expected_gbps=200)
+    findings = run_check(good, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
 
 
@@ -143,7 +129,7 @@ def test_rate_site_expectation(tmp_path: Path) -> None:
     """NHC's check_hw_ib 400 on an HDR (200 Gb/s) node: every port fails."""
     text = recording(IBSTAT + "47.0.a100.all.active.0").read_text()
     root = make_tree(tmp_path, commands={"ibstat": text})
-    by = _by(_run(root, "interconnect.ib.rate", expected_gbps=400))
+    by = by_subject(run_check(root, "interconnect.ib.rate", expected_gbps=400))
     assert by["ib:mlx5_1/1"].status is Status.FAIL
     assert "the site's expected rate" in by["ib:mlx5_1/1"].summary
     # mlx5_0 is the node's only Ethernet port: the site's IB rate does not apply to it.
@@ -152,19 +138,19 @@ def test_rate_site_expectation(tmp_path: Path) -> None:
 
 def test_rate_unreadable_is_unknown(h100: Path) -> None:
     _edit(h100, "mlx5_7", rate="unknown")
-    f = _by(_run(h100, "interconnect.ib.rate"))["ib:mlx5_7/1"]
+    f = by_subject(run_check(h100, "interconnect.ib.rate"))["ib:mlx5_7/1"]
     assert f.status is Status.UNKNOWN and "malformed" in f.summary
 
 
 def test_sources_agree(h100: Path) -> None:
-    (f,) = _run(h100, "interconnect.ib.sources_agree")
+    (f,) = run_check(h100, "interconnect.ib.sources_agree")
     assert f.status is Status.PASS and f.summary == "sysfs and ibstat agree on 9 port(s)"
 
 
 def test_sources_disagree_per_port(h100: Path) -> None:
     down = recording(IBSTAT + "47.0.h100.some.down.0").read_text()
     make_tree(h100, commands={"ibstat": down})
-    by = _by(_run(h100, "interconnect.ib.sources_agree"))
+    by = by_subject(run_check(h100, "interconnect.ib.sources_agree"))
     assert all(f.status is Status.WARN for f in by.values())
     assert by["ib:mlx5_7/1"].summary.startswith("state is ACTIVE in sysfs, DOWN in ibstat; ")
     assert "link_layer is InfiniBand in sysfs, Ethernet in ibstat" in by["ib:mlx5_7/1"].summary
@@ -175,13 +161,13 @@ def test_sources_disagree_per_port(h100: Path) -> None:
 def test_sources_ibpanic_and_missing_and_failed(h100: Path) -> None:
     text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
     make_tree(h100, commands={"ibstat": (text, 255, "ibpanic: stat of IB device failed")})
-    by = _by(_run(h100, "interconnect.ib.sources_agree"))
+    by = by_subject(run_check(h100, "interconnect.ib.sources_agree"))
     assert by["host"].status is Status.WARN and "ibstat failed part-way" in by["host"].summary
     (h100 / "commands/ibstat").unlink()
     (h100 / "commands/ibstat.rc").unlink()
     (h100 / "commands/ibstat.err").unlink()
-    (f,) = _run(h100, "interconnect.ib.sources_agree")
+    (f,) = run_check(h100, "interconnect.ib.sources_agree")
     assert f.status is Status.SKIP and "not installed" in f.summary
     make_tree(h100, commands={"ibstat": ("", 1, "ibwarn: umad_init failed")})
-    (f,) = _run(h100, "interconnect.ib.sources_agree")
+    (f,) = run_check(h100, "interconnect.ib.sources_agree")
     assert f.status is Status.UNKNOWN and "command failed" in f.summary

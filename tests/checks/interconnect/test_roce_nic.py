@@ -7,16 +7,11 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
-from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
-from dolmen.checks.runner import run_one
-from dolmen.config import Config
-from dolmen.host.tree import TreeHost
+from dolmen.checks.model import Status
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import load_sysfs_map
 
@@ -30,15 +25,6 @@ LIMITED = (
 )
 
 
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
-
-
 def _gcm(name: str, root: Path, uptime: float | None = DAY) -> Path:
     load_sysfs_map(recording(f"sysfs/gcm__learn_{name}.json"), root)
     if uptime is not None:
@@ -50,14 +36,14 @@ def test_roce_bond_of_the_h100_tree(tmp_path: Path) -> None:
     shutil.copytree(
         recording("sysfs/gpud__sys-class-infiniband-h100.0"), tmp_path / "sys/class/infiniband"
     )
-    (f,) = _run(tmp_path, "interconnect.roce")
+    (f,) = run_check(tmp_path, "interconnect.roce")
     assert f.status is Status.PASS and f.subject == "ib:mlx5_bond_0/1"
     assert f.evidence["gid_table"] == "not in the facts"
 
 
 def test_roce_ports_from_ibstat_polling_and_disabled(tmp_path: Path) -> None:
     text = recording("infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1").read_text()
-    by = _by(_run(make_tree(tmp_path, commands={"ibstat": text}), "interconnect.roce"))
+    by = by_subject(run_check(make_tree(tmp_path, commands={"ibstat": text}), "interconnect.roce"))
     assert len(by) == 12
     assert by["ib:mlx5_11/1"].status is Status.FAIL
     assert "without carrier" in by["ib:mlx5_11/1"].summary
@@ -74,44 +60,44 @@ def test_roce_names_the_netdev_and_ignores_ports(tmp_path: Path) -> None:
     (port / "link_layer").write_text("Ethernet\n")
     (port / "state").write_text("1: DOWN\n")
     (port / "phys_state").write_text("2: Polling\n")
-    (f,) = _run(root, "interconnect.roce")
+    (f,) = run_check(root, "interconnect.roce")
     assert f.status is Status.FAIL and f.evidence["netdev"] == "ib0"
     assert f.summary == "ib0 is up without carrier (port DOWN/Polling)"
-    (f,) = _run(root, "interconnect.roce", ignore_ports=["mlx5_0"])
+    (f,) = run_check(root, "interconnect.roce", ignore_ports=["mlx5_0"])
     assert f.status is Status.SKIP
 
 
 def test_roce_none_and_unreadable(tmp_path: Path) -> None:
     text = recording("infiniband/gpud__ibstat.47.0.h100.all.active.2").read_text()
-    by = _by(_run(make_tree(tmp_path, commands={"ibstat": text}), "interconnect.roce"))
+    by = by_subject(run_check(make_tree(tmp_path, commands={"ibstat": text}), "interconnect.roce"))
     assert by["ib:mlx5_bond_0/1"].status is Status.PASS
     root = _gcm("good", tmp_path / "gcm")
-    (f,) = _run(root, "interconnect.roce")
+    (f,) = run_check(root, "interconnect.roce")
     assert f.status is Status.SKIP and "no RoCE" in f.summary
     port = root / "sys/bus/pci/devices/0000:0c:00.0/infiniband/mlx5_0/ports/1"
     (port / "link_layer").write_text("Ethernet\n")
     (port / "state").write_text("up?\n")
-    (f,) = _run(root, "interconnect.roce")
+    (f,) = run_check(root, "interconnect.roce")
     assert f.status is Status.UNKNOWN and "malformed" in f.summary
 
 
 def test_nic_link_gcm_good(tmp_path: Path) -> None:
-    findings = _run(_gcm("good", tmp_path), "interconnect.nic.link")
+    findings = run_check(_gcm("good", tmp_path), "interconnect.nic.link")
     assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
-    f = _by(findings)["nic:ib0"]
+    f = by_subject(findings)["nic:ib0"]
     assert f.summary == "link up at 200 Gb/s, 1 loss(es) since the driver loaded"
     assert f.evidence["carrier_down_count"] == 1
 
 
 def test_nic_link_set_down_is_not_in_use(tmp_path: Path) -> None:
-    by = _by(_run(_gcm("ib_intf_operstate_down", tmp_path), "interconnect.nic.link"))
+    by = by_subject(run_check(_gcm("ib_intf_operstate_down", tmp_path), "interconnect.nic.link"))
     assert by["nic:ib4"].status is Status.SKIP and by["nic:ib4"].summary == "set down: not in use"
     assert by["nic:ib4"].evidence["carrier_down_count"] == 49  # history, not judged while down
     assert by["nic:ib0"].status is Status.PASS
 
 
 def test_nic_link_up_without_carrier_fails(tmp_path: Path) -> None:
-    by = _by(_run(_gcm("stuck_ib_intf", tmp_path), "interconnect.nic.link"))
+    by = by_subject(run_check(_gcm("stuck_ib_intf", tmp_path), "interconnect.nic.link"))
     assert {s for s, f in by.items() if f.status is Status.FAIL} == {"nic:ib4", "nic:ib6"}
     assert by["nic:ib4"].summary == "set up but no carrier (operstate down)"
 
@@ -119,21 +105,21 @@ def test_nic_link_up_without_carrier_fails(tmp_path: Path) -> None:
 def test_nic_link_flaps(tmp_path: Path) -> None:
     root = _gcm("good", tmp_path, uptime=2 * 3600)
     (root / NET.format(bdf="0000:12:00.0", name="ib1", attr="carrier_down_count")).write_text("4\n")
-    by = _by(_run(root, "interconnect.nic.link"))
+    by = by_subject(run_check(root, "interconnect.nic.link"))
     assert by["nic:ib1"].status is Status.FAIL
     assert "at least 3 within 3 hours" in by["nic:ib1"].summary
     assert by["nic:ib0"].status is Status.PASS
     (root / "proc/uptime").unlink()
-    by = _by(_run(root, "interconnect.nic.link"))
+    by = by_subject(run_check(root, "interconnect.nic.link"))
     assert by["nic:ib1"].status is Status.WARN and "uptime unknown" in by["nic:ib1"].summary
 
 
 def test_nic_link_unreadable_and_absent(tmp_path: Path) -> None:
     root = _gcm("good", tmp_path)
     (root / NET.format(bdf="0000:0c:00.0", name="ib0", attr="carrier")).write_text("maybe\n")
-    f = _by(_run(root, "interconnect.nic.link"))["nic:ib0"]
+    f = by_subject(run_check(root, "interconnect.nic.link"))["nic:ib0"]
     assert f.status is Status.UNKNOWN and "malformed" in f.summary
-    (f,) = _run(make_tree(tmp_path / "empty"), "interconnect.nic.link")
+    (f,) = run_check(make_tree(tmp_path / "empty"), "interconnect.nic.link")
     assert f.status is Status.SKIP and "no network interfaces" in f.summary
 
 
@@ -146,9 +132,9 @@ def hgx_lspci(tmp_path: Path) -> Path:
 
 
 def test_pcie_limited_real_hgx_is_clean(hgx_lspci: Path) -> None:
-    findings = _run(hgx_lspci, "interconnect.nic.pcie_limited")
+    findings = run_check(hgx_lspci, "interconnect.nic.pcie_limited")
     assert len(findings) == 10 and all(f.status is Status.PASS for f in findings)
-    f = _by(findings)["pci:0000:1a:00.0"]
+    f = by_subject(findings)["pci:0000:1a:00.0"]
     assert (
         f.evidence["current"] == "Gen5 x16 (32 GT/s)" and "ConnectX-7" in f.evidence["description"]
     )
@@ -165,7 +151,7 @@ def test_pcie_limited_link_trained_down(hgx_lspci: Path) -> None:
         1,
     )
     path.write_text(head + tail)
-    f = _by(_run(hgx_lspci, "interconnect.nic.pcie_limited"))["pci:0000:1a:00.0"]
+    f = by_subject(run_check(hgx_lspci, "interconnect.nic.pcie_limited"))["pci:0000:1a:00.0"]
     assert f.status is Status.FAIL
     assert f.summary == "NIC link below its capability: 16 GT/s < 32 GT/s, x8 < x16"
 
@@ -175,16 +161,16 @@ def test_pcie_limited_kernel_message(hgx_lspci: Path) -> None:
     lines = boot.splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "0000:1a:00.0: firmware version" in line)
     make_tree(hgx_lspci, commands={"dmesg": "".join([*lines[: at + 1], LIMITED, *lines[at + 1 :]])})
-    f = _by(_run(hgx_lspci, "interconnect.nic.pcie_limited"))["pci:0000:1a:00.0"]
+    f = by_subject(run_check(hgx_lspci, "interconnect.nic.pcie_limited"))["pci:0000:1a:00.0"]
     assert f.status is Status.FAIL and "limited by 8.0 GT/s PCIe x8 link" in f.summary
     assert re.search(r"mlx5_core 0000:1a:00.0: 63.008 Gb/s", f.evidence["line"])
 
 
 def test_pcie_limited_unreadable_log_and_no_nic(tmp_path: Path) -> None:
-    (f,) = _run(make_tree(tmp_path), "interconnect.nic.pcie_limited")
+    (f,) = run_check(make_tree(tmp_path), "interconnect.nic.pcie_limited")
     assert f.status is Status.UNKNOWN and "kernel log unreadable" in f.summary
     clean = recording("kernel-logs/azurehpc__0flap_syslog").read_text()
-    (f,) = _run(
+    (f,) = run_check(
         make_tree(tmp_path / "b", commands={"dmesg": clean}), "interconnect.nic.pcie_limited"
     )
     assert f.status is Status.PASS and "no Mellanox NIC" in f.summary

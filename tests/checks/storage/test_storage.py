@@ -4,16 +4,14 @@ controllers of node_exporter's and procfs's sysfs recordings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
 from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
+from dolmen.checks.model import Status
 from dolmen.checks.runner import run_one
-from dolmen.config import Config
 from dolmen.host.tree import TreeHost
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import extract_ttar
 from tests.hosts import scenarios
@@ -34,15 +32,6 @@ proc /proc proc defaults 0 0
 """
 
 
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
-
-
 def _sub(root: Path, rel: str, old: str, new: str) -> None:
     path = root / rel
     text = path.read_text()
@@ -59,7 +48,7 @@ def node(tmp_path: Path) -> Path:
 
 
 def test_free_space_healthy(node: Path) -> None:
-    by = _by(_run(node, "storage.free_space"))
+    by = by_subject(run_check(node, "storage.free_space"))
     assert set(by) == {"mount:/", "mount:/boot/efi", "mount:/raid", "mount:/run"}
     assert all(f.status is Status.PASS for f in by.values())
     assert by["mount:/raid"].evidence["used_pct"] == 27.8
@@ -69,11 +58,11 @@ def test_free_space_full_and_nearly_full(node: Path) -> None:
     # /raid: 96 % of used + available; /: 91 %.
     _sub(node, DF, "8123456789012 21051234567890", "28800000000000 1200000000000")
     _sub(node, DF, "212345671680   1580034871296", "1710000000000 169000000000")
-    by = _by(_run(node, "storage.free_space"))
+    by = by_subject(run_check(node, "storage.free_space"))
     assert by["mount:/raid"].status is Status.FAIL and "(limit 95 %)" in by["mount:/raid"].summary
     assert by["mount:/"].status is Status.WARN and by["mount:/"].evidence["used_pct"] == 91.0
     assert by["mount:/raid"].remedy and "du -xh" in by["mount:/raid"].remedy
-    by = _by(_run(node, "storage.free_space", warn_pct=80, fail_pct=90))
+    by = by_subject(run_check(node, "storage.free_space", warn_pct=80, fail_pct=90))
     assert by["mount:/"].status is Status.FAIL
 
 
@@ -81,38 +70,38 @@ def test_free_space_read_only_images_are_left_out(node: Path) -> None:
     snap = "/dev/loop3 /snap/core20/2318 squashfs ro,nodev,relatime 0 0\n"
     (node / "proc/mounts").write_text((node / "proc/mounts").read_text() + snap)
     _sub(node, DF, "tmpfs", "/dev/loop3  66060288 66060288 0 100% /snap/core20/2318\ntmpfs")
-    assert "mount:/snap/core20/2318" not in _by(_run(node, "storage.free_space"))
+    assert "mount:/snap/core20/2318" not in by_subject(run_check(node, "storage.free_space"))
 
 
 def test_free_space_unreadable(node: Path) -> None:
     (node / DF).unlink()
-    by = _by(_run(node, "storage.free_space"))
+    by = by_subject(run_check(node, "storage.free_space"))
     assert all(f.status is Status.UNKNOWN for f in by.values())
     assert "space unreadable: missing" in by["mount:/"].summary
     (node / "proc/mounts").write_text("\x00\x01")
-    (f,) = _run(node, "storage.free_space")
+    (f,) = run_check(node, "storage.free_space")
     assert f.status is Status.UNKNOWN and "mount table unreadable: malformed" in f.summary
 
 
 def test_inodes(node: Path) -> None:
-    by = _by(_run(node, "storage.inodes"))
+    by = by_subject(run_check(node, "storage.inodes"))
     assert by["mount:/"].status is Status.PASS
     assert by["mount:/boot/efi"].status is Status.SKIP  # vfat: no inode table
     _sub(node, DFI, "117211136  812345  116398791", "117211136 116000000   1211136")
-    f = _by(_run(node, "storage.inodes"))["mount:/"]
+    f = by_subject(run_check(node, "storage.inodes"))["mount:/"]
     assert f.status is Status.FAIL and f.summary == "99.0 % of inodes used (limit 95 %)"
 
 
 def test_read_only(node: Path) -> None:
-    by = _by(_run(node, "storage.read_only"))
+    by = by_subject(run_check(node, "storage.read_only"))
     assert set(by) == {"mount:/", "mount:/raid"} and all(
         f.status is Status.PASS for f in by.values()
     )
     _sub(node, "proc/mounts", "/dev/md1 /raid ext4 rw,relatime", "/dev/md1 /raid ext4 ro,relatime")
-    f = _by(_run(node, "storage.read_only"))["mount:/raid"]
+    f = by_subject(run_check(node, "storage.read_only"))["mount:/raid"]
     assert f.status is Status.FAIL and "system or data path" in f.summary
     assert f.remedy and "fsck" in f.remedy
-    by = _by(_run(node, "storage.read_only", rw_paths=["/"]))
+    by = by_subject(run_check(node, "storage.read_only", rw_paths=["/"]))
     assert "mount:/raid" not in by
 
 
@@ -124,17 +113,17 @@ def test_read_only_from_fstab(node: Path) -> None:
     )
     mounts.write_text(mounts.read_text() + extra)
     make_tree(node, files={"etc/fstab": FSTAB})
-    by = _by(_run(node, "storage.read_only"))
+    by = by_subject(run_check(node, "storage.read_only"))
     assert "mount:/datasets" not in by  # fstab wants it read-only
     assert by["mount:/raid"].status is Status.FAIL  # the later line is the one on top
     assert "fstab mounts it read-write" in by["mount:/raid"].summary
 
 
 def test_fstab(node: Path) -> None:
-    (f,) = _run(node, "storage.fstab")
+    (f,) = run_check(node, "storage.fstab")
     assert f.status is Status.SKIP and f.summary == "no etc/fstab on this host"
     make_tree(node, files={"etc/fstab": FSTAB})
-    by = _by(_run(node, "storage.fstab"))
+    by = by_subject(run_check(node, "storage.fstab"))
     assert set(by) == {"mount:/", "mount:/boot/efi", "mount:/raid", "mount:/datasets"}
     assert by["mount:/raid"].status is Status.PASS  # "/raid/" in fstab, "/raid" mounted
     assert by["mount:/datasets"].status is Status.WARN
@@ -142,14 +131,14 @@ def test_fstab(node: Path) -> None:
     make_tree(
         node, files={"etc/fstab": FSTAB + "/dev/sdy1 /scratch xfs defaults,nofail 0 2\nbad\n"}
     )
-    by = _by(_run(node, "storage.fstab"))
+    by = by_subject(run_check(node, "storage.fstab"))
     assert "(nofail: boot went on without it)" in by["mount:/scratch"].summary
     assert by["host"].status is Status.WARN and "line 11 of etc/fstab" in by["host"].summary
 
 
 def test_fstab_unreadable(node: Path) -> None:
     (node / "etc/fstab").mkdir()
-    (f,) = _run(node, "storage.fstab")
+    (f,) = run_check(node, "storage.fstab")
     assert f.status is Status.UNKNOWN and "etc/fstab unreadable" in f.summary
 
 
@@ -159,10 +148,10 @@ def test_fstab_unreadable(node: Path) -> None:
 )
 def test_nvme_recorded_controller(tmp_path: Path, archive: str, strip: str) -> None:
     root = extract_ttar(recording(archive), tmp_path, strip=strip, only=("sys/class/nvme",))
-    (f,) = _run(root, "storage.nvme")
+    (f,) = run_check(root, "storage.nvme")
     assert f.status is Status.PASS and f.subject == "nvme:nvme0"
     assert f.summary == "live (Samsung SSD 970 PRO 512GB)"
-    by = _by(_run(root, "storage.nvme", expected_count=8))
+    by = by_subject(run_check(root, "storage.nvme", expected_count=8))
     assert (
         by["host"].status is Status.FAIL
         and by["host"].summary == "1 NVMe controller(s), expected 8"
@@ -174,21 +163,21 @@ def test_nvme_states(tmp_path: Path, state: str, status: Status) -> None:
     archive = recording("sysfs/node_exporter__sys.ttar")
     root = extract_ttar(archive, tmp_path, only=("sys/class/nvme",))
     (root / "sys/class/nvme/nvme0/state").write_text(f"{state}\n")
-    (f,) = _run(root, "storage.nvme")
+    (f,) = run_check(root, "storage.nvme")
     assert f.status is status and state in f.summary
     assert f.remedy and "nvme smart-log" in f.remedy
 
 
 def test_nvme_none_and_unreadable(tmp_path: Path) -> None:
-    (f,) = _run(make_tree(tmp_path / "a"), "storage.nvme")
+    (f,) = run_check(make_tree(tmp_path / "a"), "storage.nvme")
     assert f.status is Status.SKIP
     root = make_tree(tmp_path / "b", files={"sys/class/nvme/nvme0/model": "X\n"})
-    (f,) = _run(root, "storage.nvme")
+    (f,) = run_check(root, "storage.nvme")
     assert f.status is Status.UNKNOWN and "missing" in f.summary
 
 
 def test_io_errors_pass_on_the_healthy_node(node: Path) -> None:
-    (f,) = _run(node, "storage.io_errors")
+    (f,) = run_check(node, "storage.io_errors")
     assert f.status is Status.PASS and "no I/O error" in f.summary
 
 
@@ -204,10 +193,7 @@ kern  :err   : 2026-10-20T09:00:00,000000+00:00 blk_update_request: I/O error, d
 def test_io_errors_in_the_window_fail_per_disk(tmp_path: Path) -> None:
     """Synthetic lines in the wording of the kernel's blk_print_req_error and nvme_log_error
     (no recording here has block I/O errors); the snapshot time fixes "now"."""
-    from dolmen.checks.context import Context
     from dolmen.checks.model import REGISTRY
-    from dolmen.checks.runner import run_one
-    from dolmen.host.tree import TreeHost
     from tests.conftest import make_tree
 
     root = make_tree(
@@ -224,10 +210,7 @@ def test_io_errors_in_the_window_fail_per_disk(tmp_path: Path) -> None:
 
 
 def test_io_errors_clean_and_unreadable(tmp_path: Path) -> None:
-    from dolmen.checks.context import Context
     from dolmen.checks.model import REGISTRY
-    from dolmen.checks.runner import run_one
-    from dolmen.host.tree import TreeHost
     from tests.conftest import make_tree
 
     clean = make_tree(tmp_path / "clean", commands={"dmesg": IO_LOG.splitlines()[0] + "\n"})

@@ -4,30 +4,16 @@ meminfo and node_exporter's recorded NUMA/PCI tree."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
-from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
-from dolmen.checks.runner import run_one
-from dolmen.config import Config
-from dolmen.host.tree import TreeHost
+from dolmen.checks.model import Status
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import extract_ttar
 from tests.hosts import scenarios
 
 GPU = "sys/bus/pci/devices/0000:{bus}:00.0/numa_node"
-
-
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
 
 
 @pytest.fixture
@@ -39,11 +25,11 @@ def node(tmp_path: Path) -> Path:
 
 
 def test_memory_healthy_and_expected_size(node: Path) -> None:
-    (f,) = _run(node, "system.memory")
+    (f,) = run_check(node, "system.memory")
     assert f.status is Status.PASS and f.summary == "2015.5 GiB, 98 % available"
-    (f,) = _run(node, "system.memory", expected_gib=2048)  # 2 TiB of DIMMs, 1.6 % reserved
+    (f,) = run_check(node, "system.memory", expected_gib=2048)  # 2 TiB of DIMMs, 1.6 % reserved
     assert f.status is Status.PASS and f.summary.endswith("as expected, 98 % available")
-    (f,) = _run(node, "system.memory", expected_gib=2304)  # 12.5 % short: DIMMs missing
+    (f,) = run_check(node, "system.memory", expected_gib=2304)  # 12.5 % short: DIMMs missing
     assert f.status is Status.FAIL and "expected 2304 GiB (±5 %)" in f.summary
     assert f.remedy and "ipmitool sel list" in f.remedy
 
@@ -55,7 +41,7 @@ def test_memory_little_available(node: Path) -> None:
             "MemAvailable:   2071213456 kB", "MemAvailable:     42000000 kB"
         )
     )
-    (f,) = _run(node, "system.memory")
+    (f,) = run_check(node, "system.memory")
     assert f.status is Status.WARN and f.summary.startswith("only 2.0 % of memory available")
 
 
@@ -68,23 +54,23 @@ def test_memory_recorded_meminfo_and_unreadable(tmp_path: Path) -> None:
         strip="fixtures/",
         only=("proc/meminfo",),
     )
-    (f,) = _run(root, "system.memory")
+    (f,) = run_check(root, "system.memory")
     assert f.status is Status.UNKNOWN and f.evidence["total_gib"] == 14.9
     assert f.summary.startswith("MemAvailable unreadable: missing")
-    assert {x.status for x in _run(root, "system.memory", expected_gib=32)} == {
+    assert {x.status for x in run_check(root, "system.memory", expected_gib=32)} == {
         Status.FAIL,
         Status.UNKNOWN,
     }
-    (f,) = _run(make_tree(tmp_path / "e"), "system.memory")
+    (f,) = run_check(make_tree(tmp_path / "e"), "system.memory")
     assert f.status is Status.UNKNOWN and "MemTotal unreadable: missing" in f.summary
 
 
 def test_numa_gpus_on_two_sockets(node: Path) -> None:
-    by = _by(_run(node, "system.numa"))
+    by = by_subject(run_check(node, "system.numa"))
     assert by["host"].status is Status.PASS and by["host"].evidence["nodes"] == [0, 1]
     (node / GPU.format(bus="97")).write_text("-1\n")
     (node / GPU.format(bus="53")).write_text("junk\n")
-    by = _by(_run(node, "system.numa"))
+    by = by_subject(run_check(node, "system.numa"))
     assert by["pci:0000:97:00.0"].status is Status.WARN
     assert "GPU has no NUMA node (-1) on a host with 2 nodes" in by["pci:0000:97:00.0"].summary
     assert by["pci:0000:53:00.0"].status is Status.UNKNOWN
@@ -96,11 +82,11 @@ def test_numa_node_exporter_tree(tmp_path: Path) -> None:
     root = extract_ttar(
         recording("sysfs/node_exporter__sys.ttar"), tmp_path, only=("sys/bus/pci", "sys/devices")
     )
-    (f,) = _run(root, "system.numa")
+    (f,) = run_check(root, "system.numa")
     assert f.status is Status.PASS and f.evidence["nodes"] == [0, 1]  # the NVMe is not judged
     nic = root / "sys/devices/pci0000:40/0000:40:01.3/0000:45:00.0/numa_node"
     nic.write_text("-1\n")
-    by = _by(_run(root, "system.numa"))
+    by = by_subject(run_check(root, "system.numa"))
     assert (
         by["pci:0000:45:00.0"].status is Status.WARN
         and "NIC has no NUMA node" in by["pci:0000:45:00.0"].summary
@@ -109,20 +95,20 @@ def test_numa_node_exporter_tree(tmp_path: Path) -> None:
 
 def test_numa_one_node_or_none(tmp_path: Path) -> None:
     one = make_tree(tmp_path / "one", files={"sys/devices/system/node/node0/cpulist": "0-63\n"})
-    (f,) = _run(one, "system.numa")
+    (f,) = run_check(one, "system.numa")
     assert f.status is Status.SKIP and "one NUMA node" in f.summary
     flat = make_tree(tmp_path / "flat", files={"sys/devices/system/cpu/online": "0-3\n"})
-    (f,) = _run(flat, "system.numa")
+    (f,) = run_check(flat, "system.numa")
     assert f.status is Status.SKIP and "kernel without NUMA" in f.summary
 
 
 def test_kernel(node: Path) -> None:
-    (f,) = _run(node, "system.kernel")
+    (f,) = run_check(node, "system.kernel")
     assert f.status is Status.PASS
     assert f.summary == "nvidia 580.105.08 is loaded in kernel 5.15.0-126-generic: built for it"
     (node / "sys/module/nvidia/version").unlink()
-    (f,) = _run(node, "system.kernel")
+    (f,) = run_check(node, "system.kernel")
     assert f.status is Status.SKIP and "not loaded in kernel 5.15.0-126-generic" in f.summary
     (node / "proc/sys/kernel/osrelease").unlink()
-    (f,) = _run(node, "system.kernel")
+    (f,) = run_check(node, "system.kernel")
     assert f.status is Status.UNKNOWN and f.summary == "running kernel unreadable: missing"

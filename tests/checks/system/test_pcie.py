@@ -4,32 +4,18 @@ NVMe behind a Gen3 root port, an igb NIC), a real H100 HGX lspci -vvv, and kerne
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dolmen.checks import load_registry
-from dolmen.checks.context import Context
-from dolmen.checks.model import Finding, Status
-from dolmen.checks.runner import run_one
+from dolmen.checks.model import Status
 from dolmen.checks.system.pcie_links import owned
-from dolmen.config import Config
 from dolmen.facts.pci import PciDevice, PciLink, make_link
-from dolmen.host.tree import TreeHost
+from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
 from tests.facts.trees import extract_ttar
 
 NVME = "sys/devices/pci0000:00/0000:00:02.1/0000:01:00.0"
 DAY = 86400
-
-
-def _run(root: Path, check: str, **limits: Any) -> list[Finding]:
-    config = Config(sections={"thresholds": {check: limits}}) if limits else None
-    return run_one(Context(TreeHost(root), config=config), load_registry()[check])
-
-
-def _by(findings: list[Finding]) -> dict[str, Finding]:
-    return {f.subject: f for f in findings}
 
 
 @pytest.fixture
@@ -49,7 +35,7 @@ def _aer_line(kind: str, sub: str) -> str:
 
 def test_downgraded_gen4_drive_behind_gen3_port_is_fine(ne: Path) -> None:
     """The drive can do Gen4 x4 and runs Gen3 x4: its root port's maximum is Gen3."""
-    (f,) = _run(ne, "system.pcie.downgraded")
+    (f,) = run_check(ne, "system.pcie.downgraded")
     assert f.status is Status.PASS and f.evidence["devices"] == ["0000:01:00.0", "0000:45:00.0"]
 
 
@@ -62,7 +48,7 @@ def test_downgraded_gen4_drive_behind_gen3_port_is_fine(ne: Path) -> None:
 )
 def test_downgraded_below_both_ends(ne: Path, attr: str, value: str, lack: str) -> None:
     (ne / NVME / attr).write_text(value + "\n")
-    f = _by(_run(ne, "system.pcie.downgraded"))["pci:0000:01:00.0"]
+    f = by_subject(run_check(ne, "system.pcie.downgraded"))["pci:0000:01:00.0"]
     assert f.status is Status.WARN and f.summary == f"link below what both ends allow: {lack}"
     assert f.evidence["target"] == "Gen3 x4 (8 GT/s)"
 
@@ -70,7 +56,7 @@ def test_downgraded_below_both_ends(ne: Path, attr: str, value: str, lack: str) 
 def test_downgraded_unreadable_link(ne: Path) -> None:
     (ne / NVME / "current_link_speed").write_text("Unknown\n")
     (ne / NVME / "current_link_width").write_text("junk\n")
-    f = _by(_run(ne, "system.pcie.downgraded"))["pci:0000:01:00.0"]
+    f = by_subject(run_check(ne, "system.pcie.downgraded"))["pci:0000:01:00.0"]
     assert f.status is Status.UNKNOWN and "current link unreadable" in f.summary
 
 
@@ -78,9 +64,13 @@ def test_downgraded_from_lspci_alone(tmp_path: Path) -> None:
     """The real HGX lspci: two links below their device's maximum, whose upstream port lspci
     does not name (an onboard 1 GbE NIC wired x1, a baseboard device): not judged."""
     lspci = recording("lspci/gpud__lspci-vvv").read_text()
-    by = _by(_run(make_tree(tmp_path, commands={"lspci -vvv": lspci}), "system.pcie.downgraded"))
+    by = by_subject(
+        run_check(make_tree(tmp_path, commands={"lspci -vvv": lspci}), "system.pcie.downgraded")
+    )
     assert set(by) == {"host"}
-    f = _run(make_tree(tmp_path / "b", commands={"lspci -vvv": lspci}), "system.pcie.downgraded")
+    f = run_check(
+        make_tree(tmp_path / "b", commands={"lspci -vvv": lspci}), "system.pcie.downgraded"
+    )
     skip = next(x for x in f if x.status is Status.SKIP)
     assert sorted(d.split()[0] for d in skip.evidence["devices"]) == [
         "0000:01:00.0",
@@ -121,7 +111,7 @@ def test_owned_links_one_per_link() -> None:
 def test_aer_clean_tree(ne: Path) -> None:
     clean = recording("kernel-logs/azurehpc__0flap_syslog").read_text()
     make_tree(ne, commands={"dmesg": clean})
-    (f,) = _run(ne, "system.pcie.aer")
+    (f,) = run_check(ne, "system.pcie.aer")
     assert (
         f.status is Status.PASS and f.summary == "2 non-GPU device(s) without AER errors since boot"
     )
@@ -131,13 +121,13 @@ def test_aer_uncorrectable_counter_fails(ne: Path) -> None:
     path = ne / NVME / "aer_dev_nonfatal"
     text = path.read_text().replace("UnsupReq 0", "UnsupReq 3").replace("NONFATAL 0", "NONFATAL 3")
     path.write_text(text)
-    by = _by(_run(ne, "system.pcie.aer"))
+    by = by_subject(run_check(ne, "system.pcie.aer"))
     f = by["pci:0000:01:00.0"]
     assert (
         f.status is Status.FAIL
         and f.summary == "3 uncorrectable AER error(s) since boot (UnsupReq 3)"
     )
-    hosts = {x.status for x in _run(ne, "system.pcie.aer") if x.subject == "host"}
+    hosts = {x.status for x in run_check(ne, "system.pcie.aer") if x.subject == "host"}
     assert hosts == {Status.PASS, Status.UNKNOWN}  # the igb NIC is clean; no kernel log here
 
 
@@ -145,13 +135,13 @@ def test_aer_correctable_rate(ne: Path) -> None:
     path = ne / NVME / "aer_dev_correctable"
     path.write_text(path.read_text().replace("RxErr 0", "RxErr 1000").replace("COR 0", "COR 1000"))
     make_tree(ne, files={"proc/uptime": "3600.00 7200.00\n"})
-    f = _by(_run(ne, "system.pcie.aer"))["pci:0000:01:00.0"]
+    f = by_subject(run_check(ne, "system.pcie.aer"))["pci:0000:01:00.0"]
     assert (
         f.status is Status.WARN
         and "1000 correctable AER error(s) over 1.0 h: RxErr 1000" in f.summary
     )
     make_tree(ne, files={"proc/uptime": f"{30 * DAY}.00 0.00\n"})
-    assert "pci:0000:01:00.0" not in _by(_run(ne, "system.pcie.aer"))
+    assert "pci:0000:01:00.0" not in by_subject(run_check(ne, "system.pcie.aer"))
 
 
 def test_aer_kernel_log_lines(ne: Path) -> None:
@@ -159,8 +149,8 @@ def test_aer_kernel_log_lines(ne: Path) -> None:
         _aer_line("Corrected", f"6:{s:02d},000001") for s in range(10)
     )
     make_tree(ne, commands={"dmesg": lines})
-    by = _by(_run(ne, "system.pcie.aer"))
-    findings = [f for f in _run(ne, "system.pcie.aer") if f.subject == "pci:0000:01:00.0"]
+    by = by_subject(run_check(ne, "system.pcie.aer"))
+    findings = [f for f in run_check(ne, "system.pcie.aer") if f.subject == "pci:0000:01:00.0"]
     assert {f.status for f in findings} == {Status.FAIL, Status.WARN}
     fail = next(f for f in findings if f.status is Status.FAIL)
     assert "1 uncorrectable AER line(s) in the kernel log (nvme)" in fail.summary
@@ -182,5 +172,5 @@ def test_aer_gpu_lines_belong_to_gpu_checks(tmp_path: Path) -> None:
     )
     dmesg = node / "commands/dmesg"
     dmesg.write_text(dmesg.read_text() + line)
-    (f,) = _run(node, "system.pcie.aer")
+    (f,) = run_check(node, "system.pcie.aer")
     assert f.status is Status.PASS
