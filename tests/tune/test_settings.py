@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from dolmen.host.tree import TreeHost
 from dolmen.tune.model import Action, Change, Effect, Reading, Target
 from dolmen.tune.settings import SETTINGS
 from dolmen.tune.settings.boot import boot_targets
 from dolmen.tune.settings.cmdline import IN_EFFECT, PENDING, arg_text, options_line, with_option
 from dolmen.tune.settings.hugepages import size_kb, spread
-from dolmen.tune.settings.irq import parse_cpulist
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 from dolmen.tune.settings.limits import limits_conf, unit_dropin
 from dolmen.tune.settings.sysctl import sysctl_path
 from dolmen.tune.settings.sysfs import choices, selected
 from dolmen.tune.sysctld import Assignment, normalize_key, override_note, parse_sysctl_conf
+from tests.conftest import make_tree
 
 
 def _t(setting: str, desired: str, key: str = "k") -> Target:
@@ -75,19 +79,40 @@ def test_sysfs_restores_the_word_when_the_kernel_refuses_its_display_form() -> N
     assert s.kernel_form(b"128\n") is None
 
 
-@pytest.mark.parametrize(
-    ("text", "cpus"),
-    [
-        ("0-3,8,10-11", frozenset({0, 1, 2, 3, 8, 10, 11})),
-        ("0-55,112-167\n", frozenset([*range(56), *range(112, 168)])),
-        ("7", frozenset({7})),
-        ("", frozenset()),
-        ("0-x", None),
-        ("ff,ffffffff", None),  # a mask, not a list
-    ],
-)
-def test_parse_cpulist(text: str, cpus: frozenset[int] | None) -> None:
-    assert parse_cpulist(text) == cpus
+THP = "sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def test_every_kind_that_writes_one_kernel_value_shares_the_base() -> None:
+    kinds = {name for name, s in SETTINGS.items() if isinstance(s, KernelFileSetting)}
+    assert kinds == {"sysctl", "sysfs", "cpu", "hugepages", "irq"}
+
+
+def test_a_kernel_file_reads_once_refuses_with_the_reason_and_writes_a_line(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path, files={THP: "always [madvise] never\n", "proc/sys/vm/x": "1\n"})
+    host, s = TreeHost(tree), SETTINGS["sysfs"]
+    t = Target("sysfs", THP[4:], THP[4:], "never", THP)
+    assert s.read(host, t) == Reading("madvise")
+    s.apply(host, Change(t, "madvise", Action.CHANGE))
+    assert (tree / THP).read_text() == "never\n"
+    assert s.boot_line(t) == ("tmpfiles", f"w /{THP} - - - - never")
+    (tree / THP).write_text("always madvise [never]\n")  # a tree keeps what was written
+    offered = s.read(host, Target("sysfs", "k", "k", "sometimes", THP))
+    assert offered == Reading(
+        "never", skip="'sometimes' is not offered here; valid: always, madvise, never"
+    )
+    absent = s.read(host, Target("sysfs", "k", "k", "1", "sys/nope"))
+    assert absent == Reading(None, skip="not on this host (no such kernel setting)")
+    (tree / "proc/sys/vm/x").chmod(0o444)
+    if not host.writable("proc/sys/vm/x"):  # root writes anyway: nothing to see then
+        locked = SETTINGS["sysctl"].read(
+            host, Target("sysctl", "vm.x", "vm.x", "2", "proc/sys/vm/x")
+        )
+        assert locked == Reading("1", skip="read-only here (the kernel refuses writes to it)")
+    assert (
+        SETTINGS["irq"].boot_line(Target("irq", "affinity", "irq 1", "0-3", "proc/irq/1/x")) is None
+    )
 
 
 def test_irq_compares_cpu_sets() -> None:

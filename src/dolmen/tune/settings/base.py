@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import errno
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -171,28 +170,6 @@ def restore_file(
         return
     mode = saved.get("mode")
     host.write(rel, raw, mode=int(mode) if isinstance(mode, int) else None)
-
-
-def read_kernel_value(host: Host, rel: str) -> Reading:
-    """A one-value kernel file as a Reading; absent or unreadable files are skipped."""
-    try:
-        text = host.read(rel)
-    except FileNotFoundError:
-        return Reading(None, skip="not on this host (no such kernel setting)")
-    except PermissionError:
-        return Reading(None, skip="insufficient permissions to read it")
-    except OSError as e:
-        return Reading(None, skip=f"unreadable: {e.strerror or e}")
-    return Reading(text.strip())
-
-
-def read_only(host: Host, rel: str) -> bool:
-    """Whether ``rel`` cannot be written even by root: asked of the kernel (``access(2)``) when
-    dolmen runs as root or on a host tree. A plain user on the live host cannot tell, so the
-    plan shows what root would do and apply says that it needs root."""
-    if host.kind == "live" and os.geteuid() != 0:
-        return False
-    return not host.writable(rel)
 
 
 def choice_error(what: str, value: object, choices: Sequence[str]) -> ValueError:

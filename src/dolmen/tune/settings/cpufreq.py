@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.tune.model import Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
+from dolmen.tune.model import Target
+from dolmen.tune.settings.base import Entry, choice_error
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 
 CPU = "sys/devices/system/cpu"
 
@@ -43,7 +44,7 @@ def policy_dirs(host: Host) -> list[str]:
     return [p for p in host.glob(f"{CPU}/cpu*/cpufreq") if p.split("/")[-2][3:].isdigit()]
 
 
-class CpuFreq(Setting):
+class CpuFreq(KernelFileSetting):
     """CPU governor and EPP, per cpufreq policy."""
 
     section = "cpu"
@@ -85,19 +86,8 @@ class CpuFreq(Setting):
             )
         return out or f"the cpufreq driver here has no {name}"
 
-    def read(self, host: Host, target: Target) -> Reading:
-        got = read_kernel_value(host, target.path)
-        if got.skip:
-            return got
+    def refusal(self, host: Host, target: Target, text: str) -> str | None:
         avail = host.read_value(target.extra.get("available", ""))
         if avail is not None and target.desired not in avail.split():
-            return Reading(got.value, skip=f"not offered by this driver; valid: {avail}")
-        if read_only(host, target.path):
-            return Reading(got.value, skip="read-only here")
-        return got
-
-    def apply(self, host: Host, change: Change) -> None:
-        host.write(change.target.path, change.target.desired + "\n")
-
-    def boot_line(self, target: Target) -> tuple[str, str] | None:
-        return ("tmpfiles", f"w /{target.path} - - - - {target.desired}")
+            return f"not offered by this driver; valid: {avail}"
+        return None

@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.tune.model import Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, read_kernel_value, read_only
+from dolmen.tune.model import Target
+from dolmen.tune.settings.base import Entry
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 
 NODE = "sys/devices/system/node"
 GLOBAL = "sys/kernel/mm/hugepages"
@@ -42,7 +43,7 @@ def spread(total: int, nodes: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(nodes)]
 
 
-class HugePages(Setting):
+class HugePages(KernelFileSetting):
     """Persistent huge page counts, per NUMA node."""
 
     section = "hugepages"
@@ -90,25 +91,13 @@ class HugePages(Setting):
             )
         return out
 
-    def read(self, host: Host, target: Target) -> Reading:
-        got = read_kernel_value(host, target.path)
-        if got.skip:
-            return got
+    def refusal(self, host: Host, target: Target, text: str) -> str | None:
         meminfo = host.read_opt(target.extra.get("meminfo", ""))
         m = _MEMTOTAL.search(meminfo or "")
         want_kb = int(target.desired) * int(target.key.removesuffix("kB"))
         if m is not None and want_kb > MAX_SHARE * int(m.group(1)):
-            return Reading(
-                got.value,
-                skip=f"would reserve {want_kb // 1024} MiB of {int(m.group(1)) // 1024} MiB "
-                f"on {target.name.split()[0]} (more than {MAX_SHARE:.0%})",
+            return (
+                f"would reserve {want_kb // 1024} MiB of {int(m.group(1)) // 1024} MiB "
+                f"on {target.name.split()[0]} (more than {MAX_SHARE:.0%})"
             )
-        if read_only(host, target.path):
-            return Reading(got.value, skip="read-only here")
-        return got
-
-    def apply(self, host: Host, change: Change) -> None:
-        host.write(change.target.path, change.target.desired + "\n")
-
-    def boot_line(self, target: Target) -> tuple[str, str] | None:
-        return ("tmpfiles", f"w /{target.path} - - - - {target.desired}")
+        return None

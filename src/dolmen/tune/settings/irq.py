@@ -23,31 +23,21 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Reading, StepSkipped, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
+from dolmen.tune.settings.base import Entry, choice_error
 from dolmen.tune.settings.dropin import HEADER, read_whole, show_whole
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 from dolmen.tune.settings.services import Services
+from dolmen.values.cpulist import CpuList, parse_cpulist
 
 DEVICE_CLASSES = {"nic": "sys/class/net", "nvme": "sys/class/nvme"}
 IRQBALANCE = ("stop", "ban", "keep")
 BAN_DROPIN = "etc/systemd/system/irqbalance.service.d/90-dolmen-ban.conf"
 
 
-def parse_cpulist(text: str) -> frozenset[int] | None:
-    """``0-3,8,10-11`` -> {0,1,2,3,8,10,11}; None when it is not a CPU list."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            return None
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return frozenset(cpus)
-
-
 def device_irqs(host: Host, classes: tuple[str, ...]) -> list[tuple[str, str, list[str]]]:
     """(device name, its NUMA node's CPU list, its MSI IRQs) for PCI devices of ``classes``;
-    devices without a node (``numa_node`` -1) are left out."""
+    devices without a node (``numa_node`` -1), or whose node has no CPUs or a list that
+    does not parse, are left out."""
     out = []
     for cls in classes:
         for path in host.glob(f"{DEVICE_CLASSES[cls]}/*"):
@@ -56,13 +46,20 @@ def device_irqs(host: Host, classes: tuple[str, ...]) -> list[tuple[str, str, li
             node = host.read_value(f"{dev}/numa_node")
             if not irqs or node is None or not node.isdigit():
                 continue
-            cpus = host.read_value(f"sys/devices/system/node/node{node}/cpulist")
+            cpus = _cpus(host.read_value(f"sys/devices/system/node/node{node}/cpulist"))
             if cpus:
-                out.append((path.rsplit("/", 1)[-1], cpus, sorted(irqs, key=int)))
+                out.append((path.rsplit("/", 1)[-1], str(cpus), sorted(irqs, key=int)))
     return out
 
 
-class Irq(Setting):
+def _cpus(text: str | None) -> CpuList | None:
+    try:
+        return None if text is None else parse_cpulist(text)
+    except ValueError:
+        return None
+
+
+class Irq(KernelFileSetting):
     """IRQ affinity of NICs and NVMe drives, and irqbalance."""
 
     section = "irq"
@@ -144,10 +141,7 @@ class Irq(Setting):
             return Services().read(host, target)
         if target.key == "irqbalance":
             return read_whole(host, target.path)
-        got = read_kernel_value(host, target.path)
-        if not got.skip and read_only(host, target.path):
-            return Reading(got.value, skip="read-only here")
-        return got
+        return super().read(host, target)
 
     def plan(self, target: Target, reading: Reading) -> Change:
         if self._unit(target):
@@ -155,7 +149,7 @@ class Irq(Setting):
         return super().plan(target, reading)
 
     def same(self, current: str, desired: str) -> bool:
-        a, b = parse_cpulist(current), parse_cpulist(desired)
+        a, b = _cpus(current), _cpus(desired)
         if a is None or b is None:  # the irqbalance drop-in: whole file
             return current == desired
         return a == b
@@ -180,7 +174,7 @@ class Irq(Setting):
             _restart_irqbalance(host)
             return
         try:
-            host.write(t.path, t.desired + "\n")
+            super().apply(host, change)
         except OSError as e:
             if e.errno == errno.EIO:
                 raise StepSkipped("kernel-managed interrupt: its driver places it") from e
@@ -193,6 +187,9 @@ class Irq(Setting):
         super().revert(host, change, saved)
         if change.target.key == "irqbalance":
             _restart_irqbalance(host)
+
+    def boot_line(self, target: Target) -> tuple[str, str] | None:
+        return None  # IRQ numbers change across boots (module docstring)
 
 
 def _restart_irqbalance(host: Host) -> None:

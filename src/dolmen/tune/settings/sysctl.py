@@ -17,7 +17,8 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, read_kernel_value, read_only
+from dolmen.tune.settings.base import Entry
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 
 _NAME = re.compile(r"^[a-z0-9_][a-z0-9_.\-/:]*[a-z0-9_]$", re.I)
 _TOKEN = re.compile(r"^[A-Za-z0-9_.:+\-]+$")
@@ -52,7 +53,7 @@ def sysctl_path(name: str) -> str:
     return "proc/sys/" + rel
 
 
-class Sysctl(Setting):
+class Sysctl(KernelFileSetting):
     """Kernel parameters (``sysctl -w``)."""
 
     section = "sysctl"
@@ -107,22 +108,20 @@ class Sysctl(Setting):
         )
         return [t]
 
-    def read(self, host: Host, target: Target) -> Reading:
-        got = read_kernel_value(host, target.path)
-        if got.skip:
-            return got
+    def refusal(self, host: Host, target: Target, text: str) -> str | None:
         choices_of = CHOICES_FROM.get(target.key)
-        if choices_of is not None:
-            avail = host.read_value(sysctl_path(choices_of))
-            if avail is not None and target.desired not in avail.split():
-                return Reading(
-                    got.value,
-                    skip=f"{target.desired} is not available here ({choices_of} = {avail}); "
-                    "load its kernel module first",
-                )
-        if read_only(host, target.path):
-            return Reading(got.value, skip=_read_only_reason(target.key))
-        return got
+        if choices_of is None:
+            return None
+        avail = host.read_value(sysctl_path(choices_of))
+        if avail is not None and target.desired not in avail.split():
+            return (
+                f"{target.desired} is not available here ({choices_of} = {avail}); "
+                "load its kernel module first"
+            )
+        return None
+
+    def unwritable(self, target: Target) -> str:
+        return _read_only_reason(target.key)
 
     def plan(self, target: Target, reading: Reading) -> Change:
         change = super().plan(target, reading)
@@ -131,9 +130,6 @@ class Sysctl(Setting):
             # Read-only here but already as wanted (a per-namespace sysctl): nothing to do.
             return Change(target, reading.value, Action.OK, notes=(reading.skip,))
         return change
-
-    def apply(self, host: Host, change: Change) -> None:
-        host.write(change.target.path, change.target.desired + "\n")
 
     def boot_line(self, target: Target) -> tuple[str, str] | None:
         return ("sysctl", f"{target.key} = {target.desired}")

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.tune.model import Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, read_kernel_value, read_only
+from dolmen.tune.model import Target
+from dolmen.tune.settings.base import Entry, choice_error
+from dolmen.tune.settings.kernel_file import KernelFileSetting
 
 _PATH = re.compile(r"^[A-Za-z0-9_.:+\-*?\[\]/]+$")
 _BRACKETED = re.compile(r"\[([^\]\s]+)\]")
@@ -46,11 +47,12 @@ def choices(text: str) -> tuple[str, ...] | None:
     return tuple(w.strip("[]") for w in text.split())
 
 
-class Sysfs(Setting):
+class Sysfs(KernelFileSetting):
     """Values of kernel objects under /sys (THP, per-device queue settings...)."""
 
     section = "sysfs"
     title = "kernel object values (/sys)"
+    read_only_reason = "read-only here (the kernel refuses writes to it)"
 
     def key(self, raw: str) -> str:
         rel = raw.removeprefix("/sys/").strip("/")
@@ -88,27 +90,15 @@ class Sysfs(Setting):
             for p in paths
         ]
 
-    def read(self, host: Host, target: Target) -> Reading:
-        raw = host.read_opt(target.path)
-        got = read_kernel_value(host, target.path)
-        if got.skip or raw is None:
-            return got
-        listed = choices(raw)
-        if listed is not None and target.desired not in listed:
-            return Reading(
-                selected(raw),
-                skip=f"{target.desired!r} is not offered here; valid: {', '.join(listed)}",
-            )
-        if read_only(host, target.path):
-            return Reading(selected(raw), skip="read-only here (the kernel refuses writes to it)")
-        return Reading(selected(raw))
+    def current(self, text: str) -> str:
+        return selected(text)
 
-    def apply(self, host: Host, change: Any) -> None:
-        host.write(change.target.path, change.target.desired + "\n")
+    def refusal(self, host: Host, target: Target, text: str) -> str | None:
+        listed = choices(text)
+        if listed is not None and target.desired not in listed:
+            return f"{target.desired!r} is not offered here; valid: {', '.join(listed)}"
+        return None
 
     def kernel_form(self, raw: bytes) -> bytes | None:
         text = raw.decode("utf-8", "replace")
         return (selected(text) + "\n").encode() if choices(text) is not None else None
-
-    def boot_line(self, target: Target) -> tuple[str, str] | None:
-        return ("tmpfiles", f"w /{target.path} - - - - {target.desired}")
