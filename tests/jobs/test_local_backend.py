@@ -237,9 +237,16 @@ def test_unknown_job_ids(local: LocalBackend) -> None:
 
 
 def test_status_details_are_json_friendly(local: LocalBackend) -> None:
+    """``jobs status --json`` prints ``details`` as it is (no ``default=``): every key and
+    value a string, as JobStatus declares, so the JSON reads back equal. Checked on the
+    status of a finished job, with every detail the local backend gives filled in."""
     job = local.submit(JobSpec(name="ok", command=("true",)))
-    st = done(local, job.job_id)
-    json.dumps(dict(st.details))  # type: ignore[attr-defined]
+    done(local, job.job_id)
+    details = dict(local.status(job.job_id).details)
+    assert {"user", "created", "world_size", "gpus", "logs", "ranks_running"} <= set(details)
+    assert "supervisor_pid" in details
+    assert all(type(k) is str and type(v) is str for k, v in details.items()), details
+    assert json.loads(json.dumps(details)) == details
 
 
 def test_an_unwritable_audit_log_refuses_the_submission(state: Path, tmp_path: Path) -> None:

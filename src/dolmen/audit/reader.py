@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dolmen.audit.event import AuditEvent, LineError, parse_line
 from dolmen.audit.segments import SEQ_DIGITS, segments
 from dolmen.errors import UsageError
+from dolmen.values.duration import NotADuration, parse_duration
 
 
 @dataclass(frozen=True)
@@ -77,18 +77,13 @@ class Filter:
         return not self.actions or any(fnmatch.fnmatchcase(event.action, a) for a in self.actions)
 
 
-_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
 def parse_since(text: str, now: datetime | None = None) -> str:
     """``--since``: a duration back from now (``90m``, ``2h``, ``7d``) or an ISO 8601 time
     (naive times are UTC); returns it in the log's @timestamp format."""
     now = now or datetime.now(UTC)
-    m = _RELATIVE.match(text.strip())
-    if m:
-        when = now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-    else:
+    try:
+        when = now - parse_duration(text, what="--since")
+    except NotADuration:  # a negative or absurd duration is refused as such, not as a time
         try:
             when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:

@@ -192,8 +192,8 @@ def backend_from(kw: dict[str, Any], name: str | None = None) -> Any:
 
 def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
     from dolmen.config import load_config
-    from dolmen.jobs.duration import parse_duration
     from dolmen.jobs.jobfile import load_jobfile, merge
+    from dolmen.values.duration import parse_time_limit as parse_duration
 
     jobfile = load_jobfile(kw["jobfile"]) if kw.get("jobfile") else None
     default_gpus = load_config().get("jobs", "default_gpus_per_node")

@@ -32,7 +32,6 @@ with only boot-relative times cannot be dated, are kept, and are counted as
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -42,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dolmen.cli.main import exit_with
-from dolmen.errors import ExitCode, InputError, UsageError
+from dolmen.errors import ExitCode, InputError
+from dolmen.values.duration import parse_duration
 
 if TYPE_CHECKING:
     from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "dolmen.logscan/1"
 MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
-_DURATION = re.compile(r"(\d+)([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _STYLE = {"critical": "bold red", "warn": "yellow", "info": "dim"}
 
 
@@ -72,7 +70,7 @@ def scan(files: tuple[str, ...], as_json: bool, since: str | None) -> None:
     from dolmen.facts.kernel_log import scan_kernel_log
     from dolmen.kb.xids import load_xids
 
-    window = parse_duration(since) if since else None
+    window = parse_duration(since, what="--since") if since else None
     texts = [(name, read_log(name)) for name in files]  # every file readable, or exit 2
     catalogue = load_xids()
     now = datetime.now()
@@ -129,18 +127,6 @@ class Row:
 def assess(catalogue: XidCatalogue, ev: KernelEvent) -> Assessment:
     """The catalogue's verdict on one event (``XidCatalogue.assess``)."""
     return catalogue.assess(ev.kind, ev.xid, fatal=ev.fatal, recovery=ev.recovery)
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30m``, ``2h``, ``1h30m``, ``7d``, ``2w``, ``90s`` as a timedelta; UsageError otherwise."""
-    t = text.strip().lower()
-    parts = _DURATION.findall(t)
-    if not parts or "".join(n + u for n, u in parts) != t:
-        raise UsageError(
-            f"--since {text!r} is not a duration",
-            hint="write a number and a unit (s, m, h, d, w), e.g. 30m, 2h, 1h30m, 7d",
-        )
-    return timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
 
 
 def read_log(name: str) -> str:

@@ -155,6 +155,8 @@ def find_executable(name: str, *, path: str | None, cwd: str | Path | None = Non
 
 def pid_alive(pid: int) -> bool:
     """Whether a process with this pid exists (and is not a zombie we could see)."""
+    if pid <= 0:  # kill(0) and kill(-n) reach process groups: they would always "succeed"
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dolmen.fsutil import atomic_write, fsync_dir
+from dolmen.host.process import pid_alive
 
 FORMAT = "dolmen.checkpoint/1"
 MARKER = "COMPLETE"
@@ -170,15 +171,7 @@ def _writer_alive(name: str) -> bool:
     if len(parts) < 4 or not parts[2].isdigit():
         return False
     pid = int(parts[2])
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def _sha256(path: Path) -> str:

@@ -34,8 +34,8 @@ from typing import Any
 
 from dolmen.config import check_keys, line_of, parse_toml, read_text
 from dolmen.errors import ConfigError, UsageError
-from dolmen.jobs.duration import parse_duration
 from dolmen.jobs.spec import JobSpec
+from dolmen.values.duration import parse_time_limit as parse_duration
 
 # key -> accepted type(s)
 KEYS: dict[str, type | tuple[type, ...]] = {

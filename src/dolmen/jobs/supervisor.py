@@ -31,11 +31,11 @@ from dolmen.host.process import Child, SpawnError, free_port, spawn
 from dolmen.jobs import checkpoint
 from dolmen.jobs.audit import SUPERVISOR, audit
 from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.duration import human
 from dolmen.jobs.env import rank_env
 from dolmen.jobs.health import GpuHealth, judge
 from dolmen.jobs.placement import NoRoom, Placement, Slot, place
 from dolmen.jobs.store import JobStore, RankRow
+from dolmen.values.duration import human
 
 
 @dataclass(frozen=True)

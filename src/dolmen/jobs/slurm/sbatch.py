@@ -18,8 +18,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dolmen.jobs.duration import slurm_time
 from dolmen.jobs.spec import JobSpec
+from dolmen.values.duration import slurm_time
 
 LAUNCHER = "dolmen.jobs.launch"
 SIGNAL = "USR2"
