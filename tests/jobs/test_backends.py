@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.jobs.backends import BACKENDS, backend_class
-from dolmen.jobs.backends.base import Backend, Plan
+from dolmen.jobs.backend import BACKENDS, Backend, Plan, backend_class
 from dolmen.jobs.spec import JobSpec
 
 SPEC = JobSpec(

@@ -146,7 +146,7 @@ def _wrappers(c: SlurmCluster, python: str) -> None:
     for kind in ("prolog", "epilog"):
         _script(
             c.lab / "bin" / kind,
-            f"{env}\nexec {python} -m dolmen.jobs.slurm.hooks {kind} --from {tree} >> {log} 2>&1",
+            f"{env}\nexec {python} -m dolmen.slurm.hooks {kind} --from {tree} >> {log} 2>&1",
         )
 
 

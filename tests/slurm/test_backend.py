@@ -8,8 +8,7 @@ import time
 import pytest
 
 from dolmen.errors import ExitCode, ServiceUnavailable, UsageError
-from dolmen.jobs.backends import get_backend
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState, get_backend
 from dolmen.jobs.spec import JobSpec
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.helpers import backend, expected_total, output, train_spec, wait_for

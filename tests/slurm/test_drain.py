@@ -10,11 +10,11 @@ import pytest
 from dolmen.checks.model import Finding, Status
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
-from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.slurm.client import SlurmClient
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.spec import JobSpec
-from dolmen.report.slurm import drain_if_unhealthy
 from dolmen.report.verdict import Verdict
+from dolmen.slurm.client import SlurmClient
+from dolmen.slurm.drain import drain_if_unhealthy
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
 from tests.slurm.helpers import backend, require_xid_detected, wait_for

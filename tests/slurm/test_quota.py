@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from dolmen.errors import ExitCode, UsageError
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.quota import Kind, QuotaExceeded, Subject, add_user, set_quota
 from dolmen.jobs.spec import JobSpec
 from tests.slurm.cluster import SlurmCluster
