@@ -27,6 +27,7 @@ def backend_options(f: F) -> F:
     from dolmen.jobs.backend import flag_options
 
     for opt, names in reversed(flag_options()):
+        assert opt.flag and opt.param  # flag_options gives only options with a flag
         f = click.option(
             opt.flag, opt.param, default=None, metavar=opt.metavar, help=f"{names}: {opt.help}."
         )(f)
