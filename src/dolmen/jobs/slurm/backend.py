@@ -92,6 +92,10 @@ class SlurmBackend(Backend):
         return Plan(self.name, spec, {f"{spec.name}.sbatch": script}, summary)
 
     # --- submit (Backend.submit runs these in order) ---------------------------------
+    def resolve(self, spec: JobSpec) -> JobSpec:
+        """The submitting user (whose quotas apply, and who the intent names)."""
+        return replace(spec, user=spec.user or self._user())
+
     def schedule(self, plan: Plan) -> JobStatus:
         """Write the script where the nodes see it, then ``sbatch``."""
         name, script = next(iter(plan.artifacts.items()))
