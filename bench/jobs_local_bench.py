@@ -50,7 +50,7 @@ def wait(probe: object, timeout: float = 120.0) -> float:
 def recovery(workload: str, root: Path) -> tuple[float, float]:
     """(kill -> restart logged, restart logged -> all ranks resumed) in seconds."""
     from dolmen.jobs import checkpoint
-    from dolmen.jobs.backends.local import LocalBackend
+    from dolmen.jobs.local.backend import LocalBackend
     from dolmen.jobs.spec import JobSpec
 
     local = LocalBackend()
@@ -88,7 +88,7 @@ def recovery(workload: str, root: Path) -> tuple[float, float]:
 
 
 def dolmen_submit(root: Path) -> float:
-    from dolmen.jobs.backends.local import LocalBackend
+    from dolmen.jobs.local.backend import LocalBackend
     from dolmen.jobs.spec import JobSpec
 
     marks = Path(tempfile.mkdtemp(dir=root))

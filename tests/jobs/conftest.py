@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from dolmen.jobs.backends.local import LocalBackend
+from dolmen.jobs.local.backend import LocalBackend
 
 T = TypeVar("T")
 WORKLOADS = Path(__file__).parent / "workloads"

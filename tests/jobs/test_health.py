@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from dolmen.host.tree import TreeHost
-from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.health import judge
+from dolmen.jobs.backend import JobState
+from dolmen.jobs.local.health import judge
 from dolmen.jobs.spec import JobSpec
 from tests.conftest import make_tree, recording
 from tests.jobs.conftest import make_local, stop_all, wait_for

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from dolmen.errors import ServiceUnavailable, UsageError
-from dolmen.jobs import kube
-from dolmen.jobs.backends.kubernetes import KubernetesBackend, find_kubeconfig
+from dolmen.jobs.kubernetes import manifests as kube
+from dolmen.jobs.kubernetes.api import find_kubeconfig
+from dolmen.jobs.kubernetes.backend import KubernetesBackend
 from dolmen.jobs.quota import Kind, Subject
 from dolmen.jobs.spec import JobSpec
 

@@ -15,13 +15,13 @@ import pytest
 from dolmen.audit.reader import read_entries
 from dolmen.errors import EnvironmentProblem, UsageError
 from dolmen.host.process import pid_alive
-from dolmen.jobs.backends import get_backend
-from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.backends.local import LocalBackend
+from dolmen.jobs.backend import JobState, get_backend
+from dolmen.jobs.local.backend import LocalBackend
 from dolmen.jobs.quota import Kind, QuotaExceeded, Subject, add_user, set_quota
 from dolmen.jobs.spec import JobSpec
 from tests.conftest import make_tree, recording
 from tests.jobs.conftest import make_local, stop_all, wait_for
+from tests.jobs.events import REFUSED, TOOK, submit_events, submit_job_id
 
 H100 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml"
 
@@ -112,7 +112,8 @@ def test_a_failing_rank_without_restarts_fails_the_job(local: LocalBackend, stat
     assert final.state is JobState.FAILED  # type: ignore[attr-defined]
     assert final.reason == "rank 1 exited with code 3; no restarts left (max 0)"  # type: ignore[attr-defined]
     actions = audit_actions(state)
-    assert ("jobs.submit", f"job {job.job_id}", "success") in actions
+    assert submit_events("local", "bad", state) == TOOK  # intent, then the outcome
+    assert submit_job_id("local", "bad", state) == job.job_id
     assert ("jobs.fail", f"job {job.job_id}", "failure") in actions
 
 
@@ -169,7 +170,8 @@ def test_quota_refuses_naming_limit_and_use(gpu_local: LocalBackend, state: Path
     actions = audit_actions(state)
     assert ("users.add", "user alice", "success") in actions
     assert ("quota.set", "user alice", "success") in actions
-    assert ("jobs.submit", "job a2 (refused)", "failure") in actions
+    assert submit_events("local", "a2", state) == REFUSED
+    assert submit_events("local", "a1", state) == TOOK
     gpu_local.cancel(held.job_id)
     assert store.usage(Subject(Kind.USER, "alice")) == 0
     gpu_local.submit(JobSpec(name="a3", command=py("pass"), gpus_per_node=4, user="alice"))

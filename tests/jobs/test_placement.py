@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dolmen.errors import UsageError
-from dolmen.jobs.placement import NoRoom, Placement, place
+from dolmen.jobs.local.placement import NoRoom, Placement, place
 from dolmen.jobs.spec import JobSpec
 
 

@@ -19,10 +19,11 @@ import pytest
 
 from dolmen.audit.reader import read_entries
 from dolmen.jobs import checkpoint
-from dolmen.jobs.backends.base import JobState, JobStatus
-from dolmen.jobs.backends.local import LocalBackend
+from dolmen.jobs.backend import JobState, JobStatus
+from dolmen.jobs.local.backend import LocalBackend
 from dolmen.jobs.spec import JobSpec
 from tests.jobs.conftest import WORKLOADS, wait_for
+from tests.jobs.events import TOOK, submit_events
 
 STEPS = 30
 KILL_AT = 8
@@ -72,10 +73,8 @@ def check_recovered(local: LocalBackend, final: JobStatus, doc: dict[str, Any]) 
         (e.event.action, e.event.target) for e in read_entries(audit_log) if e.event is not None
     ]
     target = f"job {final.job_id}"
-    assert [a for a, t in actions if t == target] == [
-        "jobs.submit",
-        "jobs.restart",
-    ]
+    assert [a for a, t in actions if t == target] == ["jobs.restart"]
+    assert submit_events("local", final.name, audit_log.parent.parent) == TOOK
     log = "\n".join(local.logs(final.job_id, rank=2))
     assert "attempt 0" in log and "attempt 1" in log
     assert f"restart 1 resumed from step {doc['resumed_from']}" in log

@@ -10,7 +10,7 @@ import pytest
 
 from dolmen.errors import UsageError
 from dolmen.host.tree import TreeHost
-from dolmen.jobs.backends import get_backend
+from dolmen.jobs.backend import get_backend
 from dolmen.jobs.slurm.sbatch import SbatchOptions, render, signal_lead
 from dolmen.jobs.spec import JobSpec
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState
+from dolmen.jobs.local.store import JobStore, RankRow, spec_from_json, spec_to_json
 from dolmen.jobs.spec import JobSpec
-from dolmen.jobs.store import JobStore, RankRow, spec_from_json, spec_to_json
 
 WRITER = """
 import sys
 from pathlib import Path
-from dolmen.jobs.store import JobStore
+from dolmen.jobs.local.store import JobStore
 store = JobStore(Path(sys.argv[1]))
 for i in range(200):
     store.event(1, "tick", f"{sys.argv[2]} {i}")

@@ -6,6 +6,7 @@ on two cores; docs/slurm.md says what a real site would use instead.
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ CRED_EXPIRE_S = 5
 # what plain Slurm's recovery waits for (the bench compares against it).
 SLURMD_TIMEOUT_S = 30
 HEALTH_CHECK_INTERVAL_S = 10
+REPO = Path(__file__).resolve().parents[2]
+HOOKS = ("healthcheck", "prolog", "epilog")
 
 # Every node's host tree is the team's healthy 8x H100 scenario (tests/hosts), which
 # stays healthy as checks are added; a fault is a kernel log line, as on a real node
@@ -95,9 +98,9 @@ def slurm_conf(c: SlurmCluster) -> str:
         "InactiveLimit=0",
         "MinJobAge=300",
         "KillWait=2",
-        f"Prolog={lab}/bin/prolog",
-        f"Epilog={lab}/bin/epilog",
-        f"HealthCheckProgram={lab}/bin/healthcheck",
+        f"Prolog={lab}/bin/dolmen-slurm-prolog",
+        f"Epilog={lab}/bin/dolmen-slurm-epilog",
+        f"HealthCheckProgram={lab}/bin/dolmen-slurm-healthcheck",
         f"HealthCheckInterval={HEALTH_CHECK_INTERVAL_S}",
         "HealthCheckNodeState=ANY",
     ]
@@ -116,8 +119,7 @@ def slurm_conf(c: SlurmCluster) -> str:
 
 def _wrappers(c: SlurmCluster, python: str) -> None:
     etc, conf = c.lab / "etc", c.conf
-    repo = Path(__file__).resolve().parents[2]
-    pythonpath = f"{repo / 'src'}:{repo}"
+    pythonpath = f"{REPO / 'src'}:{REPO}"
     # Jobs, hooks and the watcher keep dolmen's state (audit log...) inside the lab.
     dolmen_dirs = f"DOLMEN_STATE_DIR={c.lab}/dolmen-state DOLMEN_CONFIG_DIR={c.lab}/dolmen-etc"
     # Clients run "on the login node": the hub's network namespace with the cluster's
@@ -137,17 +139,22 @@ def _wrappers(c: SlurmCluster, python: str) -> None:
     )
     tree = f"{c.lab}/hosts/$SLURMD_NODENAME"
     log = f"{c.lab}/logs/hooks-$SLURMD_NODENAME.log"
-    _script(
-        c.lab / "bin" / "healthcheck",
-        f'{env}\necho "$(date +%T.%N) healthcheck" >> {log}\n'
-        f"exec {python} -m dolmen.cli.main validate --level quick --slurm --from {tree} "
-        f">> {log} 2>&1",
-    )
-    for kind in ("prolog", "epilog"):
+    # slurm.conf names the console scripts a site installs (pyproject [project.scripts]);
+    # the cluster runs dolmen from this checkout, so each wrapper runs its entry point
+    # as pip's generated script would, plus --from the node's host tree.
+    for kind in HOOKS:
         _script(
-            c.lab / "bin" / kind,
-            f"{env}\nexec {python} -m dolmen.jobs.slurm.hooks {kind} --from {tree} >> {log} 2>&1",
+            c.lab / "bin" / f"dolmen-slurm-{kind}",
+            f'{env}\necho "$(date +%T.%N) {kind}" >> {log}\n'
+            f"exec {console_script(f'dolmen-slurm-{kind}', python)} --from {tree} >> {log} 2>&1",
         )
+
+
+def console_script(name: str, python: str) -> str:
+    """The command that runs console script ``name`` of pyproject.toml with ``python``."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, func = scripts[name].partition(":")
+    return f"{python} -c 'import sys; from {module} import {func}; sys.exit({func}())'"
 
 
 def _script(path: Path, body: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.jobs.backends.slurm import SlurmBackend
+from dolmen.jobs.slurm.backend import SlurmBackend
 from dolmen.jobs.spec import JobSpec
 from tests.slurm.cluster import SlurmCluster
 
@@ -134,13 +134,13 @@ def require_xid_detected(c: SlurmCluster) -> None:
 
 
 def start_watcher(c: SlurmCluster, job_id: str, log: Path) -> subprocess.Popen[bytes]:
-    """``python -m dolmen.jobs.slurm.watch`` for the job, as ``dolmen jobs`` runs it."""
+    """``python -m dolmen.slurm.watch`` for the job, as ``dolmen jobs`` runs it."""
     with open(log, "wb") as f:
         return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "dolmen.jobs.slurm.watch",
+                "dolmen.slurm.watch",
                 job_id,
                 "--poll",
                 "0.5",

@@ -22,7 +22,7 @@ SCONTROL_KEYS = ("JobState", "Reason", "Restarts", "ExitCode", "NodeList", "Batc
 MAX_LINES = 150  # per daemon log: the job's window, its last lines first to go
 HOOK_LINES = 20
 # What slurmd logs (two lines) for each of the watcher's probes: a TCP connect to its
-# port that sends no message (dolmen.jobs.slurm.probe). Counted, not shown.
+# port that sends no message (dolmen.slurm.probe). Counted, not shown.
 PROBE_NOISE = "Zero Bytes were transmitted or received"
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)\]")
 

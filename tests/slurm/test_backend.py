@@ -8,9 +8,9 @@ import time
 import pytest
 
 from dolmen.errors import ExitCode, ServiceUnavailable, UsageError
-from dolmen.jobs.backends import get_backend
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState, get_backend
 from dolmen.jobs.spec import JobSpec
+from tests.jobs.events import TOOK, submit_events, submit_job_id
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.helpers import backend, expected_total, output, train_spec, wait_for
 
@@ -33,6 +33,9 @@ def test_two_node_job_runs_every_rank_with_gpus_and_rank_env(idle_cluster: Slurm
     spec = JobSpec(name="envs", command=(sys.executable, "-c", probe), nodes=2, gpus_per_node=4)
     job = b.submit(spec)
     assert job.job_id.isdigit()
+    # the intent before sbatch ran, the outcome after it, with the job id sbatch gave
+    assert submit_events("slurm", "envs") == TOOK
+    assert submit_job_id("slurm", "envs") == job.job_id
     wait_for(lambda: b.status(job.job_id).state.done, 60, "the job to finish")
     final = b.status(job.job_id)
     assert final.state is JobState.COMPLETED, output(c, "envs", job.job_id)
@@ -80,6 +83,7 @@ def test_more_than_the_cluster_has_is_refused_and_nothing_submitted(
     with pytest.raises(UsageError, match=match):
         backend(c).submit(spec)
     assert _job_ids(c) == before
+    assert submit_events("slurm", "big") == []
 
 
 def test_dead_slurmctld_is_one_clear_error_and_nothing_submitted(
@@ -100,3 +104,4 @@ def test_dead_slurmctld_is_one_clear_error_and_nothing_submitted(
         c.restart_slurmctld()
     names = c.sl("squeue", "-h", "-a", "-o", "%j").stdout.split()
     assert "orphan" not in names
+    assert submit_events("slurm", "orphan") == []

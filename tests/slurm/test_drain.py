@@ -3,6 +3,7 @@ resumes only what it drained, and never touches a node someone else drained."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,11 @@ import pytest
 from dolmen.checks.model import Finding, Status
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
-from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.slurm.client import SlurmClient
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.spec import JobSpec
-from dolmen.report.slurm import drain_if_unhealthy
 from dolmen.report.verdict import Verdict
+from dolmen.slurm.client import SlurmClient
+from dolmen.slurm.drain import drain_if_unhealthy
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
 from tests.slurm.helpers import backend, require_xid_detected, wait_for
@@ -91,7 +92,7 @@ def test_health_check_program_resumes_only_what_dolmen_drained(
     c = idle_cluster
     c.sl("scontrol", "update", "nodename=n2", "state=drain", "reason=dolmen: unhealthy: old")
     c.sl("scontrol", "update", "nodename=n3", "state=drain", "reason=admin: bios update")
-    # slurmd runs `dolmen validate --level quick --slurm` on every node each interval;
+    # slurmd runs dolmen-slurm-healthcheck on every node each interval;
     # the trees are healthy now
     wait_for(
         lambda: c.node_states()["n2"] == "idle",
@@ -102,6 +103,30 @@ def test_health_check_program_resumes_only_what_dolmen_drained(
     assert c.node_reason("n3") == "admin: bios update"
     log = (c.lab / "logs" / "hooks-n2.log").read_text()
     assert "resumed n2 (was: dolmen: unhealthy: old)" in log
+
+
+def test_validate_slurm_applies_the_same_contract(idle_cluster: SlurmCluster) -> None:
+    """`dolmen validate --level quick --slurm` (what README shows) does what the health
+    check program does: here it resumes a node dolmen drained, from a healthy tree."""
+    c = idle_cluster
+    c.sl("scontrol", "update", "nodename=n1", "state=drain", "reason=dolmen: unhealthy: old")
+    res = c.sl(
+        "env",
+        "SLURMD_NODENAME=n1",
+        sys.executable,
+        "-m",
+        "dolmen.cli.main",
+        "validate",
+        "--level",
+        "quick",
+        "--slurm",
+        "--from",
+        str(c.tree("n1")),
+        check=False,
+        timeout=60,
+    )
+    assert "resumed n1 (was: dolmen: unhealthy: old)" in res.stderr, res.stderr[-2000:]
+    wait_for(lambda: c.node_states()["n1"] == "idle", 10, "n1 idle")
 
 
 def test_prolog_on_an_unhealthy_node_drains_it_and_the_job_runs_elsewhere(

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from dolmen.errors import ExitCode, UsageError
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.quota import Kind, QuotaExceeded, Subject, add_user, set_quota
 from dolmen.jobs.spec import JobSpec
+from tests.jobs.events import REFUSED, submit_events
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.helpers import backend, wait_for
 
@@ -96,3 +97,13 @@ def test_unknown_account_is_refused_and_nothing_submitted(accounts: SlurmCluster
     with pytest.raises(UsageError, match="unknown Slurm account 'nosuch'; known: "):
         backend(c).submit(_sleeper("ghost", 1, 1, account="nosuch"))
     assert c.sl("squeue", "-h", "-o", "%i").stdout.split() == before
+    assert submit_events("slurm", "ghost") == []  # refused by the preflight: no event
+
+
+def test_a_job_sbatch_refuses_is_an_intent_then_refused(accounts: SlurmCluster) -> None:
+    """Without dolmen's own account check, sbatch itself says no: the intent was recorded
+    before sbatch ran, the outcome after, with Slurm's reason."""
+    c = accounts
+    with pytest.raises(UsageError, match="Slurm refused the job"):
+        backend(c, quotas=False).submit(_sleeper("stray", 1, 1, account="nosuch"))
+    assert submit_events("slurm", "stray") == REFUSED

@@ -38,7 +38,7 @@ def _run_through_fault(
     # job must still be running by then.
     steps = 16 if inject == "crash" else 3 + 4 * HEALTH_CHECK_INTERVAL_S
     # The crash test relies on the watcher submit starts (as `dolmen jobs submit` does);
-    # the health test starts `python -m dolmen.jobs.slurm.watch` itself.
+    # the health test starts `python -m dolmen.slurm.watch` itself.
     b = backend(c, watch=inject == "crash")
     spec = train_spec(c, name, steps=steps, allreduce=allreduce)
     job = b.submit(spec)

@@ -9,7 +9,6 @@ kubeconfig); 4 audit log unwritable (nothing submitted).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -24,21 +23,20 @@ CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
 def backend_options(f: F) -> F:
-    f = click.option(
+    """--backend, and one flag per option a backend declares with one (``Backend.OPTIONS``)."""
+    from dolmen.jobs.backend import flag_options
+
+    for opt, names in reversed(flag_options()):
+        assert opt.flag and opt.param  # flag_options gives only options with a flag
+        f = click.option(
+            opt.flag, opt.param, default=None, metavar=opt.metavar, help=f"{names}: {opt.help}."
+        )(f)
+    return click.option(
         "--backend",
         default=None,
         metavar="NAME",
         help="local | slurm | kubernetes (default: [jobs] backend of dolmen.toml, else local).",
     )(f)
-    f = click.option(
-        "--health-from",
-        default=None,
-        metavar="PATH",
-        help="local: judge GPU health from this host tree instead of this host (drills, tests).",
-    )(f)
-    f = click.option("--namespace", default=None, help="kubernetes: the namespace.")(f)
-    f = click.option("--kubeconfig", default=None, metavar="FILE", help="kubernetes: config.")(f)
-    return f
 
 
 def _spec_options(f: F) -> F:
@@ -112,7 +110,7 @@ def plan(as_json: bool, **kw: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(job_id: str, as_json: bool, **kw: Any) -> None:
     """Show one job; exits 1 when it failed."""
-    from dolmen.jobs.backends.base import JobState
+    from dolmen.jobs.backend import JobState
 
     st = backend_from(kw).status(job_id)
     if as_json:
@@ -170,24 +168,36 @@ def cancel(job_id: str, **kw: Any) -> None:
 
 # --- helpers -----------------------------------------------------------------------------
 def backend_from(kw: dict[str, Any], name: str | None = None) -> Any:
-    """The backend named by --backend (or the job file, or the site config), with the
-    options it accepts among those given."""
+    """The backend named by --backend (or the job file, or the site config), made with the
+    options it declares: each from its flag, else from its ``[jobs]`` key of dolmen.toml.
+    A flag of another backend's option is a UsageError (it would do nothing)."""
     from dolmen.config import load_config
-    from dolmen.jobs.backends import backend_class
+    from dolmen.errors import UsageError
+    from dolmen.jobs.backend import backend_class, flag_options
 
     config = load_config()
     chosen = kw.get("backend") or name or str(config.get("jobs", "backend", "local"))
     cls = backend_class(chosen)
-    offered = {
-        "health_from": kw.get("health_from"),
-        "namespace": kw.get("namespace"),
-        "kubeconfig": kw.get("kubeconfig"),
-        "state_dir": config.get("jobs", "state"),
-        "log_dir": config.get("jobs", "slurm_log_dir"),
-        "python": config.get("jobs", "slurm_python"),
-    }
-    params = inspect.signature(cls).parameters
-    return cls(**{k: v for k, v in offered.items() if v is not None and k in params})
+    own = {o.flag for o in cls.OPTIONS}
+    stray = [
+        f"{o.flag} ({names})"
+        for o, names in flag_options()
+        if kw.get(o.param or "") is not None and o.flag not in own
+    ]
+    if stray:
+        raise UsageError(
+            f"{', '.join(stray)}: not an option of the {chosen} backend",
+            hint=f"the {chosen} backend takes: "
+            + (", ".join(o.flag for o in cls.OPTIONS if o.flag) or "no flags"),
+        )
+    options: dict[str, Any] = {}
+    for opt in cls.OPTIONS:
+        value = kw.get(opt.param) if opt.param else None
+        if value is None and opt.config:
+            value = config.get("jobs", opt.config)
+        if value is not None:
+            options[opt.name] = value
+    return cls(**options)
 
 
 def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:

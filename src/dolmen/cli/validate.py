@@ -135,7 +135,7 @@ def _write_side_outputs(verdict: Verdict, junit_path: str | None, prom_path: str
 
 
 def _slurm(host: Host, verdict: Verdict) -> str:
-    from dolmen.report.slurm import drain_if_unhealthy
+    from dolmen.slurm.drain import drain_if_unhealthy
 
     return drain_if_unhealthy(host, verdict)
 

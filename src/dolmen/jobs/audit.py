@@ -1,18 +1,27 @@
-"""The one place ``dolmen.jobs`` writes audit events (jobs.*, nodes.*, users.*, quota.*).
+"""The one place ``dolmen.jobs`` writes audit events (jobs.*, users.*, quota.*).
 
 Submissions, cancels, users and quota changes fail closed: when the audit log
 cannot be written the change is refused (AuditUnavailable, exit 4). Events the
 supervisor records while a job already runs (GPU allocation, restart, failure)
 cannot undo what the hardware did; there ``fail_closed=False`` returns the reason
 so the supervisor keeps it in the job's own event list instead.
+
+A submission is two events with one target, ``job:<backend>/<name>`` (the job id
+is not known before the system took the job): the intent (outcome ``unknown``,
+``phase: intent``, the job's shape) before anything is handed to the system, then
+the outcome (``phase: outcome``, ``result`` success with the ``job_id``, refused
+or failed with the ``reason``), as tune's apply does (tune/events.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dolmen.errors import AuditUnavailable
+
+if TYPE_CHECKING:
+    from dolmen.jobs.spec import JobSpec
 
 ACTIONS = (
     "jobs.submit",
@@ -20,8 +29,6 @@ ACTIONS = (
     "jobs.restart",
     "jobs.cancel",
     "jobs.fail",
-    "nodes.drain",  # a Slurm node drained or set down by dolmen (health check, watcher)
-    "nodes.resume",  # a node dolmen drained, resumed once healthy again
     "users.add",
     "users.remove",
     "quota.set",
@@ -51,3 +58,44 @@ def audit(
             raise
         return str(e)
     return None
+
+
+def submit_target(backend: str, name: str) -> str:
+    """The target of both events of a submission."""
+    return f"job:{backend}/{name}"
+
+
+def submit_intent(backend: str, spec: JobSpec) -> None:
+    """Record that ``spec`` is about to be handed to ``backend``; AuditUnavailable refuses it."""
+    details: dict[str, Any] = {
+        "phase": "intent",
+        "backend": backend,
+        "name": spec.name,
+        "user": spec.user,
+        "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node,
+        "ranks": spec.world_size,
+        "command": list(spec.command),
+    }
+    if spec.image:
+        details["image"] = spec.image
+    if spec.account:
+        details["account"] = spec.account
+    audit("jobs.submit", submit_target(backend, spec.name), outcome="unknown", details=details)
+
+
+def submit_outcome(
+    backend: str, spec: JobSpec, result: str, *, job_id: str = "", reason: str = ""
+) -> str | None:
+    """Record how the submission ended (``success``, ``refused``, ``failed``); None when
+    recorded, else why it could not be (the system has the job, or refused it, already)."""
+    assert result in ("success", "refused", "failed"), result
+    details: dict[str, Any] = {"phase": "outcome", "result": result, "backend": backend}
+    details.update({"job_id": job_id} if job_id else {"reason": reason})
+    return audit(
+        "jobs.submit",
+        submit_target(backend, spec.name),
+        outcome="success" if result == "success" else "failure",
+        details=details,
+        fail_closed=False,
+    )

@@ -8,35 +8,51 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-from dolmen.jobs.backends.base import JobState
 
-# squeue/sacct/scontrol job states -> dolmen's. REQUEUED/REQUEUE_* are the short
-# window between a requeue and PENDING; NODE_FAIL and PREEMPTED end a run that a
-# --requeue job comes back from.
-_JOB_STATES: dict[str, JobState] = {
-    "PENDING": JobState.PENDING,
-    "CONFIGURING": JobState.PENDING,
-    "RUNNING": JobState.RUNNING,
-    "COMPLETING": JobState.RUNNING,
-    "SUSPENDED": JobState.RUNNING,
-    "STAGE_OUT": JobState.RUNNING,
-    "RESIZING": JobState.RUNNING,
-    "REQUEUED": JobState.RESTARTING,
-    "REQUEUE_FED": JobState.RESTARTING,
-    "REQUEUE_HOLD": JobState.RESTARTING,
-    "RESV_DEL_HOLD": JobState.PENDING,
-    "COMPLETED": JobState.COMPLETED,
-    "FAILED": JobState.FAILED,
-    "TIMEOUT": JobState.FAILED,
-    "OUT_OF_MEMORY": JobState.FAILED,
-    "NODE_FAIL": JobState.FAILED,
-    "BOOT_FAIL": JobState.FAILED,
-    "DEADLINE": JobState.FAILED,
-    "PREEMPTED": JobState.FAILED,
-    "SPECIAL_EXIT": JobState.FAILED,
-    "REVOKED": JobState.CANCELLED,
-    "CANCELLED": JobState.CANCELLED,
+class Phase(StrEnum):
+    """Where a Slurm job is, in words shared by every job state Slurm prints."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    REQUEUED = "requeued"  # between a requeue and PENDING again
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def done(self) -> bool:
+        """Nothing of the job runs any more (a --requeue job may still come back)."""
+        return self in (Phase.COMPLETED, Phase.FAILED, Phase.CANCELLED)
+
+
+# squeue/sacct/scontrol job states. REQUEUED/REQUEUE_* are the short window between a
+# requeue and PENDING; NODE_FAIL and PREEMPTED end a run that a --requeue job comes
+# back from.
+_JOB_STATES: dict[str, Phase] = {
+    "PENDING": Phase.PENDING,
+    "CONFIGURING": Phase.PENDING,
+    "RUNNING": Phase.RUNNING,
+    "COMPLETING": Phase.RUNNING,
+    "SUSPENDED": Phase.RUNNING,
+    "STAGE_OUT": Phase.RUNNING,
+    "RESIZING": Phase.RUNNING,
+    "REQUEUED": Phase.REQUEUED,
+    "REQUEUE_FED": Phase.REQUEUED,
+    "REQUEUE_HOLD": Phase.REQUEUED,
+    "RESV_DEL_HOLD": Phase.PENDING,
+    "COMPLETED": Phase.COMPLETED,
+    "FAILED": Phase.FAILED,
+    "TIMEOUT": Phase.FAILED,
+    "OUT_OF_MEMORY": Phase.FAILED,
+    "NODE_FAIL": Phase.FAILED,
+    "BOOT_FAIL": Phase.FAILED,
+    "DEADLINE": Phase.FAILED,
+    "PREEMPTED": Phase.FAILED,
+    "SPECIAL_EXIT": Phase.FAILED,
+    "REVOKED": Phase.CANCELLED,
+    "CANCELLED": Phase.CANCELLED,
 }
 
 _SBATCH_ID = re.compile(r"^(?:Submitted batch job )?(\d+)(?:;\S+)?\s*$", re.MULTILINE)
@@ -47,8 +63,8 @@ _ITEM = r"[^,\[\]]+(?:\[[^\[\]]*\][^,\[\]]*)*"
 _HOSTLIST = re.compile(rf"{_ITEM}(?:,{_ITEM})*")
 
 
-def job_state(text: str) -> JobState | None:
-    """A Slurm job state word (``RUNNING``, ``CANCELLED by 0``, ``R``) to dolmen's, or None."""
+def job_state(text: str) -> Phase | None:
+    """The phase of a Slurm job state word (``RUNNING``, ``CANCELLED by 0``), or None."""
     word = text.strip().split(" ", 1)[0].upper()
     return _JOB_STATES.get(word)
 

@@ -14,16 +14,17 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 from dolmen.errors import ServiceUnavailable, UsageError
-from dolmen.jobs.backends.base import Backend, JobState, JobStatus, Plan
+from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
 from dolmen.jobs.env import rank_env
-from dolmen.jobs.placement import Placement, place
-from dolmen.jobs.quota import QuotaExceeded, QuotaStore, check, current_user
+from dolmen.jobs.local.placement import Placement, place
+from dolmen.jobs.local.store import ACTIVE, JobRow, JobStore
+from dolmen.jobs.quota import QuotaStore, check, current_user
 from dolmen.jobs.spec import JobSpec
-from dolmen.jobs.store import ACTIVE, JobRow, JobStore
 
 HEALTH_FROM_ENV = "DOLMEN_JOBS_HEALTH_FROM"
 START_TIMEOUT_S = 15.0
@@ -33,6 +34,17 @@ class LocalBackend(Backend):
     """Runs jobs on this host (module docstring)."""
 
     name = "local"
+    OPTIONS = (
+        Option(
+            "state_dir", "the job store's folder (default: $DOLMEN_STATE_DIR/jobs)", config="state"
+        ),
+        Option(
+            "health_from",
+            "judge GPU health from this host tree instead of this host (drills, tests)",
+            flag="--health-from",
+            metavar="PATH",
+        ),
+    )
 
     def __init__(
         self,
@@ -105,41 +117,36 @@ class LocalBackend(Backend):
             summary,
         )
 
-    # --- submit ------------------------------------------------------------------------
-    def submit(self, spec: JobSpec) -> JobStatus:
-        spec.check()
-        workdir = spec.workdir or os.getcwd()
-        _check_command(spec, workdir)
+    # --- submit (Backend.submit runs these in order) ---------------------------------
+    def resolve(self, spec: JobSpec) -> JobSpec:
+        """The submitting user and working directory, kept with the job."""
+        return replace(spec, user=spec.user or current_user(), workdir=spec.workdir or os.getcwd())
+
+    def preflight(self, plan: Plan) -> None:
+        spec = plan.spec
+        _check_command(spec, spec.workdir or os.getcwd())
         self._check_gpus(spec)
+
+    def schedule(self, plan: Plan) -> JobStatus:
+        """Store the job (the quota check in the same transaction: two submissions cannot
+        both slip under a limit), then start its supervisor."""
+        spec = plan.spec
         user = spec.user or current_user()
-        from dataclasses import replace
-
-        spec = replace(spec, user=user, workdir=workdir)
-        store = self.store
         quotas = self.quotas()
-
-        def quota_check() -> None:
-            try:
-                check(quotas, spec, user)
-            except QuotaExceeded as e:
-                _audit_submit(spec, None, outcome="failure", reason=e.message, fail_closed=False)
-                raise
-
-        job_id = store.create(
+        job_id = self.store.create(
             spec,
             user,
             {k: v for k, v in self.options.items() if v is not None},
-            before=quota_check,
-            after=lambda jid: _audit_submit(spec, jid, outcome="success"),
+            before=lambda: check(quotas, spec, user),
         )
-        self._start_supervisor(job_id, workdir)
+        self._start_supervisor(job_id, spec.workdir or os.getcwd())
         return self.status(str(job_id))
 
     def _check_gpus(self, spec: JobSpec) -> None:
         if not spec.gpus_per_node:
             return
         from dolmen.host import open_host
-        from dolmen.jobs.health import inventory
+        from dolmen.jobs.local.health import inventory
 
         with open_host(self.options["health_from"]) as host:
             gpus, why = inventory(host)
@@ -157,7 +164,7 @@ class LocalBackend(Backend):
 
         store = self.store
         log = store.job_dir(job_id) / "supervisor.log"
-        argv = [sys.executable, "-m", "dolmen.jobs.supervisor", "--job", str(job_id)]
+        argv = [sys.executable, "-m", "dolmen.jobs.local.supervisor", "--job", str(job_id)]
         argv += ["--state-dir", str(store.root.parent)]
         try:
             pid = spawn_detached(argv, env=dict(os.environ), cwd=workdir, log=log)
@@ -252,7 +259,7 @@ class LocalBackend(Backend):
                 yield partial[r] if rank is not None else f"[rank {r}] {partial[r]}"
 
     def quotas(self) -> QuotaStore:
-        from dolmen.jobs.accounts import LocalQuotaStore
+        from dolmen.jobs.local.accounts import LocalQuotaStore
 
         return LocalQuotaStore(self.store)
 
@@ -317,37 +324,6 @@ def _check_command(spec: JobSpec, workdir: str) -> None:
             f"command {name!r} not found {where}, or not executable",
             hint="give the full path of the program, or fix PATH",
         )
-
-
-def _audit_submit(
-    spec: JobSpec,
-    job_id: int | None,
-    *,
-    outcome: str,
-    reason: str = "",
-    fail_closed: bool = True,
-) -> None:
-    from dolmen.jobs.audit import audit
-
-    details: dict[str, Any] = {
-        "backend": "local",
-        "name": spec.name,
-        "user": spec.user,
-        "nodes": spec.nodes,
-        "gpus_per_node": spec.gpus_per_node,
-        "ranks": spec.world_size,
-        "command": list(spec.command),
-    }
-    if reason:
-        details["reason"] = reason
-    target = f"job {job_id}" if job_id is not None else f"job {spec.name} (refused)"
-    audit(
-        "jobs.submit",
-        target,
-        outcome=outcome,
-        details=details,
-        fail_closed=fail_closed,
-    )
 
 
 def _tail(path: Path, lines: int = 3) -> str:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 
 from dolmen.errors import UsageError
+from dolmen.jobs.local.store import ACTIVE, JobRow, JobStore
 from dolmen.jobs.quota import Kind, Quota, QuotaStore, Subject, User
-from dolmen.jobs.store import ACTIVE, JobRow, JobStore
 
 # POSIX portable user names (and Slurm account names) fit this.
 _NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from dolmen.errors import DolmenError, EnvironmentProblem, ServiceUnavailable, UsageError
 from dolmen.host import CommandResult, Host, RunStatus
-from dolmen.jobs.slurm import parse
+from dolmen.slurm import parse
 
 # What Slurm clients print when slurmctld is not there (22.05 wording).
 _UNREACHABLE = (

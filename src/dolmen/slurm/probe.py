@@ -1,4 +1,4 @@
-"""Is a slurmd answering? ``python -m dolmen.jobs.slurm.probe ADDR:PORT...``
+"""Is a slurmd answering? ``python -m dolmen.slurm.probe ADDR:PORT...``
 
 Prints ``ADDR:PORT ok|refused|timeout|error`` per target. A TCP connect to
 slurmd's port tells within milliseconds that the daemon is gone (the kernel

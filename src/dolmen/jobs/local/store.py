@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import EnvironmentProblem, UsageError
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.spec import JobSpec
 from dolmen.paths import state_dir
 
@@ -179,11 +179,10 @@ class JobStore:
         options: Mapping[str, Any],
         *,
         before: Callable[[], object] | None = None,
-        after: Callable[[int], object] | None = None,
     ) -> int:
         """Store a new pending job and return its id, in one write transaction with
-        ``before()`` (the quota check, so two submissions cannot both slip under a limit)
-        and ``after(job_id)`` (the audit event): either raising stores nothing."""
+        ``before()`` (the quota check, so two submissions cannot both slip under a limit):
+        its raising stores nothing."""
         now = time.time()
         with self.write() as db:
             if before is not None:
@@ -204,8 +203,6 @@ class JobStore:
             )
             job_id = int(cur.lastrowid or 0)
             self._event(db, job_id, "submitted", f"{spec.world_size} ranks by {user}")
-            if after is not None:
-                after(job_id)
         self.job_dir(job_id).mkdir(parents=True, exist_ok=True)
         return job_id
 

@@ -1,6 +1,6 @@
 """Parsers of Slurm output, on real output and on malformed input.
 
-tests/jobs/slurm_outputs/ holds what Slurm 22.05.8 (Debian 12) printed in the
+tests/slurm/outputs/ holds what Slurm 22.05.8 (Debian 12) printed in the
 test harness's cluster (tests/slurm): three nodes (n3 drained by an admin), a
 running 2-node GPU job, two pending ones, accounting on MariaDB, and the errors
 of sbatch and scontrol with slurmctld stopped.
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.jobs.backends.base import JobState
-from dolmen.jobs.backends.slurm import job_status
-from dolmen.jobs.slurm import parse
+from dolmen.jobs.backend import JobState
+from dolmen.jobs.slurm.backend import _STATES, job_state, job_status
+from dolmen.slurm import parse
 
-OUT = Path(__file__).with_name("slurm_outputs")
+OUT = Path(__file__).with_name("outputs")
 JUNK = ["", "\x00\xff\xfe garbage", "NodeName=", "JobId=1 JobState", "|||", "n[1-", "\n\n\n"]
 
 
@@ -151,7 +151,19 @@ def test_gres_gpus(gres: str, gpus: int | None) -> None:
     ],
 )
 def test_job_state(word: str, state: JobState | None) -> None:
-    assert parse.job_state(word) == state
+    """Slurm's word -> its phase (dolmen.slurm) -> dolmen's JobState (the jobs backend)."""
+    assert job_state(word) == state
+    phase = parse.job_state(word)
+    assert (phase is None) == (state is None)
+    assert phase is None or state is None or phase.done == state.done
+
+
+def test_every_phase_has_a_job_state() -> None:
+    assert {job_state(p.name) for p in parse.Phase if p.name in {"PENDING", "RUNNING"}} == {
+        JobState.PENDING,
+        JobState.RUNNING,
+    }
+    assert all(_STATES[p] for p in parse.Phase)
 
 
 @pytest.mark.parametrize("junk", JUNK)

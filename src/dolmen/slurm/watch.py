@@ -1,6 +1,6 @@
 """Health-aware recovery of a running Slurm job: detect a node fault, drain, requeue at once.
 
-While the job runs, every ``poll_s`` seconds (``python -m dolmen.jobs.slurm.watch
+While the job runs, every ``poll_s`` seconds (``python -m dolmen.slurm.watch
 JOBID``, or ``SlurmBackend.watcher(job_id).run()``, which ``dolmen jobs`` runs
 beside a Slurm job):
 
@@ -30,11 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dolmen.errors import DolmenError
-from dolmen.jobs.audit import SUPERVISOR, audit
-from dolmen.jobs.slurm import parse, probe
-from dolmen.jobs.slurm.client import SlurmClient
 from dolmen.report.reason import PREFIX
-from dolmen.report.slurm import held_by_someone_else
+from dolmen.slurm import events, parse, probe
+from dolmen.slurm.client import SlurmClient
+from dolmen.slurm.drain import held_by_someone_else
 
 SLURMD_PORT = 6818
 SLURMD_DEAD = f"{PREFIX} slurmd not responding"
@@ -143,12 +142,10 @@ class RecoveryWatcher:
                     if not held_by_someone_else(n):
                         self.client.set_node(n.name, "down", SLURMD_DEAD)
                         self.log(f"set {n.name} DOWN: {SLURMD_DEAD}")
-                        audit(
+                        self._record(
                             "nodes.drain",
-                            f"slurm-node:{n.name}",
-                            details={"state": "down", "reason": SLURMD_DEAD, "job": self.job_id},
-                            actor=SUPERVISOR,
-                            fail_closed=False,
+                            events.node_target(n.name),
+                            {"state": "down", "reason": SLURMD_DEAD, "job": self.job_id},
                         )
         return list(found.values())
 
@@ -163,18 +160,21 @@ class RecoveryWatcher:
         rec = Recovery(time.time(), tuple(faults), restarts, requeued)
         self.recoveries.append(rec)
         self.log(f"job {self.job_id}: {what}; requeued (restart {restarts + 1})")
-        audit(
+        self._record(
             "jobs.restart",
             f"slurm:{self.job_id}",
-            details={"faults": [f.__dict__ for f in faults], "restart": restarts + 1},
-            actor=SUPERVISOR,
-            fail_closed=False,
+            {"faults": [f.__dict__ for f in faults], "restart": restarts + 1},
         )
         return rec
 
+    def _record(self, action: str, target: str, details: dict[str, object]) -> None:
+        lost = events.record(action, target, details, actor=events.WATCHER)
+        if lost:
+            self.log(f"{action} {target} not audited: {lost}")
+
     def _probe(self, addr: str) -> str:
         target = f"{addr}:{self.slurmd_port}"
-        res = self.client.run([self.python, "-m", "dolmen.jobs.slurm.probe", target], timeout=10)
+        res = self.client.run([self.python, "-m", "dolmen.slurm.probe", target], timeout=10)
         return probe.parse_output(res.stdout).get(target, "error: probe did not run")
 
 
@@ -200,8 +200,8 @@ def ending(final: str, record: Mapping[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dolmen.jobs.slurm.watch JOBID [--prefix ARG]... [--env K=V]...``"""
-    p = argparse.ArgumentParser(prog="python -m dolmen.jobs.slurm.watch")
+    """``python -m dolmen.slurm.watch JOBID [--prefix ARG]... [--env K=V]...``"""
+    p = argparse.ArgumentParser(prog="python -m dolmen.slurm.watch")
     p.add_argument("job_id")
     p.add_argument("--prefix", action="append", default=[], help="argv prefix of Slurm commands")
     p.add_argument("--env", action="append", default=[], help="K=V for Slurm commands")

@@ -1,6 +1,6 @@
 """The local job supervisor: start the ranks, watch them and the GPUs, recover.
 
-``python -m dolmen.jobs.supervisor --job ID`` runs detached (``LocalBackend.submit``
+``python -m dolmen.jobs.local.supervisor --job ID`` runs detached (``LocalBackend.submit``
 starts it with ``dolmen.host.process.spawn_detached``) until the job ends:
 
 1. place the ranks on healthy free GPUs (``placement.place``), waiting while other
@@ -30,11 +30,11 @@ from typing import Any
 from dolmen.host.process import Child, SpawnError, free_port, spawn
 from dolmen.jobs import checkpoint
 from dolmen.jobs.audit import SUPERVISOR, audit
-from dolmen.jobs.backends.base import JobState
+from dolmen.jobs.backend import JobState
 from dolmen.jobs.env import rank_env
-from dolmen.jobs.health import GpuHealth, judge
-from dolmen.jobs.placement import NoRoom, Placement, Slot, place
-from dolmen.jobs.store import JobStore, RankRow
+from dolmen.jobs.local.health import GpuHealth, judge
+from dolmen.jobs.local.placement import NoRoom, Placement, Slot, place
+from dolmen.jobs.local.store import JobStore, RankRow
 from dolmen.values.duration import human
 
 
@@ -317,7 +317,7 @@ def _describe_exit(code: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the detached supervisor."""
-    parser = argparse.ArgumentParser(prog="python -m dolmen.jobs.supervisor")
+    parser = argparse.ArgumentParser(prog="python -m dolmen.jobs.local.supervisor")
     parser.add_argument("--job", type=int, required=True)
     parser.add_argument("--state-dir", type=Path, default=None)
     args = parser.parse_args(argv)

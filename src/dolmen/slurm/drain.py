@@ -10,7 +10,8 @@
 Every command runs through ``Host.run``. The verdict may come from a recorded
 host tree (``--from``); the Slurm commands then run on the live machine, where
 slurmd started the health check. ``decide`` is pure and is what the tests and
-the recovery watcher share.
+the recovery watcher share. A drain or resume is a ``nodes.*`` audit event,
+recorded after scontrol did it (``events``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from typing import TYPE_CHECKING
 
 from dolmen.report.reason import PREFIX, one_line_reason
 from dolmen.report.verdict import Health, Verdict
+from dolmen.slurm import events
 
 if TYPE_CHECKING:
     from dolmen.host import Host
-    from dolmen.jobs.slurm.client import SlurmClient
-    from dolmen.jobs.slurm.parse import NodeInfo
+    from dolmen.slurm.client import SlurmClient
+    from dolmen.slurm.parse import NodeInfo
 
 REASON_MAX = 80  # Slurm keeps longer reasons, but sinfo -R and squeue columns cut them
 
@@ -84,7 +86,7 @@ def drain_if_unhealthy(
     (default: its commands on this machine, as slurmd runs the health check).
     """
     from dolmen.host import open_host
-    from dolmen.jobs.slurm.client import SlurmClient
+    from dolmen.slurm.client import SlurmClient
 
     if client is None:
         client = SlurmClient(host if host.kind == "live" else open_host(None))
@@ -101,12 +103,9 @@ def drain_if_unhealthy(
         client.set_node(name, "resume")
     # A health check must drain a sick node even when the audit log cannot be written:
     # the event is then lost, and the line returned says so.
-    from dolmen.jobs.audit import audit
-
-    lost = audit(
+    lost = events.record(
         f"nodes.{decision.action.value}",
-        f"slurm-node:{name}",
-        details={"reason": decision.reason, "health": verdict.health.value},
-        fail_closed=False,
+        events.node_target(name),
+        {"reason": decision.reason, "health": verdict.health.value},
     )
     return decision.why + (f" (not audited: {lost})" if lost else "")

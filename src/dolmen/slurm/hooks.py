@@ -1,9 +1,12 @@
-"""Slurm's HealthCheckProgram, Prolog and Epilog as one entry point.
+"""Slurm's HealthCheckProgram, Prolog and Epilog, as the console scripts slurm.conf names.
 
-    python -m dolmen.jobs.slurm.hooks healthcheck|prolog|epilog [--from TREE] [--level quick]
+    dolmen-slurm-healthcheck | dolmen-slurm-prolog | dolmen-slurm-epilog [--from TREE] [--level L]
+    python -m dolmen.slurm.hooks healthcheck|prolog|epilog [--from TREE] [--level L]
 
-Each runs ``dolmen validate`` (quick by default: passive reads under a second)
-on this node and applies the drain contract (``dolmen.report.slurm``). Exit codes
+The console scripts (pyproject.toml ``[project.scripts]``) take no argument, as
+slurm.conf runs them, and keep sites working when module paths move. Each runs
+``dolmen validate`` (quick by default: passive reads under a second) on this
+node and applies the drain contract (``dolmen.slurm.drain``). Exit codes
 follow what slurmd does with them:
 
 - healthcheck: always 0; the drain is the signal (slurmd ignores the code).
@@ -13,9 +16,8 @@ follow what slurmd does with them:
 - epilog: always 0; a non-zero epilog would make Slurm drain the node again
   with its own reason ("Epilog error"), hiding dolmen's.
 
-``dolmen validate --level quick --slurm`` does the same as ``healthcheck``;
-slurm.conf takes a program without arguments, so sites point it at a
-two-line wrapper (docs/slurm.md).
+``dolmen validate --level quick --slurm`` does the same as ``healthcheck``
+(and prints the whole verdict).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
         from dolmen.config import load_config
         from dolmen.host import open_host
         from dolmen.report.reason import one_line_reason
-        from dolmen.report.slurm import drain_if_unhealthy
         from dolmen.report.verdict import Health
+        from dolmen.slurm.drain import drain_if_unhealthy
 
         with open_host(source) as host:
             verdict = validate(host, level=Level.parse(level), config=load_config(None))
@@ -54,14 +56,31 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line of the hooks (see module docstring)."""
-    p = argparse.ArgumentParser(prog="python -m dolmen.jobs.slurm.hooks")
-    p.add_argument("kind", choices=KINDS)
+def main(argv: list[str] | None = None, *, kind: str | None = None) -> int:
+    """Command line of the hooks (module docstring); ``kind`` fixed for a console script."""
+    prog = f"dolmen-slurm-{kind}" if kind else "python -m dolmen.slurm.hooks"
+    p = argparse.ArgumentParser(prog=prog)
+    if kind is None:
+        p.add_argument("kind", choices=KINDS)
     p.add_argument("--from", dest="source", default=None, help="validate a host tree instead")
     p.add_argument("--level", default="quick", choices=("quick", "standard", "full"))
     args = p.parse_args(argv)
-    return run_hook(args.kind, args.source, args.level)
+    return run_hook(kind or args.kind, args.source, args.level)
+
+
+def healthcheck() -> int:
+    """``dolmen-slurm-healthcheck``: slurm.conf's HealthCheckProgram."""
+    return main(kind="healthcheck")
+
+
+def prolog() -> int:
+    """``dolmen-slurm-prolog``: slurm.conf's Prolog."""
+    return main(kind="prolog")
+
+
+def epilog() -> int:
+    """``dolmen-slurm-epilog``: slurm.conf's Epilog."""
+    return main(kind="epilog")
 
 
 if __name__ == "__main__":

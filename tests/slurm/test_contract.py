@@ -10,15 +10,15 @@ import pytest
 from dolmen.errors import EnvironmentProblem, ServiceUnavailable, UsageError
 from dolmen.host import CommandResult, RunStatus
 from dolmen.host.tree import TreeHost
-from dolmen.jobs.slurm import probe
-from dolmen.jobs.slurm.client import SlurmClient, command_error
-from dolmen.jobs.slurm.parse import NodeInfo
-from dolmen.jobs.slurm.quota import assoc_rows, grp_gpus, usage_rows
-from dolmen.report.slurm import Action, decide
 from dolmen.report.verdict import Health
+from dolmen.slurm import probe
+from dolmen.slurm.accounting import assoc_rows, grp_gpus, usage_rows
+from dolmen.slurm.client import SlurmClient, command_error
+from dolmen.slurm.drain import Action, decide
+from dolmen.slurm.parse import NodeInfo
 from tests.conftest import make_tree
 
-OUT = Path(__file__).with_name("slurm_outputs")
+OUT = Path(__file__).with_name("outputs")
 REASON = "dolmen: unhealthy: gpu.xid gpu:00000000:53:00.0"
 
 
@@ -164,7 +164,7 @@ def _watch_tree(tmp_path: Path, job_state: str, n2_state: str, n2_reason: str) -
 def test_watcher_requeues_on_a_fault_only(
     tmp_path: Path, job_state: str, n2_state: str, n2_reason: str, final: str | None, requeued: bool
 ) -> None:
-    from dolmen.jobs.slurm.watch import RecoveryWatcher
+    from dolmen.slurm.watch import RecoveryWatcher
 
     host = _watch_tree(tmp_path, job_state, n2_state, n2_reason)
     w = RecoveryWatcher(SlurmClient(host), "1", probe_slurmd=False)

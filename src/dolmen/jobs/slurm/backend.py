@@ -10,14 +10,16 @@ Options (``get_backend("slurm", **options)``):
 - ``exclude``: nodes known to be bad, added to every job's ``--exclude``;
 - ``quotas``: refuse over-quota jobs through Slurm accounting (default: when
   slurm.conf names slurmdbd);
-- ``watch``: after sbatch, start the recovery watcher (``dolmen.jobs.slurm.watch``)
+- ``watch``: after sbatch, start the recovery watcher (``dolmen.slurm.watch``)
   as a daemon that outlives the CLI and ends with the job (default: on); its log is
   ``<log_dir>/<name>-<id>.watch.log``;
 - ``host``: the machine the commands run on (default: this one).
 
-Submission checks first (one ``scontrol show node``): a dead slurmctld is one
-ServiceUnavailable (exit 3), more GPUs than any node has is a UsageError, an
-over-quota job is QuotaExceeded; in each case nothing is submitted.
+Submission checks first (``preflight``: one ``scontrol show node``): a dead
+slurmctld is one ServiceUnavailable (exit 3), more GPUs than any node has is a
+UsageError, an over-quota job is QuotaExceeded; in each case nothing is
+submitted. ``Backend.submit`` then records the intent, runs sbatch, records the
+outcome and starts the watcher.
 """
 
 from __future__ import annotations
@@ -25,26 +27,32 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dolmen.errors import UsageError
 from dolmen.jobs.audit import audit
-from dolmen.jobs.backends.base import Backend, JobState, JobStatus, Plan
-from dolmen.jobs.slurm import parse
-from dolmen.jobs.slurm.client import SlurmClient, SlurmCommandError, command_error
+from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
 from dolmen.jobs.slurm.sbatch import SbatchOptions, output_path, render
 from dolmen.jobs.spec import JobSpec
+from dolmen.slurm import parse
+from dolmen.slurm.client import SlurmClient, SlurmCommandError, command_error
+from dolmen.slurm.parse import Phase
 
 if TYPE_CHECKING:
     from dolmen.host import Host
     from dolmen.jobs.quota import QuotaStore
-    from dolmen.jobs.slurm.watch import RecoveryWatcher
+    from dolmen.slurm.watch import RecoveryWatcher
 
 
 class SlurmBackend(Backend):
     """Jobs on a real Slurm cluster (see module docstring for the options)."""
 
     name = "slurm"
+    OPTIONS = (
+        Option("log_dir", "output files, in a folder every node sees", config="slurm_log_dir"),
+        Option("python", "the interpreter that runs the ranks on the nodes", config="slurm_python"),
+    )
 
     def __init__(
         self,
@@ -83,31 +91,36 @@ class SlurmBackend(Backend):
         )
         return Plan(self.name, spec, {f"{spec.name}.sbatch": script}, summary)
 
-    def submit(self, spec: JobSpec) -> JobStatus:
-        plan = self.plan(spec)
-        self.preflight(spec)
+    # --- submit (Backend.submit runs these in order) ---------------------------------
+    def resolve(self, spec: JobSpec) -> JobSpec:
+        """The submitting user (whose quotas apply, and who the intent names)."""
+        return replace(spec, user=spec.user or self._user())
+
+    def schedule(self, plan: Plan) -> JobStatus:
+        """Write the script where the nodes see it, then ``sbatch``."""
         name, script = next(iter(plan.artifacts.items()))
-        audit(
-            "jobs.submit",
-            f"slurm:{spec.name}",
-            details={"nodes": spec.nodes, "gpus_per_node": spec.gpus_per_node, "cmd": spec.command},
-        )
         path = f"{self.options.log_dir.rstrip('/')}/{name}"
         self.host.write(path.lstrip("/"), script, mode=0o644)
         out = self.client.out(["sbatch", "--parsable", path])
         job_id = parse.sbatch_job_id(out)
         if job_id is None:
             raise SlurmCommandError(f"sbatch printed no job id: {out.strip()[:200]!r}")
-        details = self._start_watcher(job_id, spec) if self.watch else {}
-        return JobStatus(job_id, spec.name, self.name, JobState.PENDING, details=details)
+        return JobStatus(job_id, plan.spec.name, self.name, JobState.PENDING)
 
-    def _start_watcher(self, job_id: str, spec: JobSpec) -> dict[str, str]:
+    def submitted(self, status: JobStatus, plan: Plan) -> JobStatus:
+        """Start the recovery watcher beside the job (``watch``)."""
+        if not self.watch:
+            return status
+        return replace(status, details={**status.details, **self._start_watcher(status, plan)})
+
+    def _start_watcher(self, status: JobStatus, plan: Plan) -> dict[str, str]:
         """The watcher as a daemon (it ends with the job); its pid and log."""
         from pathlib import Path
 
         from dolmen.host.process import spawn_detached
 
-        argv = [sys.executable, "-m", "dolmen.jobs.slurm.watch", job_id]
+        job_id, spec = status.job_id, plan.spec
+        argv = [sys.executable, "-m", "dolmen.slurm.watch", job_id]
         argv += [a for p in self.client.prefix for a in ("--prefix", p)]
         argv += [a for k, v in sorted(self.client.env.items()) for a in ("--env", f"{k}={v}")]
         argv += ["--max-restarts", str(spec.max_restarts)]
@@ -115,8 +128,9 @@ class SlurmBackend(Backend):
         pid = spawn_detached(argv, env=self.host.environ(), cwd="/", log=log)
         return {"watcher_pid": str(pid), "watch_log": str(log)}
 
-    def preflight(self, spec: JobSpec) -> None:
+    def preflight(self, plan: Plan) -> None:
         """Refuse what Slurm would refuse or queue forever; nothing is submitted."""
+        spec = plan.spec
         nodes = self.client.nodes()  # ServiceUnavailable when slurmctld is dead
         excluded = {*spec.exclude_nodes, *self.options.exclude}
         usable = [n for n in nodes if n.name not in excluded]
@@ -152,7 +166,7 @@ class SlurmBackend(Backend):
         if record is not None:
             return job_status(record)
         for row in accounted(self.client, job_id):
-            state = parse.job_state(row.state) or JobState.FAILED
+            state = job_state(row.state) or JobState.FAILED
             return JobStatus(job_id, row.name, self.name, state, nodes=row.nodes)
         raise UsageError(f"unknown Slurm job {job_id!r}", hint="dolmen jobs list shows the jobs")
 
@@ -202,8 +216,8 @@ class SlurmBackend(Backend):
         return SlurmQuotaStore(self.client)
 
     def watcher(self, job_id: str, **options: Any) -> RecoveryWatcher:
-        """The health-aware recovery loop for one job (``dolmen.jobs.slurm.watch``)."""
-        from dolmen.jobs.slurm.watch import RecoveryWatcher
+        """The health-aware recovery loop for one job (``dolmen.slurm.watch``)."""
+        from dolmen.slurm.watch import RecoveryWatcher
 
         return RecoveryWatcher(self.client, job_id, **options)
 
@@ -219,10 +233,26 @@ class SlurmBackend(Backend):
         return env.get("SUDO_USER") or env.get("USER") or env.get("LOGNAME") or "root"
 
 
+_STATES = {
+    Phase.PENDING: JobState.PENDING,
+    Phase.RUNNING: JobState.RUNNING,
+    Phase.REQUEUED: JobState.RESTARTING,
+    Phase.COMPLETED: JobState.COMPLETED,
+    Phase.FAILED: JobState.FAILED,
+    Phase.CANCELLED: JobState.CANCELLED,
+}
+
+
+def job_state(text: str) -> JobState | None:
+    """A Slurm job state word (``RUNNING``, ``CANCELLED by 0``) as dolmen's, or None."""
+    phase = parse.job_state(text)
+    return None if phase is None else _STATES[phase]
+
+
 def job_status(record: Mapping[str, str]) -> JobStatus:
     """A JobStatus from a ``scontrol show job -o`` record."""
     raw = record.get("JobState", "")
-    state = parse.job_state(raw) or JobState.PENDING
+    state = job_state(raw) or JobState.PENDING
     restarts = record.get("Restarts", "0")
     nodes = record.get("NodeList", "")
     reason = record.get("Reason", "")
