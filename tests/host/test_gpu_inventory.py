@@ -14,18 +14,10 @@ import pytest
 
 from dolmen.host import RunStatus, open_host
 from dolmen.host.command import CommandResult
-from dolmen.host.gpu import (
-    GPU_LOST,
-    NO_PERMISSION,
-    NOT_SUPPORTED,
-    Gpu,
-    build,
-    model_keys,
-    normalize_bus_id,
-    read_gpus,
-)
-from dolmen.host.gpu import _run_reason as run_reason
-from dolmen.host.nvml import FIELDS, NOT_READ, NOT_READ_KEYS, read_nvml
+from dolmen.host.gpu import GPU_LOST, NO_PERMISSION, NOT_SUPPORTED, Gpu
+from dolmen.host.gpu.build import build, model_keys
+from dolmen.host.gpu.nvml import FIELDS, NOT_READ, NOT_READ_KEYS, read_nvml
+from dolmen.host.gpu.read import read_gpus
 from tests.conftest import make_tree, recording
 
 H100 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml"
@@ -96,7 +88,7 @@ def test_nonzero_exit_with_a_whole_document_keeps_the_gpus(tmp_path: Path) -> No
 )
 def test_run_reasons(status: RunStatus, reason: str, words: str) -> None:
     res = CommandResult(("nvidia-smi", "-q", "-x"), status, reason=reason)
-    assert run_reason(res).startswith(words)
+    assert res.failure().startswith(words)
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a driver")
@@ -128,24 +120,6 @@ def test_read_nvml_reports_why_the_library_did_not_load() -> None:
     if not isinstance(got, str):
         pytest.skip("libnvidia-ml loads here")
     assert got.startswith("not loaded: ")
-
-
-@pytest.mark.parametrize(
-    ("text", "normal"),
-    [
-        ("00000000:9B:00.0", "0000:9b:00.0"),
-        ("00000001:00:00.0", "0001:00:00.0"),  # Hyper-V domains
-        ("0000:0B:00.0", "0000:0b:00.0"),
-        ("0019:01:00.0", "0019:01:00.0"),
-        ("10000:01:00.0", "10000:01:00.0"),  # VMD domain
-        ("9b:00.0", "0000:9b:00.0"),
-        ("GPU-1234", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_normalize_bus_id(text: str | None, normal: str | None) -> None:
-    assert normalize_bus_id(text) == normal
 
 
 def test_build_fills_nested_groups_from_dotted_keys() -> None:

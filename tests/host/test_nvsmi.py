@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from dolmen.host.gpu import ABSENT, DEPRECATED, GPU_LOST, NOT_SUPPORTED, model_keys
-from dolmen.host.nvsmi import parse_nvsmi_xml
-from dolmen.host.nvsmi_sections import FIELDS
-from dolmen.host.nvsmi_values import EMPTY, sentinel
+from dolmen.host.gpu import ABSENT, DEPRECATED, GPU_LOST, NOT_SUPPORTED
+from dolmen.host.gpu.build import model_keys
+from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
+from dolmen.host.gpu.nvsmi_sections import FIELDS
+from dolmen.host.gpu.nvsmi_values import EMPTY, sentinel
 from tests.conftest import recording, recordings_in
 
 ALL_XML = recordings_in("nvidia-smi-xml", "*.xml") + recordings_in("nvidia-smi-xml-mock", "*.xml")

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dolmen.facts.reading import command_reason, malformed, read_text
+from dolmen.facts.reading import malformed, read_text
 from dolmen.host import Host, RunStatus
 
 TOOLS = (
@@ -306,9 +306,9 @@ def _tool(host: Host, name: str) -> Tool:
     if res.status is RunStatus.MISSING:
         return Tool(False, None, res.reason or "not installed")
     if res.status in (RunStatus.TIMEOUT, RunStatus.DENIED):
-        return Tool(None, None, command_reason(res))
+        return Tool(None, None, res.failure())
     out = res.stdout.strip() or res.stderr.strip()
     first = out.splitlines()[0] if out else ""
     if not res.ok:
-        return Tool(True, parse_tool_version(out), command_reason(res))
+        return Tool(True, parse_tool_version(out), res.failure())
     return Tool(True, parse_tool_version(out), first)

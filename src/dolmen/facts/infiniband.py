@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import Read, command_reason, malformed, parse_hex, read_value
+from dolmen.facts.reading import Read, malformed, parse_hex, read_value
 from dolmen.host import Host, RunStatus
 
 CLASS = "sys/class/infiniband"
@@ -285,7 +285,7 @@ def collect(host: Host) -> InfinibandFacts:
     res = host.run(["ibstat"], timeout=15)
     ibstat = parse_ibstat(res.stdout) if res.stdout.strip() else []
     if res.status is not RunStatus.OK and not (res.status is RunStatus.MISSING and not sysfs):
-        unread["ibstat"] = command_reason(res)  # absent with no HCA in sysfs: nothing to say
+        unread["ibstat"] = res.failure()  # absent with no HCA in sysfs: nothing to say
     elif res.ok and not ibstat and res.stdout.strip():
         unread["ibstat"] = malformed(res.stdout)
     if sysfs:

@@ -156,12 +156,11 @@ def _denied(stderr: str) -> bool:
 def _reason(failures: list[CommandResult]) -> str:
     for r in failures:
         if r.status is RunStatus.DENIED or _denied(r.stderr):
-            return f"insufficient permissions: {r.describe()} (kernel.dmesg_restrict: run as root)"
-    for r in failures:
-        if r.status is RunStatus.TIMEOUT:
-            return f"timed out: {r.describe()}"
-    for r in failures:
-        if r.status is RunStatus.FAILED:
-            return f"command failed: {r.describe()}"
+            denied = r.failure("insufficient permissions")
+            return f"{denied} (kernel.dmesg_restrict: run as root)"
+    for status in (RunStatus.TIMEOUT, RunStatus.FAILED):
+        for r in failures:
+            if r.status is status:
+                return r.failure()
     last = failures[-1] if failures else None
     return f"missing: {last.describe() if last else 'no command to read the kernel log'}"

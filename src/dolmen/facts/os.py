@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import command_reason, malformed, read_text, read_value
+from dolmen.facts.reading import malformed, read_text, read_value
 from dolmen.host import Host, RunStatus
 
 DMI_FIELDS = (
@@ -319,7 +319,7 @@ def _architecture(host: Host, unread: dict[str, str]) -> str | None:
     res = host.run(["uname", "-m"], timeout=5)
     if res.ok and res.stdout.strip():
         return res.stdout.strip()
-    unread["architecture"] = command_reason(res)
+    unread["architecture"] = res.failure()
     return None
 
 

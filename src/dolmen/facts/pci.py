@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from dolmen.facts.reading import (
-    command_reason,
     malformed,
     parse_cpulist,
     parse_hex,
@@ -300,7 +299,7 @@ def collect(host: Host) -> PciFacts:
     # lspci prints what it could before failing; keep it when there is any.
     listed = parse_lspci_vvv(res.stdout) if res.stdout.strip() else []
     if not res.ok:
-        unread["lspci"] = command_reason(res)
+        unread["lspci"] = res.failure()
     if not devices:
         if not listed:
             unread["devices"] = "missing (no sys/bus/pci/devices and no lspci output)"

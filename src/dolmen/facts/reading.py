@@ -15,7 +15,7 @@ import errno
 import re
 from dataclasses import dataclass
 
-from dolmen.host import CommandResult, Host, RunStatus
+from dolmen.host import Host
 
 # errnos by which the kernel says "this device or driver does not provide that value".
 _NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
@@ -106,15 +106,3 @@ def parse_cpulist(text: str | None) -> tuple[int, ...] | None:
             return None
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
-
-
-def command_reason(res: CommandResult) -> str:
-    """The reason words for a command that did not give usable output."""
-    described = res.describe()
-    if res.status is RunStatus.MISSING:
-        return f"missing ({described})"
-    if res.status is RunStatus.TIMEOUT:
-        return f"timed out ({described})"
-    if res.status is RunStatus.DENIED:
-        return f"insufficient permissions ({described})"
-    return f"command failed ({described})"

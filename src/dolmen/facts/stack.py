@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import command_reason, malformed, read_text
+from dolmen.facts.reading import malformed, read_text
 from dolmen.facts.stack_versions import (
     CachedLibrary,
     parse_cuda_h,
@@ -181,7 +181,7 @@ def collect(host: Host) -> StackFacts:
     if res.status is RunStatus.MISSING and host.exists("usr/local/cuda/bin/nvcc"):
         res = host.run(["/usr/local/cuda/bin/nvcc", "--version"])  # not on PATH
     if not res.ok:
-        unread["nvcc_version"] = command_reason(res)
+        unread["nvcc_version"] = res.failure()
     elif (nv := parse_nvcc_version(res.stdout)) is None:
         unread["nvcc_version"] = malformed(res.stdout)
     else:
@@ -235,7 +235,7 @@ def _libraries(
     if res.status is RunStatus.MISSING and host.exists("sbin/ldconfig"):
         res = host.run(["/sbin/ldconfig", "-p"])  # sbin is not on a user's PATH
     if not res.ok:
-        unread["libraries"] = command_reason(res)
+        unread["libraries"] = res.failure()
         return None, ()
     cached = parse_ldconfig(res.stdout)
     if not cached:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import command_reason, malformed, parse_int, read_value
+from dolmen.facts.reading import malformed, parse_int, read_value
 from dolmen.host import Host, RunStatus
 
 # The sysctls the anchor profiles set (tuning-sources.md sections 1.1 and 2).
@@ -295,10 +295,10 @@ def _daemon(
     state = res.stdout.strip().splitlines()[0] if res.stdout.strip() else ""
     service = state if res.status in (RunStatus.OK, RunStatus.FAILED) and state else None
     if service is None:
-        unread[f"{key}_service"] = command_reason(res)
+        unread[f"{key}_service"] = res.failure()
     if comms is not None:
         return unit[:_COMM_LEN] in comms, service
     if service is not None:
         return service == "active", service
-    unread[f"{key}_running"] = f"unknown: no process list and {command_reason(res)}"
+    unread[f"{key}_running"] = f"unknown: no process list and {res.failure()}"
     return None, service

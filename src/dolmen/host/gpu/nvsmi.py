@@ -13,9 +13,11 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from dolmen.host import nvsmi_sections as s
-from dolmen.host import nvsmi_values as v
-from dolmen.host.gpu import Gpu, GpuInventory, build, normalize_bus_id
+from dolmen.host.gpu import nvsmi_sections as s
+from dolmen.host.gpu import nvsmi_values as v
+from dolmen.host.gpu.build import build
+from dolmen.host.gpu.model import Gpu, GpuInventory
+from dolmen.values.busid import BusId
 
 MAX_CHARS = 64 << 20  # an 8-GPU document is ~200 kB; refuse anything absurd before parsing
 
@@ -116,7 +118,8 @@ def _gpu(position: int, el: ET.Element) -> Gpu:
     bus = bus or el.get("id")  # the <gpu id="..."> attribute carries it too
     if bus:
         values["bus_id"] = bus
-        values["pci_address"] = normalize_bus_id(bus)
+        parsed = BusId.parse(bus)
+        values["pci_address"] = parsed.sysfs if parsed else None
         if values["pci_address"] is None:
             unread["pci_address"] = f"malformed: {bus[:40]!r}"
     else:

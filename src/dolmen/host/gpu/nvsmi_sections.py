@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from dolmen.host import nvsmi_values as v
-from dolmen.host.gpu import ABSENT, DEPRECATED, NOT_SUPPORTED, MigDevice
+from dolmen.host.gpu import nvsmi_values as v
+from dolmen.host.gpu.model import ABSENT, DEPRECATED, NOT_SUPPORTED, MigDevice
 
 _LINK = "pci/pci_gpu_link_info/"
 

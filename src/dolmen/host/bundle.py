@@ -1,182 +1,46 @@
-"""``dolmen snapshot``: capture the live host as a host tree (the support bundle).
+"""Write what a ``RecordingHost`` saw as a host tree, or a ``.tar.gz`` of one (the snapshot).
 
-What is captured is exactly what dolmen reads: the facts are collected through
-a ``RecordingHost`` that notes every file, folder, link and command, and those
-are then materialised in the tree with their links (relative, so the archive
-extracts under tarfile's ``data`` filter). Secrets are never captured: a deny
-list of paths (shadow files, keys, tokens, process environments) and an allow
-list of environment variables. Whatever could not be captured is listed in
-``dolmen-snapshot.json`` with the reason.
+Recorded paths are materialised with their links (relative, so the archive
+extracts under tarfile's ``data`` filter); secret paths (``dolmen.host.redact``)
+are skipped and listed. Whatever could not be captured is listed in
+``dolmen-snapshot.json`` with the reason. The facts that drive the recording
+are above this layer: ``dolmen.snapshot``.
 """
 
 from __future__ import annotations
 
 import errno
-import fnmatch
 import json
 import os
-import re
 import shutil
 import stat
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
 from dolmen.fsutil import atomic_write
-from dolmen.host.base import DEFAULT_TIMEOUT
-from dolmen.host.command import CommandResult, RunStatus, command_key
-from dolmen.host.live import LiveHost
+from dolmen.host.command import CommandResult, RunStatus
+from dolmen.host.recording import RecordingHost
+from dolmen.host.redact import is_secret, safe_environment
 from dolmen.host.tree import COMMANDS_DIR, SNAPSHOT_META
 
 FORMAT = "dolmen.snapshot/1"
 MAX_FILE_BYTES = 16 << 20
 
-# Never captured, whatever a collector reads (shell patterns on host-relative paths).
-SECRET_PATHS = (
-    "etc/shadow*",
-    "etc/gshadow*",
-    "etc/security/opasswd",
-    "etc/sudoers*",
-    "etc/ssh/*key*",
-    "etc/ssl/private/*",
-    "etc/munge/*",
-    "etc/dolmen/keys/*",
-    "var/lib/dolmen/keys/*",
-    "root/*",
-    "home/*",
-    "proc/*/environ",
-    "proc/*/cmdline",
-    "proc/kcore",
-    "proc/kallsyms",
-    "sys/firmware/efi/efivars/*" + "-*",  # except SecureBoot/SetupMode, allowed below
-    "*.key",
-    "*.pem",
-    "*token*",
-    "*secret*",
-    "*password*",
-    "*kubeconfig*",
-)
-SECRET_ALLOW = ("sys/firmware/efi/efivars/SecureBoot-*", "sys/firmware/efi/efivars/SetupMode-*")
 
-# Environment variables worth a support engineer's eyes; everything else is dropped.
-ENV_ALLOW = re.compile(
-    r"^(PATH|LD_LIBRARY_PATH|LD_PRELOAD|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|NCCL_[A-Z_]+|"
-    r"SLURM_[A-Z_]+|OMPI_MCA_[a-z_]+|UCX_[A-Z_]+|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX|"
-    r"TORCH_[A-Z_]+|HF_HOME|LANG|LC_ALL)$"
-)
-ENV_DENY = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.I)
-
-# Commands captured whatever the collectors ran (their keys are part of the tree contract).
-EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
-    (("nvidia-smi", "-q", "-x"), None),
-    (("nvidia-smi", "nvlink", "-s"), None),
-    (("nvidia-smi", "topo", "-m"), None),
-    (("ibstat",), None),
-    (("uname", "-a"), None),
-)
-
-
-# Home folders are private, but that a PATH entry like /root/.cargo/bin exists is not:
-# existence-only captures (an empty placeholder, no bytes) may enter them.
-_PRIVATE_TREES = ("root/*", "home/*")
-
-
-def is_secret(rel: str, how: str = "read") -> bool:
-    """Whether a host path must never leave the machine (its bytes, or for ``how="exists"``
-    even its name)."""
-    rel = rel.strip("/")
-    if any(fnmatch.fnmatch(rel, p) for p in SECRET_ALLOW):
-        return False
-    patterns: tuple[str, ...] = SECRET_PATHS
-    if how in ("exists", "link"):
-        patterns = tuple(p for p in SECRET_PATHS if p not in _PRIVATE_TREES)
-    return any(fnmatch.fnmatch(rel, p) for p in patterns)
-
-
-def safe_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The allow-listed variables, minus any whose name looks like a credential."""
-    return {k: v for k, v in sorted(env.items()) if ENV_ALLOW.match(k) and not ENV_DENY.search(k)}
-
-
-# How much of a recorded path the snapshot keeps, weakest first: a link read with
-# readlink keeps only the link; a path tested for existence keeps its type (an empty
-# placeholder file); a listed folder keeps its entries' names and types; a read file
-# keeps its bytes. Library links checked for breakage so do not drag in 100 MB targets.
-_STRENGTH = {"link": 0, "exists": 1, "list": 2, "read": 3}
-
-
-class RecordingHost(LiveHost):
-    """A live host that notes what is read and run, for the snapshot to capture."""
-
-    def __init__(self, root: Path = Path("/")) -> None:
-        super().__init__(root)
-        self.paths: dict[str, str] = {}
-        self.commands: dict[str, CommandResult] = {}
-
-    def _note(self, rel: str, how: str) -> None:
-        rel = rel.strip("/")
-        if _STRENGTH[how] > _STRENGTH.get(self.paths.get(rel, "link"), -1) or rel not in self.paths:
-            self.paths[rel] = how
-
-    def read_bytes(self, rel: str) -> bytes:
-        self._note(rel, "read")
-        return super().read_bytes(rel)
-
-    def listdir(self, rel: str) -> list[str]:
-        self._note(rel, "list")
-        return super().listdir(rel)
-
-    def exists(self, rel: str) -> bool:
-        found = super().exists(rel)
-        if found:
-            self._note(rel, "exists")
-        return found
-
-    def is_dir(self, rel: str) -> bool:
-        found = super().is_dir(rel)
-        if found:
-            self._note(rel, "exists")
-        return found
-
-    def readlink(self, rel: str) -> str | None:
-        self._note(rel, "link")
-        return super().readlink(rel)
-
-    def mode(self, rel: str) -> int | None:
-        self._note(rel, "exists")
-        return super().mode(rel)
-
-    def run(
-        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
-    ) -> CommandResult:
-        result = super().run(argv, timeout=timeout, key=key)
-        self.commands[key or command_key(argv)] = result
-        return result
-
-
-def capture(
-    out: Path, *, as_tree: bool = False, subsystems: Iterable[str] | None = None
+def write_bundle(
+    host: RecordingHost, out: Path, *, as_tree: bool, facts: Iterable[str], started: float
 ) -> dict[str, Any]:
-    """Capture the live host into ``out``: a ``.tar.gz``, or a new tree inside folder ``out``.
+    """Write ``host``'s recording into ``out`` (see ``dolmen.snapshot.capture``); its metadata.
 
-    Returns the snapshot's metadata. The output appears atomically: nothing is
-    left at ``out`` if capture fails, and nothing is written anywhere else but a
-    private temporary folder.
+    ``facts`` names the subsystems collected; ``started`` is the ``perf_counter`` at the
+    start of the capture. Nothing is left at ``out`` if writing fails.
     """
-    from dolmen.facts import FactStore
-
-    t0 = time.perf_counter()
-    host = RecordingHost()
-    facts = FactStore(host).collect(subsystems)
-    for argv, key in EXTRA_COMMANDS:
-        k = key or command_key(argv)
-        if k not in host.commands:
-            host.run(argv, key=key)
     name = f"{host.hostname}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     parent = out if as_tree else out.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -208,13 +72,13 @@ def capture(
             "captured": {
                 "files": files + 1,  # with the metadata file itself
                 "commands": sorted(k for k, r in host.commands.items() if _kept(r)),
-                "facts": sorted(k for k, v in facts.items() if not isinstance(v, Exception)),
+                "facts": sorted(facts),
             },
             "not_captured": dict(sorted(not_captured.items())),
             "unreadable": dict(sorted(unreadable.items())),
             "redacted": sorted(redacted),
             "environment": safe_environment(host.environ()),
-            "duration_s": round(time.perf_counter() - t0, 3),
+            "duration_s": round(time.perf_counter() - started, 3),
         }
         (tree / SNAPSHOT_META).write_text(json.dumps(meta, indent=2) + "\n")
         if as_tree:

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dolmen.host.gpu import ABSENT, DEPRECATED, GPU_LOST, NO_PERMISSION, NOT_SUPPORTED
+from dolmen.host.gpu.model import ABSENT, DEPRECATED, GPU_LOST, NO_PERMISSION, NOT_SUPPORTED
 
 EMPTY = "not supported: empty in this driver's output"
 Index = Mapping[str, ET.Element]  # elements under one <gpu> by relative path

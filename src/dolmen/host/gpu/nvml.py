@@ -19,7 +19,8 @@ from typing import Any
 
 import pynvml
 
-from dolmen.host.gpu import (
+from dolmen.host.gpu.build import build, model_keys
+from dolmen.host.gpu.model import (
     DEPRECATED,
     GPU_LOST,
     NO_PERMISSION,
@@ -28,10 +29,8 @@ from dolmen.host.gpu import (
     GpuInventory,
     MigDevice,
     NvLink,
-    build,
-    model_keys,
-    normalize_bus_id,
 )
+from dolmen.values.busid import BusId
 
 NVLINK_LINKS = 18  # Hopper and Blackwell have 18 links per GPU, Ampere 12
 NOT_READ = "not supported: not read through NVML"
@@ -121,7 +120,12 @@ def _field(lib: Any, handle: Any, field_id: int) -> Any:
 def _pci(lib: Any, h: Any) -> tuple[str, str | None, str]:
     info = lib.nvmlDeviceGetPciInfo(h)
     bus = _text(info.busId)
-    return bus, normalize_bus_id(bus), f"{info.pciDeviceId:08X}"
+    return bus, _sysfs(bus), f"{info.pciDeviceId:08X}"
+
+
+def _sysfs(bus: str) -> str | None:
+    parsed = BusId.parse(bus)
+    return parsed.sysfs if parsed else None
 
 
 def _fabric(lib: Any, h: Any) -> tuple[str, str, int, str]:

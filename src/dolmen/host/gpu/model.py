@@ -1,24 +1,17 @@
-"""The GPU inventory model and ``read_gpus(host)``, the reader behind ``Host.gpus``.
+"""The GPU inventory model, one for both readers (a leaf: it imports nothing of dolmen).
 
-One model for both sources: NVML (``dolmen.host.nvml``, live hosts whose
-libnvidia-ml loads) and ``nvidia-smi -q -x`` (``dolmen.host.nvsmi``, every other
-case, host trees included). A value that could not be read is None and its key
-(``"power.draw"``, ``"ecc.volatile.uncorrectable"``) maps to the reason in the
-Gpu's ``unread``, using the reason words of docs/architecture.md.
+NVML (``dolmen.host.gpu.nvml``, live hosts whose libnvidia-ml loads) and
+``nvidia-smi -q -x`` (``dolmen.host.gpu.nvsmi``, every other case, host trees
+included) both build these classes; ``dolmen.host.gpu.read`` picks the reader.
+A value that could not be read is None and its key (``"power.draw"``,
+``"ecc.volatile.uncorrectable"``) maps to the reason in the Gpu's ``unread``,
+using the reason words of docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from dolmen.host.command import CommandResult, RunStatus
-
-if TYPE_CHECKING:
-    from dolmen.host.base import Host
 
 # Reasons (docs/architecture.md "Facts conventions"): the first two mean "skip",
 # the others "unknown".
@@ -27,10 +20,6 @@ DEPRECATED = "deprecated"
 NO_PERMISSION = "insufficient permissions"
 GPU_LOST = "gpu is lost"
 ABSENT = "not supported: not in this driver's output"
-
-NVSMI_ARGV = ("nvidia-smi", "-q", "-x")
-# -q -x on an 8-GPU host without persistence mode takes seconds (each GPU initialises).
-NVSMI_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -273,108 +262,3 @@ class GpuInventory:
     error: str | None = None
     attempts: Mapping[str, str] = field(default_factory=dict)
     unread: Mapping[str, str] = field(default_factory=dict)
-
-
-T = TypeVar("T")
-
-
-_PLANS: dict[type, tuple[tuple[str, type | None], ...]] = {}
-
-
-def _plan(cls: type) -> tuple[tuple[str, type | None], ...]:
-    """Field names of a model class, with the class of each nested group (cached)."""
-    plan = _PLANS.get(cls)
-    if plan is None:
-        out: list[tuple[str, type | None]] = []
-        for f in dataclasses.fields(cls):
-            factory: object = f.default_factory
-            is_group = isinstance(factory, type) and dataclasses.is_dataclass(factory)
-            out.append((f.name, factory if is_group and isinstance(factory, type) else None))
-        plan = _PLANS[cls] = tuple(out)
-    return plan
-
-
-def build(cls: type[T], values: Mapping[str, Any], prefix: str = "") -> T:
-    """A model object from flat dotted keys (``"power.draw"``); absent keys keep defaults."""
-    kwargs: dict[str, Any] = {}
-    for name, nested in _plan(cls):
-        key = prefix + name
-        if nested is not None:
-            kwargs[name] = build(nested, values, key + ".")
-        elif key in values:
-            kwargs[name] = values[key]
-    return cls(**kwargs)
-
-
-def model_keys(cls: type = Gpu, prefix: str = "") -> frozenset[str]:
-    """Every dotted key ``build`` understands for ``cls`` (readers' tables are checked on it)."""
-    keys: set[str] = set()
-    for name, nested in _plan(cls):
-        if nested is not None:
-            keys |= model_keys(nested, prefix + name + ".")
-        else:
-            keys.add(prefix + name)
-    return frozenset(keys)
-
-
-_BUS_ID = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
-
-
-def normalize_bus_id(text: str | None) -> str | None:
-    """``00000001:9B:00.0`` -> ``0001:9b:00.0`` (sysfs's form); None when it is not a bus id.
-
-    nvidia-smi prints an 8-digit domain, NVML older drivers a 4-digit one, sysfs 4 digits
-    (more for domains above 0xffff, e.g. VMD); Hyper-V VMs use non-zero domains.
-    """
-    m = _BUS_ID.match((text or "").strip())
-    if m is None:
-        return None
-    domain, bus, dev, fn = m.groups()
-    return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(dev, 16):02x}.{fn}"
-
-
-def read_gpus(host: Host) -> GpuInventory:
-    """The inventory of ``host``: NVML on a live host whose library loads, else nvidia-smi."""
-    attempts: dict[str, str] = {}
-    if host.kind == "live":
-        from dolmen.host.nvml import read_nvml
-
-        got = read_nvml()
-        if isinstance(got, GpuInventory):
-            return got
-        attempts["nvml"] = got
-    inv = read_nvsmi(host)
-    return dataclasses.replace(inv, attempts={**attempts, **inv.attempts})
-
-
-def read_nvsmi(host: Host) -> GpuInventory:
-    """The inventory from ``nvidia-smi -q -x`` run on (or recorded from) ``host``."""
-    from dolmen.host.nvsmi import parse_nvsmi_xml
-
-    res = host.run(NVSMI_ARGV, timeout=NVSMI_TIMEOUT)
-    if res.status is RunStatus.OK or (
-        res.status is RunStatus.FAILED and "<nvidia_smi_log" in res.stdout
-    ):
-        inv = parse_nvsmi_xml(res.stdout)
-        if inv.error is None and res.ok:
-            return inv
-        if inv.error is None:
-            # A non-zero exit with a whole document: keep the GPUs, say the command complained.
-            failed = f"command failed: {res.describe()}"
-            return dataclasses.replace(inv, unread={**inv.unread, "nvidia-smi": failed})
-        if res.ok:
-            return dataclasses.replace(inv, attempts={"nvidia-smi": inv.error})
-    why = _run_reason(res)
-    return GpuInventory(source="none", error=why, attempts={"nvidia-smi": why})
-
-
-def _run_reason(res: CommandResult) -> str:
-    """Why a command gave no output to parse, with the reason words of the architecture."""
-    if res.status is RunStatus.MISSING:
-        # live: "nvidia-smi not found on PATH"; tree: "not recorded in this host tree"
-        return f"missing: {res.reason if NVSMI_ARGV[0] in res.reason else res.describe()}"
-    if res.status is RunStatus.TIMEOUT:
-        return f"timed out: {res.describe()}"
-    if res.status is RunStatus.DENIED:
-        return f"{NO_PERMISSION}: {res.reason}"
-    return f"command failed: {res.describe()}"
