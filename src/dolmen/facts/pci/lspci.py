@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-from dolmen.facts.pci import PciDevice, PciLink, make_link
+from dolmen.facts.pci.model import PciDevice, PciLink, make_link
+from dolmen.values.busid import BusId
 
 _HEADER = re.compile(
     r"(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<slot>[0-9a-f]{2})\.(?P<fn>[0-7])"
@@ -50,8 +51,10 @@ def _device(lines: list[str]) -> list[PciDevice]:
     m = _HEADER.fullmatch(lines[0].strip())
     if m is None:
         return []
-    domain = (m.group("domain") or "0000").rjust(4, "0")
-    bdf = f"{domain}:{m.group('bus')}:{m.group('slot')}.{m.group('fn')}"
+    bus = BusId.parse(m.group(0).partition(" ")[0])
+    if bus is None:  # the header matched, so only a device number above 31 lands here
+        return []
+    bdf = bus.sysfs
     desc = m.group("desc")
     ids = _IDS.search(desc)
     vendor_id = device_id = None
