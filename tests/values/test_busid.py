@@ -24,6 +24,10 @@ GPU = BusId(0, 0x38, 0, 0)
         ("00000001:00:00.0", BusId(1, 0, 0, 0)),  # Hyper-V domains
         ("10000:01:00.0", BusId(0x10000, 1, 0, 0)),  # VMD domain
         ("0000:0b:1f.7", BusId(0, 0x0B, 0x1F, 7)),
+        ("PCI:0018:01:00", BusId(0x18, 1, 0, 0)),  # Blackwell domains
+        ("0000:B3:00.0", BusId(0, 0xB3, 0, 0)),
+        ("0000:zz:00.0", None),
+        ("not-a-bus", None),
         ("0:1:2.3", BusId(0, 1, 2, 3)),
         ("0000:38:00.8", None),  # functions are 0-7
         ("0000:38:20.0", None),  # devices are 0-31

@@ -26,9 +26,10 @@ has seconds since boot; ``clock`` says which (``absolute``, ``local``, ``boot``,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
+
+from dolmen.facts.kernel_log.model import LogRecord
 
 LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
 FACILITIES = (
@@ -64,22 +65,6 @@ _SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1
 # "host program[pid]: message" after a syslog/journal time stamp.
 _TAIL = re.compile(r"(\S+) ([^\s:\[]+)(?:\[(\d+)\])?: ?(.*)")
 _KERNEL_QUOTE = re.compile(r"kernel: (.*)")
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One kernel-log record (a line and its continuation lines)."""
-
-    line_no: int  # 1-based number of its first line
-    fmt: str
-    message: str
-    raw: str
-    time: datetime | None = None
-    boot_seconds: float | None = None
-    clock: str = "none"  # absolute | local | boot | yearless | none
-    facility: str | None = None
-    level: str | None = None
-    program: str | None = None  # "kernel", "systemd-networkd"... when the line names one
 
 
 def parse_record(lines: list[str], line_no: int = 1, *, now: datetime | None = None) -> LogRecord:

@@ -8,11 +8,9 @@ cannot hold an event, so the regexes run on a few lines in thousands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
 
-from dolmen.facts.kernel_log_lines import LogRecord
+from dolmen.facts.kernel_log.model import KernelEvent, LogRecord
+from dolmen.values.busid import BusId
 
 # Any event's line contains one of these words (checked on raw lines before parsing).
 NEEDLES = re.compile(
@@ -20,7 +18,6 @@ NEEDLES = re.compile(
     r"|I/O [Ee]rror|medium error|target error|EXT4-fs error|QID \d+ timeout"
 )
 
-_HEX = re.compile(r"[0-9a-f]+")
 _BDF = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
 # NVIDIA driver (NVRM), every branch since ~2010: "NVRM: Xid (PCI:0000:38:00): 13, pid=...,
@@ -78,53 +75,10 @@ _NVME = re.compile(r"\b(nvme\d+(?:n\d+)?):? I/O .*?(timeout|I/O Error[^)]*\)?)")
 _EXT4 = re.compile(r"EXT4-fs error \(device ([^)]+)\): ?(.*)")
 
 
-@dataclass(frozen=True, slots=True)
-class KernelEvent:
-    """One event found in a kernel-log record.
-
-    ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | aer_corrected |
-    peermem | api_mismatch | io_error (``device`` the disk, ``detail`` what failed).
-    ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
-    ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
-    (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
-    """
-
-    kind: str
-    line_no: int
-    message: str
-    raw: str
-    time: datetime | None = None
-    boot_seconds: float | None = None
-    clock: str = "none"
-    bus_id: str | None = None
-    xid: int | None = None
-    pid: int | None = None
-    process: str | None = None
-    device: str | None = None  # nvidia-nvswitchN, the reporting driver
-    interface: str | None = None
-    fatal: bool | None = None
-    recovery: int | None = None  # Xid 154: the new recovery action code (0 = none)
-    detail: str | None = None
-
-
-@lru_cache(maxsize=4096)  # a log names the same few devices thousands of times
-def normalize_bus_id(text: str) -> str | None:
-    """A PCI address as ``0000:38:00.0``: from ``PCI:0000:38:00``, ``0000:01:00``,
-    ``00000000:86:00.0`` (nvidia-smi's 8-digit domain), ``38:00.0``; None if not one."""
-    s = text.strip().lower().removeprefix("pci:")
-    parts = s.split(":")
-    if len(parts) == 2:
-        parts.insert(0, "0000")
-    if len(parts) != 3:
-        return None
-    domain, bus, devfn = parts
-    dev, _, fn = devfn.partition(".")
-    fn = fn or "0"
-    if not (_hex(domain) and _hex(bus) and _hex(dev) and fn.isdigit()):
-        return None
-    if len(domain) > 4 and int(domain[:-4], 16) == 0:  # the kernel prints 4 digits
-        domain = domain[-4:]
-    return f"{domain.zfill(4)}:{bus.zfill(2)}:{dev.zfill(2)}.{fn}"
+def _bus_id(text: str) -> str | None:
+    """A bus id from a log line (``PCI:0000:38:00``, ``00000000:86:00.0``) as ``0000:38:00.0``."""
+    bus = BusId.parse(text)
+    return bus.sysfs if bus else None
 
 
 def extract_event(rec: LogRecord) -> KernelEvent | None:
@@ -137,7 +91,7 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
         ev = _fm_sxid(m)
     if ev is None and "fallen off the bus" in m and "NVRM" in m:
         found = _GPU_BDF.search(m)
-        ev = {"kind": "fell_off_bus", "bus_id": normalize_bus_id(found[1]) if found else None}
+        ev = {"kind": "fell_off_bus", "bus_id": _bus_id(found[1]) if found else None}
     # nvidia-peermem (GPUDirect RDMA module): "nvidia-peermem nv_get_p2p_free_callback:127 ERROR
     # detected invalid context, skipping further processing".
     if ev is None and m.startswith("nvidia-peermem") and ("ERROR" in m or "error" in m):
@@ -152,7 +106,7 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
         if found:
             ev = {
                 "kind": "ib_flap",
-                "bus_id": normalize_bus_id(found[1]),
+                "bus_id": _bus_id(found[1]),
                 "interface": found[2],
                 "device": "mlx5_core",
                 "detail": found[3],
@@ -163,7 +117,7 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
             ev = {
                 "kind": "pcie_limited",
                 "device": found[1],
-                "bus_id": normalize_bus_id(found[2]),
+                "bus_id": _bus_id(found[2]),
                 "detail": found[3],
             }
     if ev is None and "AER:" in m:
@@ -193,7 +147,7 @@ def _xid(m: str) -> dict[str, object] | None:
         return None
     ev: dict[str, object] = {
         "kind": "xid",
-        "bus_id": normalize_bus_id(found[1]),
+        "bus_id": _bus_id(found[1]),
         "xid": int(found[2]),
     }
     rest = found[3]
@@ -219,7 +173,7 @@ def _sxid(m: str) -> dict[str, object] | None:
     return {
         "kind": "sxid",
         "device": found[1],
-        "bus_id": normalize_bus_id(found[2]),
+        "bus_id": _bus_id(found[2]),
         "xid": int(found[3]),
         "detail": found[4] or None,
         "fatal": _fatality(found[4]),
@@ -233,7 +187,7 @@ def _fm_sxid(m: str) -> dict[str, object] | None:
     return {
         "kind": "sxid",
         "device": "nv-fabricmanager",
-        "bus_id": normalize_bus_id(found[3]),
+        "bus_id": _bus_id(found[3]),
         "xid": int(found[2]),
         "fatal": found[1].lower() == "fatal",
         "detail": found[4].strip() or None,
@@ -268,7 +222,7 @@ def _aer(m: str) -> dict[str, object] | None:
     what = found[2].lower()
     # "Uncorrected (Fatal)", "Uncorrected (Non-Fatal)", "Corrected"; newer kernels say
     # "Uncorrectable"/"Correctable".
-    device = normalize_bus_id(found[3] or found[1])
+    device = _bus_id(found[3] or found[1])
     if what.startswith("correct"):
         return {"kind": "aer_corrected", "bus_id": device, "detail": found[2]}
     return {"kind": "aer", "bus_id": device, "fatal": "non-fatal" not in what, "detail": found[2]}
@@ -279,7 +233,3 @@ def _fatality(text: str) -> bool | None:
     if not found:
         return None
     return not found[1].lower().startswith("non")
-
-
-def _hex(s: str) -> bool:
-    return _HEX.fullmatch(s) is not None
