@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from dolmen.facts.stack.model import CachedLibrary, KernelDriver, LoadedModule, NvccVersion
 
 _NVRM_RE = re.compile(
     r"NVRM version:\s*NVIDIA UNIX\s+(?P<open>Open\s+)?(?:\S+\s+)?Kernel Module"
@@ -34,32 +35,12 @@ _DEFINE_RE = re.compile(r"^\s*#\s*define\s+(?P<name>[A-Za-z_]\w*)\s+(?P<value>[^
 _NVCC_RE = re.compile(r"release\s+(?P<release>\d+\.\d+),\s*V(?P<full>\d+(?:\.\d+){1,3})")
 
 
-@dataclass(frozen=True)
-class KernelDriver:
-    """The loaded NVIDIA kernel driver as /proc/driver/nvidia/version states it."""
-
-    version: str
-    flavour: str  # "open" (open GPU kernel modules) | "proprietary"
-
-
 def parse_nvrm_version(text: str) -> KernelDriver | None:
     """The driver version and flavour from /proc/driver/nvidia/version, or None."""
     m = _NVRM_RE.search(text)
     if m is None:
         return None
     return KernelDriver(m["version"], "open" if m["open"] else "proprietary")
-
-
-@dataclass(frozen=True)
-class LoadedModule:
-    """One line of /proc/modules."""
-
-    name: str
-    size: int
-    refcount: int
-    used_by: tuple[str, ...]
-    state: str  # Live | Loading | Unloading
-    taints: str  # the letters between parentheses ("POE"), "" when none
 
 
 def parse_proc_modules(text: str) -> dict[str, LoadedModule]:
@@ -77,15 +58,6 @@ def parse_proc_modules(text: str) -> dict[str, LoadedModule]:
             parts[0], int(parts[1]), int(parts[2]), used_by, parts[4], taints
         )
     return out
-
-
-@dataclass(frozen=True)
-class CachedLibrary:
-    """One entry of the dynamic linker cache (``ldconfig -p``)."""
-
-    name: str  # the soname as cached: "libcuda.so.1"
-    arch: str  # "libc6,x86-64", "libc6,AArch64"
-    path: str  # absolute path on the host
 
 
 def parse_ldconfig(text: str) -> list[CachedLibrary]:
@@ -158,14 +130,6 @@ def parse_cuda_h(text: str) -> str | None:
         return None
     n = int(m[1])
     return f"{n // 1000}.{(n % 1000) // 10}"
-
-
-@dataclass(frozen=True)
-class NvccVersion:
-    """What ``nvcc --version`` says: the toolkit release and the compiler's full version."""
-
-    release: str  # "12.4"
-    full: str  # "12.4.131"
 
 
 def parse_nvcc_version(text: str) -> NvccVersion | None:
