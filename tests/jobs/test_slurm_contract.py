@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dolmen.checks.verdict import Health
 from dolmen.errors import EnvironmentProblem, ServiceUnavailable, UsageError
 from dolmen.host import CommandResult, RunStatus
 from dolmen.host.tree import TreeHost
@@ -15,7 +16,6 @@ from dolmen.jobs.slurm.client import SlurmClient, command_error
 from dolmen.jobs.slurm.parse import NodeInfo
 from dolmen.jobs.slurm.quota import assoc_rows, grp_gpus, usage_rows
 from dolmen.report.slurm import Action, decide
-from dolmen.report.verdict import Health
 from tests.conftest import make_tree
 
 OUT = Path(__file__).with_name("slurm_outputs")

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 from prometheus_client.parser import text_string_to_metric_families
 
 from dolmen.checks.model import Finding, Status
+from dolmen.checks.verdict import Health, Verdict, judge
 from dolmen.report.json import render_json
 from dolmen.report.junit import render_junit
 from dolmen.report.prometheus import render_prometheus
 from dolmen.report.reason import one_line_reason
-from dolmen.report.verdict import Health, Verdict, judge
 
 
 def _f(check: str, status: Status, subject: str = "host", gating: bool = True) -> Finding:

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from dolmen.checks.model import Finding, Status
+from dolmen.checks.verdict import Verdict
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from dolmen.jobs.backends.base import JobState
 from dolmen.jobs.slurm.client import SlurmClient
 from dolmen.jobs.spec import JobSpec
 from dolmen.report.slurm import drain_if_unhealthy
-from dolmen.report.verdict import Verdict
 from tests.slurm.cluster import SlurmCluster
 from tests.slurm.config import HEALTH_CHECK_INTERVAL_S, set_health
 from tests.slurm.helpers import backend, require_xid_detected, wait_for

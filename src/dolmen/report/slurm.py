@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from dolmen.checks.verdict import Health, Verdict
 from dolmen.report.reason import PREFIX, one_line_reason
-from dolmen.report.verdict import Health, Verdict
 
 if TYPE_CHECKING:
     from dolmen.host import Host

@@ -35,11 +35,11 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
     try:
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
+        from dolmen.checks.verdict import Health
         from dolmen.config import load_config
         from dolmen.host import open_host
         from dolmen.report.reason import one_line_reason
         from dolmen.report.slurm import drain_if_unhealthy
-        from dolmen.report.verdict import Health
 
         with open_host(source) as host:
             verdict = validate(host, level=Level.parse(level), config=load_config(None))
