@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dolmen.values.busid import BusId
+from dolmen.values.busid import BusId, sysfs_name
 
 GPU = BusId(0, 0x38, 0, 0)
 
@@ -67,3 +67,19 @@ def test_functions_of_one_slot_share_it() -> None:
     assert a is not None and b is not None
     assert a != b and a.slot == b.slot == (0, 0x9D, 0)
     assert sorted([b, a]) == [a, b]
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("0000:19:00.0", True),
+        ("10000:01:00.0", True),
+        ("0000:9B:00.0", False),  # sysfs writes lower case
+        ("00000000:19:00.0", False),
+        ("19:00.0", False),
+        ("pci0000:00", False),
+        ("net", False),
+    ],
+)
+def test_sysfs_names(name: str, found: bool) -> None:
+    assert (sysfs_name(name) is not None) is found

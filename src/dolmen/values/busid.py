@@ -56,6 +56,14 @@ class BusId:
         return self.sysfs
 
 
+def sysfs_name(text: str) -> BusId | None:
+    """The bus id when ``text`` is written exactly as sysfs names a device (``0000:19:00.0``),
+    else None: tells a device's folder, in a listing or a link target, from ``pci0000:00``,
+    ``net`` and the other entries around it."""
+    bus = _parse(text)
+    return bus if bus is not None and bus.sysfs == text else None
+
+
 @lru_cache(maxsize=4096)  # a kernel log names the same few devices thousands of times
 def _parse(text: str) -> BusId | None:
     m = _SPELLING.fullmatch(text)

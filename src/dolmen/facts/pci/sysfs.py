@@ -14,7 +14,7 @@ import re
 from dolmen.facts.pci.model import AerCounters, PciDevice, PciLink, make_link
 from dolmen.facts.reading import malformed, parse_cpulist, parse_hex, parse_int, read_value
 from dolmen.host import Host
-from dolmen.values.busid import BusId
+from dolmen.values.busid import sysfs_name
 
 DEVICES = "sys/bus/pci/devices"
 
@@ -30,8 +30,7 @@ _AER_FILES = (
 def is_sysfs_name(name: str) -> bool:
     """Whether a name under ``sys/bus/pci/devices`` (or in a link target) is a bus id as
     sysfs writes it (``0000:19:00.0``), not a bus folder (``pci0000:00``) or other entry."""
-    bus = BusId.parse(name)
-    return bus is not None and bus.sysfs == name
+    return sysfs_name(name) is not None
 
 
 def parse_link_speed(text: str) -> float | None:
