@@ -8,17 +8,40 @@ huge pages, ``proc/sys`` for the sysctls of those profiles, huge-page pools in
 ``proc/<pid>/comm`` and ``systemctl is-active <unit>``), memlock/stack/nofile in
 ``etc/security/limits.conf`` and ``limits.d/*.conf`` and ``proc/self/limits``, and
 the tuning tokens of ``proc/cmdline``.
+
+The dataclasses are in ``model``, the pure parsers in ``parse``; ``collect`` reads.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from dolmen.facts.reading import malformed, parse_int, read_value
+from dolmen.facts.tuning.model import HugePagePool, LimitEntry, TuningFacts
+from dolmen.facts.tuning.parse import (
+    CMDLINE_KEYS,
+    LIMIT_ITEMS,
+    parse_cmdline_tuning,
+    parse_limits_conf,
+    parse_proc_limits,
+    parse_selected,
+)
 from dolmen.host import Host, RunStatus
+
+__all__ = [
+    "CMDLINE_KEYS",
+    "LIMIT_ITEMS",
+    "SYSCTLS",
+    "HugePagePool",
+    "LimitEntry",
+    "TuningFacts",
+    "collect",
+    "parse_cmdline_tuning",
+    "parse_limits_conf",
+    "parse_proc_limits",
+    "parse_selected",
+]
+
 
 # The sysctls the anchor profiles set (tuning-sources.md sections 1.1 and 2).
 SYSCTLS = (
@@ -56,123 +79,10 @@ SYSCTLS = (
     "net.ipv4.conf.default.arp_announce",
     "net.ipv4.conf.default.arp_ignore",
 )
-# Kernel command-line parameters that tuning profiles set (NVIDIA tuned, DGX OS packages).
-CMDLINE_KEYS = frozenset(
-    {
-        "iommu",
-        "intel_iommu",
-        "amd_iommu",
-        "iommu.passthrough",
-        "init_on_alloc",
-        "numa_balancing",
-        "transparent_hugepage",
-        "hugepages",
-        "hugepagesz",
-        "default_hugepagesz",
-        "isolcpus",
-        "nohz_full",
-        "rcu_nocbs",
-        "mitigations",
-        "pci",
-        "processor.max_cstate",
-        "intel_idle.max_cstate",
-        "idle",
-        "nosmt",
-    }
-)
-LIMIT_ITEMS = ("memlock", "stack", "nofile")
-_PROC_LIMITS = {
-    "Max locked memory": "memlock",
-    "Max stack size": "stack",
-    "Max open files": "nofile",
-}
+
+
 # /proc/<pid>/comm holds at most 15 characters: "nvidia-persistenced" reads "nvidia-persiste".
 _COMM_LEN = 15
-
-
-@dataclass(frozen=True)
-class HugePagePool:
-    """One huge-page size: pages reserved and free."""
-
-    total: int | None
-    free: int | None
-
-
-@dataclass(frozen=True)
-class LimitEntry:
-    """One memlock/stack/nofile line of limits.conf or limits.d."""
-
-    file: str
-    domain: str
-    type: str  # soft | hard | -
-    item: str
-    value: str
-
-
-@dataclass(frozen=True)
-class TuningFacts:
-    """Performance-relevant settings as the host has them; None fields' reasons in ``unread``."""
-
-    cpu_governors: Mapping[str, int] | None  # governor -> number of policies (or CPUs)
-    cpu_epp: Mapping[str, int] | None  # energy_performance_preference -> count
-    cpufreq_drivers: tuple[str, ...] | None
-    thp_enabled: str | None
-    thp_defrag: str | None
-    sysctls: Mapping[str, str]  # the SYSCTLS that exist, whitespace normalised
-    numa_balancing: int | None
-    swappiness: int | None
-    max_map_count: int | None
-    hugepages_default: int | None  # vm.nr_hugepages (pages of the default size)
-    hugepages: Mapping[int, HugePagePool]  # page size in kB -> pool
-    irqbalance_running: bool | None
-    irqbalance_service: str | None  # systemctl is-active: active | inactive | failed ...
-    persistenced_running: bool | None
-    persistenced_service: str | None
-    limits: tuple[LimitEntry, ...]
-    process_limits: Mapping[str, tuple[str, str]] | None  # item -> (soft, hard) of dolmen itself
-    cmdline: Mapping[str, tuple[str, ...]] | None  # CMDLINE_KEYS present -> values
-    unread: Mapping[str, str] = field(default_factory=dict)
-
-
-def parse_selected(text: str) -> str | None:
-    """The bracketed choice of a sysfs selector: ``always [madvise] never`` -> "madvise"."""
-    words = text.split()
-    chosen = [w[1:-1] for w in words if len(w) > 2 and w[0] == "[" and w[-1] == "]"]
-    if len(chosen) != 1 or not re.fullmatch(r"[\w+-]+", chosen[0]):
-        return None
-    return chosen[0]
-
-
-def parse_limits_conf(path: str, text: str) -> list[LimitEntry]:
-    """memlock/stack/nofile entries of a pam_limits file (comments and other items skipped)."""
-    out: list[LimitEntry] = []
-    for line in text.splitlines():
-        parts = line.split("#", 1)[0].split()
-        if len(parts) == 4 and parts[1] in ("soft", "hard", "-") and parts[2] in LIMIT_ITEMS:
-            out.append(LimitEntry(path, *parts))
-    return out
-
-
-def parse_proc_limits(text: str) -> dict[str, tuple[str, str]]:
-    """memlock/stack/nofile (soft, hard) of a ``/proc/<pid>/limits`` table."""
-    out: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
-        m = re.match(r"^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", line)
-        if m is not None and m[1] in _PROC_LIMITS:
-            out[_PROC_LIMITS[m[1]]] = (m[2], m[3])
-    return out
-
-
-def parse_cmdline_tuning(cmdline: str) -> dict[str, tuple[str, ...]]:
-    """The CMDLINE_KEYS on a kernel command line, each with its values in order."""
-    found: dict[str, list[str]] = {}
-    for token in cmdline.split():
-        if token == "--":  # what follows goes to init, not the kernel
-            break
-        key, _, value = token.partition("=")
-        if key in CMDLINE_KEYS:
-            found.setdefault(key, []).append(value)
-    return {k: tuple(v) for k, v in found.items()}
 
 
 def collect(host: Host) -> TuningFacts:
