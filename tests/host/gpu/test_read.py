@@ -16,7 +16,8 @@ from dolmen.host import RunStatus, open_host
 from dolmen.host.command import CommandResult
 from dolmen.host.gpu import GPU_LOST, NO_PERMISSION, NOT_SUPPORTED, Gpu
 from dolmen.host.gpu.build import build, model_keys
-from dolmen.host.gpu.nvml import FIELDS, NOT_READ, NOT_READ_KEYS, read_nvml
+from dolmen.host.gpu.nvml import NOT_READ, read_nvml
+from dolmen.host.gpu.nvml_fields import FIELDS, NOT_READ_KEYS
 from dolmen.host.gpu.read import read_gpus
 from tests.conftest import make_tree, recording
 

@@ -50,7 +50,6 @@ __all__ = [
     "parse_tool_version",
 ]
 
-
 TOOLS = (
     "docker",
     "containerd",
@@ -62,9 +61,7 @@ TOOLS = (
     "nvidia-container-cli",
 )
 
-
 CDI_DIRS = ("etc/cdi", "var/run/cdi")
-
 
 _CDI_SUFFIXES = (".yaml", ".yml", ".json")
 

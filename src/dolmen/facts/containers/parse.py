@@ -12,12 +12,9 @@ from dolmen.facts.containers.model import CdiSpec, DockerConfig
 
 _VERSION_RE = re.compile(r"\b(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.]+)?)")
 
-
 _TOP_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$")
 
-
 _NAME_RE = re.compile(r"^(\s*)(?:-\s+)?name:\s*(.*?)\s*$")
-
 
 # The driver a spec was generated for: nvidia-ctk >= 1.17 passes it to the enable-cuda-compat
 # hook; every spec mounts the driver's versioned libraries (libcuda.so.580.95.05).

@@ -40,7 +40,6 @@ __all__ = [
     "parse_topology",
 ]
 
-
 CPU = "sys/devices/system/cpu"
 
 

@@ -22,7 +22,6 @@ ARM_IMPLEMENTERS: Mapping[int, str] = {
     0xC0: "Ampere",
 }
 
-
 # (implementer, part) -> core name, for the cores found in servers and dev kits.
 ARM_PARTS: Mapping[tuple[int, int], str] = {
     (0x41, 0xD03): "Cortex-A53",

@@ -61,7 +61,6 @@ _AER = re.compile(
 # 535.104.05, but NVRM: this kernel module has the version 535.129.03."
 _VERSION = re.compile(r"(client|kernel module) has the version ([\w.]+?)[,.]?(?:\s|$)")
 
-
 # Block layer, blk_print_req_error() (5.x; "blk_update_request: I/O error, dev sda, sector
 # 2048 op 0x0:(READ)" before 5.17): "<kind> error, dev <disk>, sector <n>". Kinds from
 # blk_errors[]: I/O, critical medium, critical target, timeout, protection...

@@ -43,7 +43,6 @@ __all__ = [
     "virt_from_dmi",
 ]
 
-
 DMI_FIELDS = (
     "sys_vendor",
     "product_name",
@@ -56,7 +55,6 @@ DMI_FIELDS = (
     "bios_date",
     "chassis_type",
 )
-
 
 # Files whose presence marks a container runtime (systemd's detect_container does the same).
 _CONTAINER_MARKERS = ((".dockerenv", "docker"), ("run/.containerenv", "podman"))

@@ -42,7 +42,6 @@ __all__ = [
     "parse_selected",
 ]
 
-
 # The sysctls the anchor profiles set (tuning-sources.md sections 1.1 and 2).
 SYSCTLS = (
     "kernel.numa_balancing",
@@ -79,7 +78,6 @@ SYSCTLS = (
     "net.ipv4.conf.default.arp_announce",
     "net.ipv4.conf.default.arp_ignore",
 )
-
 
 # /proc/<pid>/comm holds at most 15 characters: "nvidia-persistenced" reads "nvidia-persiste".
 _COMM_LEN = 15

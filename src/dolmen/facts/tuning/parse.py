@@ -32,9 +32,7 @@ CMDLINE_KEYS = frozenset(
     }
 )
 
-
 LIMIT_ITEMS = ("memlock", "stack", "nofile")
-
 
 _PROC_LIMITS = {
     "Max locked memory": "memlock",
