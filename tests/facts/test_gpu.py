@@ -15,7 +15,7 @@ from dolmen.facts import to_jsonable
 from dolmen.facts.gpu import collect, is_nvidia_gpu, parse_nvlink_status
 from dolmen.host import open_host
 from dolmen.host.gpu import NOT_SUPPORTED, GpuInventory, NvLink
-from dolmen.host.nvsmi import parse_nvsmi_xml
+from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording, recordings_in
 from tests.facts.trees import extract_ttar

@@ -175,7 +175,7 @@ def test_collect_ibstat_only_and_ibpanic(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "b", commands={"ibstat": (panic, 255, err)})
     facts = ib.collect(TreeHost(tree))
     assert len(facts.ports) == 8
-    assert facts.unread["ibstat"].startswith("command failed (ibstat: exit 255: ibpanic")
+    assert facts.unread["ibstat"].startswith("command failed: ibstat: exit 255: ibpanic")
 
 
 def test_collect_procfs_and_node_exporter_trees(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.facts import pci, to_jsonable
-from dolmen.facts.pci_lspci import parse_lspci_vvv
+from dolmen.facts.pci.lspci import parse_lspci_vvv
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording
@@ -247,5 +247,5 @@ def test_live_smoke() -> None:
     on_bus = list(Path("/sys/bus/pci/devices").iterdir())
     assert len(facts.devices) == len(on_bus)
     for d in facts.devices:
-        assert pci.BDF.fullmatch(d.bdf) and d.vendor_id and len(d.vendor_id) == 4
+        assert pci.is_sysfs_name(d.bdf) and d.vendor_id and len(d.vendor_id) == 4
         assert d.class_id is not None

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.facts import stack, to_jsonable
-from dolmen.facts.stack_versions import (
+from dolmen.facts.stack.versions import (
     parse_cuda_h,
     parse_cuda_version_json,
     parse_cuda_version_txt,

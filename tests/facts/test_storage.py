@@ -140,7 +140,7 @@ def test_collect_tree(tmp_path: Path) -> None:
     assert scratch is not None and scratch.used_bytes == 999000000
     assert scratch.inodes_total is None  # the inode table lacks it
     # df exited 1 but printed the rest: numbers kept, failure said.
-    assert facts.unread["space"].startswith("command failed (df -P -B1: exit 1: df: /mnt/gone")
+    assert facts.unread["space"].startswith("command failed: df -P -B1: exit 1: df: /mnt/gone")
     assert facts.fstab is not None and len(facts.fstab) == 6
     assert facts.unread["fstab"] == "malformed: line 8, 9 of etc/fstab"
 

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 from prometheus_client.parser import text_string_to_metric_families
 
 from dolmen.checks.model import Finding, Status
+from dolmen.checks.verdict import Verdict
 from dolmen.report.json import render_json
 from dolmen.report.junit import render_junit
 from dolmen.report.prometheus import render_prometheus
 from dolmen.report.reason import one_line_reason
-from dolmen.report.verdict import Health, Verdict, judge
 
 
 def _f(check: str, status: Status, subject: str = "host", gating: bool = True) -> Finding:
@@ -30,19 +30,6 @@ def _f(check: str, status: Status, subject: str = "host", gating: bool = True) -
 
 def _verdict(*findings: Finding) -> Verdict:
     return Verdict("gpu01", "quick", tuple(findings), "2026-11-30T03:00:00Z", 0.125)
-
-
-def test_judge_precedence() -> None:
-    assert judge([_f("a.b", Status.PASS)]) is Health.HEALTHY
-    assert judge([_f("a.b", Status.PASS), _f("a.c", Status.WARN)]) is Health.DEGRADED
-    assert judge([_f("a.b", Status.UNKNOWN), _f("a.c", Status.WARN)]) is Health.UNDECIDED
-    assert judge([_f("a.b", Status.UNKNOWN), _f("a.c", Status.FAIL)]) is Health.UNHEALTHY
-    assert judge([_f("a.b", Status.ERROR)]) is Health.UNDECIDED
-    # advisory checks never change the verdict beyond degraded
-    assert judge([_f("tuning.x", Status.UNKNOWN, gating=False)]) is Health.HEALTHY
-    assert judge([_f("tuning.x", Status.FAIL, gating=False)]) is Health.DEGRADED
-    assert Health.UNHEALTHY.exit_code == 1 and Health.UNDECIDED.exit_code == 2
-    assert Health.DEGRADED.exit_code == 0
 
 
 def test_json_document_schema() -> None:

@@ -120,8 +120,8 @@ def require_xid_detected(c: SlurmCluster) -> None:
     """Skip unless the quick checks find the Xid 79 that ``set_health`` injects."""
     from dolmen.checks.model import Level
     from dolmen.checks.suite import validate
+    from dolmen.checks.verdict import Health
     from dolmen.host.tree import TreeHost
-    from dolmen.report.verdict import Health
     from tests.slurm.config import set_health
 
     set_health(c, "n3", healthy=False)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from dolmen.checks.verdict import Health
 from dolmen.errors import EnvironmentProblem, ServiceUnavailable, UsageError
 from dolmen.host import CommandResult, RunStatus
 from dolmen.host.tree import TreeHost
-from dolmen.report.verdict import Health
 from dolmen.slurm import probe
 from dolmen.slurm.accounting import assoc_rows, grp_gpus, usage_rows
 from dolmen.slurm.client import SlurmClient, command_error

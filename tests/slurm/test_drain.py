@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from dolmen.checks.model import Finding, Status
+from dolmen.checks.verdict import Verdict
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from dolmen.jobs.backend import JobState
 from dolmen.jobs.spec import JobSpec
-from dolmen.report.verdict import Verdict
 from dolmen.slurm.client import SlurmClient
 from dolmen.slurm.drain import drain_if_unhealthy
 from tests.slurm.cluster import SlurmCluster

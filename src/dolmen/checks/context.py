@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dolmen.config import Config
 from dolmen.facts import FactStore
@@ -12,7 +12,6 @@ from dolmen.host import Host
 
 if TYPE_CHECKING:
     from dolmen.baseline import Baseline
-    from dolmen.checks.model import CheckSpec
     from dolmen.facts.containers import ContainerFacts
     from dolmen.facts.cpu import CpuFacts
     from dolmen.facts.gpu import GpuFacts
@@ -30,6 +29,23 @@ if TYPE_CHECKING:
     from dolmen.kb import KnowledgeBase
 
 
+class CheckView(Protocol):
+    """What a context needs of the check it serves; ``model.CheckSpec`` is one.
+
+    A protocol, so this module does not import ``model`` (which types check bodies
+    with ``Context``): the two import one way only.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def needs(self) -> tuple[str, ...]: ...
+
+    @property
+    def limits(self) -> Mapping[str, Any]: ...
+
+
 class UndeclaredFact(Exception):
     """A check read a facts subsystem its metadata does not list in ``needs``."""
 
@@ -43,7 +59,7 @@ class Context:
         store: FactStore | None = None,
         config: Config | None = None,
         baseline: Baseline | None = None,
-        spec: CheckSpec | None = None,
+        spec: CheckView | None = None,
     ) -> None:
         self.host = host
         self.store = store or FactStore(host)
@@ -51,7 +67,7 @@ class Context:
         self.baseline = baseline
         self.spec = spec
 
-    def for_check(self, spec: CheckSpec) -> Context:
+    def for_check(self, spec: CheckView) -> Context:
         """The same run seen by one check: its needs enforced, its limits resolved."""
         ctx = Context(self.host, self.store, self.config, self.baseline, spec)
         ctx.__dict__["kb"] = self.kb  # share the loaded KB

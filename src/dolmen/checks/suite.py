@@ -12,9 +12,9 @@ from dolmen.checks import load_registry
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level
 from dolmen.checks.runner import run_checks, select
+from dolmen.checks.verdict import Verdict
 from dolmen.config import Config
 from dolmen.host import Host
-from dolmen.report.verdict import Verdict
 
 if TYPE_CHECKING:
     from dolmen.baseline import Baseline

@@ -25,7 +25,7 @@ def snapshot(output: str | None, only: tuple[str, ...]) -> None:
     """
     from dolmen.errors import UsageError
     from dolmen.facts import SUBSYSTEMS
-    from dolmen.host.snapshot import capture
+    from dolmen.snapshot import capture
 
     bad = [o for o in only if o not in SUBSYSTEMS]
     if bad:

@@ -12,8 +12,8 @@ from dolmen.cli.main import exit_with
 from dolmen.errors import UsageError
 
 if TYPE_CHECKING:
+    from dolmen.checks.verdict import Verdict
     from dolmen.host import Host
-    from dolmen.report.verdict import Verdict
 
 
 @click.command()

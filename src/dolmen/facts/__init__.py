@@ -1,7 +1,9 @@
 """``dolmen.facts``: what a host is, read through a ``Host`` and parsed by pure functions.
 
 Each subsystem is one module ``dolmen.facts.<name>`` with ``collect(host) ->
-<Name>Facts`` (a frozen dataclass). A value that could not be read is ``None``
+<Name>Facts`` (a frozen dataclass); the larger ones are packages that keep the
+dataclasses in ``model.py`` beside their parsers, and re-export both with
+``collect`` from ``__init__``. A value that could not be read is ``None``
 and its field name maps to the reason in the facts' ``unread`` mapping.
 Subsystems load lazily: ``dolmen validate --level quick`` collects only what
 its checks need.

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dolmen.host import Host, RunStatus
-from dolmen.host.gpu import NOT_SUPPORTED, Gpu, GpuInventory, NvLink, normalize_bus_id
+from dolmen.host.gpu import NOT_SUPPORTED, Gpu, GpuInventory, NvLink
+from dolmen.values.busid import BusId
 
 NVIDIA_VENDOR = 0x10DE
 # PCI class codes (base class, subclass): 03 00 VGA controller, 03 02 3D controller.
@@ -22,11 +23,6 @@ NVIDIA_VENDOR = 0x10DE
 GPU_CLASSES = frozenset({0x0300, 0x0302})
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
-_RUN_REASONS = {
-    RunStatus.MISSING: "missing",
-    RunStatus.TIMEOUT: "timed out",
-    RunStatus.DENIED: "insufficient permissions",
-}
 
 
 @dataclass(frozen=True)
@@ -153,7 +149,8 @@ def _pci_gpus(host: Host) -> tuple[tuple[str, ...], str]:
             and vendor.lower() == "0x10de"
             and is_nvidia_gpu(vendor, host.read_value(f"{base}/{name}/class"))
         ):
-            found.append(normalize_bus_id(name) or name)
+            parsed = BusId.parse(name)
+            found.append(parsed.sysfs if parsed else name)
     return tuple(sorted(found)), ""
 
 
@@ -166,7 +163,7 @@ def _nvlinks(
         return {g.subject: g.nvlinks or () for g in gpus}, {}
     res = host.run(NVLINK_ARGV, timeout=NVLINK_TIMEOUT)
     if not res.ok and not (res.status is RunStatus.FAILED and "GPU " in res.stdout):
-        unread["nvlinks"] = f"{_RUN_REASONS.get(res.status, 'command failed')}: {res.describe()}"
+        unread["nvlinks"] = res.failure()
         return {}, {}
     reports = parse_nvlink_status(res.stdout)
     by_uuid = {r.uuid: r for r in reports if r.uuid}

@@ -20,8 +20,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import Read, command_reason, malformed, parse_hex, read_value
+from dolmen.facts.reading import Read, malformed, parse_hex, read_value
 from dolmen.host import Host, RunStatus
+from dolmen.values.busid import sysfs_name
 
 CLASS = "sys/class/infiniband"
 
@@ -35,7 +36,6 @@ _IBSTAT_STATES = {
     "active_defer": "ACTIVE_DEFER",
 }
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*Gb/sec")
-_BDF = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def read_sysfs(host: Host, unread: dict[str, str]) -> list[IbPort]:
         if guid and normalise_guid(guid) is None:
             unread[f"{dev}.node_guid"] = malformed(guid)  # GCM's maps hold "node_guid" here
         link = host.readlink(base) or host.readlink(f"{base}/device") or ""
-        bdfs = [p for p in link.split("/") if _BDF.fullmatch(p)]
+        bdfs = [p for p in link.split("/") if sysfs_name(p)]
         if not bdfs:
             unread[f"{dev}.pci_bdf"] = "missing (no device link in sysfs)"
         for pname in host.listdir(f"{base}/ports"):
@@ -285,7 +285,7 @@ def collect(host: Host) -> InfinibandFacts:
     res = host.run(["ibstat"], timeout=15)
     ibstat = parse_ibstat(res.stdout) if res.stdout.strip() else []
     if res.status is not RunStatus.OK and not (res.status is RunStatus.MISSING and not sysfs):
-        unread["ibstat"] = command_reason(res)  # absent with no HCA in sysfs: nothing to say
+        unread["ibstat"] = res.failure()  # absent with no HCA in sysfs: nothing to say
     elif res.ok and not ibstat and res.stdout.strip():
         unread["ibstat"] = malformed(res.stdout)
     if sysfs:

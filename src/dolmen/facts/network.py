@@ -15,12 +15,12 @@ down, and reports speed -1 when it does not know it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dolmen.facts.reading import Read, malformed, parse_int, read_value
 from dolmen.host import Host
+from dolmen.values.busid import sysfs_name
 
 CLASS = "sys/class/net"
 
@@ -37,8 +37,6 @@ LINK_TYPES: Mapping[int, str] = {
     823: "ip6gre",
     65534: "none",  # tun, wireguard
 }
-
-_BDF = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ def read_interface(host: Host, name: str, unread: dict[str, str]) -> Interface:
         link = host.readlink(f"{base}/device/driver")
         driver = link.rsplit("/", 1)[-1] if link else None
 
-    bdfs = [p for p in f"{target or ''}/{device or ''}".split("/") if _BDF.fullmatch(p)]
+    bdfs = [p for p in f"{target or ''}/{device or ''}".split("/") if sysfs_name(p)]
     link_type = ints["type"]
     return Interface(
         name=name,

@@ -15,7 +15,8 @@ import errno
 import re
 from dataclasses import dataclass
 
-from dolmen.host import CommandResult, Host, RunStatus
+from dolmen.host import Host
+from dolmen.values import cpulist
 
 # errnos by which the kernel says "this device or driver does not provide that value".
 _NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
@@ -85,36 +86,14 @@ def parse_hex(text: str | None) -> int | None:
 
 
 def parse_cpulist(text: str | None) -> tuple[int, ...] | None:
-    """A kernel CPU list (``0-63,128-191``, ``0,2,4-7``, empty) as sorted CPU numbers.
+    """A kernel CPU list as sorted CPU numbers, None when it is not one (facts never raise).
 
-    An empty list is valid (a memory-only NUMA node, such as a Grace Hopper GPU's
-    memory node, has no CPUs); anything that is not a list is None.
+    The syntax is :mod:`dolmen.values.cpulist`'s; an empty list is valid (a memory-only
+    NUMA node, such as a Grace Hopper GPU's memory node, has no CPUs).
     """
     if text is None:
         return None
-    t = text.strip()
-    if not t:
-        return ()
-    cpus: set[int] = set()
-    for part in t.split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
-        if m is None:
-            return None
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo or hi - lo > 1 << 16:  # no machine has 65536 CPUs in one range
-            return None
-        cpus.update(range(lo, hi + 1))
-    return tuple(sorted(cpus))
-
-
-def command_reason(res: CommandResult) -> str:
-    """The reason words for a command that did not give usable output."""
-    described = res.describe()
-    if res.status is RunStatus.MISSING:
-        return f"missing ({described})"
-    if res.status is RunStatus.TIMEOUT:
-        return f"timed out ({described})"
-    if res.status is RunStatus.DENIED:
-        return f"insufficient permissions ({described})"
-    return f"command failed ({described})"
+    try:
+        return cpulist.parse_cpulist(text).cpus
+    except ValueError:
+        return None

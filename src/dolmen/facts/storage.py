@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from dolmen.facts.reading import command_reason, malformed, read_text, read_value
+from dolmen.facts.reading import malformed, read_text, read_value
 from dolmen.host import Host
 
 PSEUDO_FS = frozenset(
@@ -263,11 +263,11 @@ def _df(
     # df stats every mount: a dead NFS server would hang it, hence the short limit.
     res = host.run(argv, timeout=5)
     if not res.stdout.strip():
-        unread[what] = command_reason(res)
+        unread[what] = res.failure()
         return None
     table = parse_df(res.stdout)
     if table is None:
         unread[what] = malformed(res.stdout)
     elif not res.ok:  # df exits 1 when one filesystem fails, and prints the others
-        unread[what] = command_reason(res)
+        unread[what] = res.failure()
     return table

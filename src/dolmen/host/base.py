@@ -21,7 +21,7 @@ from dolmen.fsutil import atomic_write, fsync_dir
 from dolmen.host.command import CommandResult
 
 if TYPE_CHECKING:
-    from dolmen.host.gpu import GpuInventory
+    from dolmen.host.gpu.model import GpuInventory
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -183,7 +183,8 @@ class Host(ABC):
     @cached_property
     def gpus(self) -> GpuInventory:
         """GPU inventory: NVML when libnvidia-ml loads (live), else ``nvidia-smi -q -x``."""
-        from dolmen.host.gpu import read_gpus
+        # The readers (an XML parser, NVML) load only for the runs that ask for GPUs.
+        from dolmen.host.gpu.read import read_gpus
 
         return read_gpus(self)
 

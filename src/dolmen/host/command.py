@@ -45,6 +45,27 @@ class CommandResult:
             return f"{cmd}: exit {self.rc}{tail}"
         return f"{cmd}: {self.reason or self.status.value}"
 
+    def failure(self, word: str | None = None) -> str:
+        """Why the command gave no usable output, led by the reason words of
+        docs/architecture.md: ``command failed: nvidia-smi -q -x: exit 9: ...``.
+
+        ``word`` overrides the status's word, for a caller that knows more (journalctl
+        exits 0 but says the user may not read the journal: ``insufficient permissions``).
+        A live binary that is absent reads ``missing: nvidia-smi not found on PATH``.
+        """
+        word = word or _FAILURE_WORDS.get(self.status, "command failed")
+        if self.status is RunStatus.MISSING and self.argv and self.argv[0] in self.reason:
+            return f"{word}: {self.reason}"
+        return f"{word}: {self.describe()}"
+
+
+# The reason word for each way a command can fail (the rest: "command failed").
+_FAILURE_WORDS = {
+    RunStatus.MISSING: "missing",
+    RunStatus.TIMEOUT: "timed out",
+    RunStatus.DENIED: "insufficient permissions",
+}
+
 
 def command_key(argv: Sequence[str]) -> str:
     """The file name of a command's output in a host tree (DESIGN.md): quote(" ".join(argv))."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dolmen.checks.verdict import SCHEMA, Verdict
 from dolmen.facts import to_jsonable
-from dolmen.report.verdict import SCHEMA, Verdict
 
 
 def verdict_document(v: Verdict) -> dict[str, Any]:

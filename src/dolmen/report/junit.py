@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from dolmen.checks.model import Finding, Status
-from dolmen.report.verdict import Verdict
+from dolmen.checks.verdict import Verdict
 
 
 def render_junit(v: Verdict) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from dolmen.checks.model import Status
-from dolmen.report.verdict import Health, Verdict
+from dolmen.checks.verdict import Health, Verdict
 
 HEALTH_VALUE = {Health.HEALTHY: 0, Health.DEGRADED: 1, Health.UNHEALTHY: 2, Health.UNDECIDED: 3}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dolmen.report.verdict import Health, Verdict
+from dolmen.checks.verdict import Health, Verdict
 
 PREFIX = "dolmen:"
 

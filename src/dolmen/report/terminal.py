@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dolmen.checks.model import Finding, Status
-from dolmen.report.verdict import Health, Verdict
+from dolmen.checks.verdict import Health, Verdict
 
 STYLE = {
     Status.PASS: "green",

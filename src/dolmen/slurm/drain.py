@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from dolmen.checks.verdict import Health, Verdict
 from dolmen.report.reason import PREFIX, one_line_reason
-from dolmen.report.verdict import Health, Verdict
 from dolmen.slurm import events
 
 if TYPE_CHECKING:

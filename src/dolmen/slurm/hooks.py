@@ -37,10 +37,10 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
     try:
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
+        from dolmen.checks.verdict import Health
         from dolmen.config import load_config
         from dolmen.host import open_host
         from dolmen.report.reason import one_line_reason
-        from dolmen.report.verdict import Health
         from dolmen.slurm.drain import drain_if_unhealthy
 
         with open_host(source) as host:

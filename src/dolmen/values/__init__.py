@@ -1,1 +1,1 @@
-"""Typed values parsed once, compared as values, printed in one canonical form (STYLE.md rule 19)."""
+"""Typed values parsed once, compared as values, printed in one form (STYLE.md rule 19)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.checks.gpu.ecc import split
-from dolmen.host.nvsmi import parse_nvsmi_xml
+from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
 from tests.checks.gpu.trees import by_subject, edit_gpu, run, statuses, tree, xml
 
 K80 = "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml"

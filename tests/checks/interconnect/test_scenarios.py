@@ -9,8 +9,8 @@ import pytest
 
 from dolmen.checks.model import Level, Status
 from dolmen.checks.suite import validate
+from dolmen.checks.verdict import Health
 from dolmen.host.tree import TreeHost
-from dolmen.report.verdict import Health
 from tests.hosts import scenarios
 
 MINE = ("interconnect", "storage", "system")

@@ -12,8 +12,8 @@ from dolmen.checks.context import Context
 from dolmen.checks.model import Finding, Level, Status
 from dolmen.checks.runner import run_one
 from dolmen.checks.suite import validate
+from dolmen.checks.verdict import Health, judge
 from dolmen.host.tree import TreeHost
-from dolmen.report.verdict import Health, judge
 from tests.checks.stack.hosts import REGISTRY
 from tests.hosts import scenarios
 

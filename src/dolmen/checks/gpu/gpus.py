@@ -16,6 +16,7 @@ from dolmen.checks.context import Context
 from dolmen.checks.model import Outcome, skipped, unknown
 from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu import DEPRECATED, NOT_SUPPORTED, Gpu
+from dolmen.values.busid import BusId
 
 LOST_REMEDY = "See gpu.lost: drain the node and reboot it; service the GPU if it is lost again."
 # Brands of data-center boards (Tesla before Ampere, "NVIDIA" after); GeForce, Quadro and
@@ -88,27 +89,24 @@ def is_datacenter(gpu: Gpu) -> bool:
 
 
 def smi_bus_id(bdf: str) -> str:
-    """``0000:53:00.0`` (sysfs, kernel log) as nvidia-smi prints it: ``00000000:53:00.0``."""
-    domain, _, rest = bdf.partition(":")
-    try:
-        return f"{int(domain, 16):08X}:{rest.upper()}"
-    except ValueError:
-        return bdf
+    """``0000:53:00.0`` (sysfs, kernel log) as nvidia-smi prints it: ``00000000:53:00.0``
+    (the subject of a GPU the driver does not list); a name that is no bus id as it is."""
+    bus = BusId.parse(bdf)
+    return bus.nvsmi if bus else bdf
 
 
 def subject_for_bus(bdf: str | None, gpus: Sequence[Gpu]) -> str:
     """The subject of a device named by bus id: the listed GPU's, else ``gpu:<bus id>``."""
     if bdf is None:
         return "host"
-    for gpu in gpus:
-        if gpu.pci_address == bdf:
-            return gpu.subject
-    return f"gpu:{smi_bus_id(bdf)}"
+    gpu = gpu_by_bus(bdf, gpus)
+    return gpu.subject if gpu is not None else f"gpu:{smi_bus_id(bdf)}"
 
 
 def gpu_by_bus(bdf: str | None, gpus: Sequence[Gpu]) -> Gpu | None:
-    """The listed GPU at ``bdf`` (sysfs form), if any."""
-    return next((g for g in gpus if bdf is not None and g.pci_address == bdf), None)
+    """The listed GPU at ``bdf`` (any spelling of its bus id), if any."""
+    bus = BusId.parse(bdf)
+    return next((g for g in gpus if bus is not None and BusId.parse(g.pci_address) == bus), None)
 
 
 def target(gpu: Gpu) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 from dolmen.facts.pci import PciDevice, PciLink, make_link
+from dolmen.values.busid import BusId
 
 BRIDGE = "0604"
 MELLANOX = "15b3"
@@ -137,8 +138,10 @@ def _gpu_only_below(bridge: PciDevice, devices: Mapping[str, PciDevice]) -> bool
 
 
 def slot(bdf: str) -> str:
-    """``0000:9d:00`` of ``0000:9d:00.1``: the functions of one slot share its link."""
-    return bdf.rsplit(".", 1)[0]
+    """``0000:9d:00`` of ``0000:9d:00.1`` (any spelling): the functions of one slot share
+    its link. A name that is not a bus id (``unknown``) is its own slot."""
+    bus = BusId.parse(bdf)
+    return bus.sysfs.rsplit(".", 1)[0] if bus else bdf
 
 
 def first_per_slot(devs: list[PciDevice]) -> list[PciDevice]:

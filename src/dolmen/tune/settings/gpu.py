@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.host.gpu import read_gpus
+from dolmen.host.gpu.read import read_gpus
 from dolmen.tune.model import ApplyFailed, Change, Reading, Target
 from dolmen.tune.settings.base import Entry, Setting
 

@@ -1,0 +1,62 @@
+"""The container model: tools, Docker and containerd configuration, CDI specs, the facts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A container tool: installed or not, and the version it reports."""
+
+    installed: bool | None  # None: it could not be run (timeout, permissions)
+    version: str | None
+    detail: str  # the first line it printed, or why it is absent
+
+
+@dataclass(frozen=True)
+class DockerConfig:
+    """What ``etc/docker/daemon.json`` says about runtimes."""
+
+    default_runtime: str | None
+    runtimes: Mapping[str, str]  # name -> path of the runtime binary ("" when not given)
+
+    @property
+    def nvidia_default(self) -> bool:
+        """Whether every container gets the NVIDIA runtime without asking for it."""
+        return self.default_runtime == "nvidia"
+
+
+@dataclass(frozen=True)
+class ContainerdConfig:
+    """Runtimes declared in containerd's configuration (main file and drop-ins)."""
+
+    files: tuple[str, ...]
+    runtimes: tuple[str, ...]
+    default_runtime: str | None
+
+
+@dataclass(frozen=True)
+class CdiSpec:
+    """One CDI spec file; ``error`` says why it is unusable (truncated, no kind...)."""
+
+    path: str
+    kind: str | None
+    cdi_version: str | None
+    devices: tuple[str, ...]
+    error: str | None = None
+    driver_version: str | None = None  # the driver it was generated for, when it names one
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """Container runtimes and their NVIDIA integration; None fields have reasons in ``unread``."""
+
+    docker: DockerConfig | None
+    containerd: ContainerdConfig | None
+    toolkit_config: str | None  # path of the NVIDIA Container Runtime config.toml
+    toolkit_mode: str | None  # its [nvidia-container-runtime] mode (auto | legacy | cdi | csv)
+    cdi_specs: tuple[CdiSpec, ...]
+    tools: Mapping[str, Tool]
+    unread: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,73 @@
+"""kernel_log facts: the events of the kernel log (Xids, SXids, link flaps, PCIe errors).
+
+Read: ``dmesg --time-format iso --decode``, else plain ``dmesg``, else
+``journalctl -k -o short-iso --no-pager -b``, always under the tree key
+``commands/dmesg`` (``host.run(argv, key="dmesg")``): a host tree holds the
+kernel log there whatever command ran live. Parse: ``scan_kernel_log(text)``,
+pure and linear (``scan``); any format of ``lines`` is accepted, line by line;
+``events`` names what a record reports; ``model`` holds the dataclasses.
+
+``dmesg`` refused to a non-root user (``kernel.dmesg_restrict``) is
+``unread["events"] = "insufficient permissions: ..."``, never an empty log.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
+from dolmen.facts.kernel_log.scan import scan_kernel_log
+from dolmen.host import CommandResult, Host, RunStatus
+
+__all__ = [
+    "ATTEMPTS",
+    "KernelEvent",
+    "KernelLogFacts",
+    "LogRecord",
+    "collect",
+    "scan_kernel_log",
+]
+
+TREE_KEY = "dmesg"  # commands/dmesg in a host tree: a contract with `dolmen snapshot`
+ATTEMPTS: tuple[tuple[str, ...], ...] = (
+    ("dmesg", "--time-format", "iso", "--decode"),
+    ("dmesg",),  # busybox and util-linux < 2.27 know neither option
+    ("journalctl", "-k", "-o", "short-iso", "--no-pager", "-b"),
+)
+_DENIED = ("Operation not permitted", "Permission denied", "not seeing messages")
+
+
+def collect(host: Host, *, now: datetime | None = None) -> KernelLogFacts:
+    """Read the kernel log of ``host`` and scan it (see module docstring)."""
+    failures: list[CommandResult] = []
+    for argv in ATTEMPTS:
+        result = host.run(argv, key=TREE_KEY, timeout=30)
+        if result.ok:
+            # A tree does not say which command filled commands/dmesg: name the file.
+            source = " ".join(argv) if host.kind == "live" else f"commands/{TREE_KEY}"
+            facts = scan_kernel_log(result.stdout, source=source, now=now or datetime.now())
+            # journalctl exits 0 and prints "-- No entries --" to a user outside the adm and
+            # systemd-journal groups: that is a refusal, not an empty log.
+            if not (_denied(result.stderr) and facts.format in (None, "raw")):
+                return facts
+        failures.append(result)
+        if result.status is RunStatus.MISSING and host.kind != "live":
+            break  # a tree has one kernel log (commands/dmesg): no other command to try
+    return KernelLogFacts(unread={"events": _reason(failures)})
+
+
+def _denied(stderr: str) -> bool:
+    return any(word in stderr for word in _DENIED)
+
+
+def _reason(failures: list[CommandResult]) -> str:
+    for r in failures:
+        if r.status is RunStatus.DENIED or _denied(r.stderr):
+            denied = r.failure("insufficient permissions")
+            return f"{denied} (kernel.dmesg_restrict: run as root)"
+    for status in (RunStatus.TIMEOUT, RunStatus.FAILED):
+        for r in failures:
+            if r.status is status:
+                return r.failure()
+    last = failures[-1] if failures else None
+    return f"missing: {last.describe() if last else 'no command to read the kernel log'}"

@@ -1,0 +1,72 @@
+"""The kernel-log model: records (a line and its continuation lines), events, the facts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One kernel-log record (a line and its continuation lines)."""
+
+    line_no: int  # 1-based number of its first line
+    fmt: str
+    message: str
+    raw: str
+    time: datetime | None = None
+    boot_seconds: float | None = None
+    clock: str = "none"  # absolute | local | boot | yearless | none
+    facility: str | None = None
+    level: str | None = None
+    program: str | None = None  # "kernel", "systemd-networkd"... when the line names one
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """One event found in a kernel-log record.
+
+    ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | aer_corrected |
+    peermem | api_mismatch | io_error (``device`` the disk, ``detail`` what failed).
+    ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
+    ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
+    (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
+    """
+
+    kind: str
+    line_no: int
+    message: str
+    raw: str
+    time: datetime | None = None
+    boot_seconds: float | None = None
+    clock: str = "none"
+    bus_id: str | None = None
+    xid: int | None = None
+    pid: int | None = None
+    process: str | None = None
+    device: str | None = None  # nvidia-nvswitchN, the reporting driver
+    interface: str | None = None
+    fatal: bool | None = None
+    recovery: int | None = None  # Xid 154: the new recovery action code (0 = none)
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelLogFacts:
+    """The kernel log of a host: where it came from, its span, and its events.
+
+    ``events`` is None when the log could not be read (``unread["events"]`` says why).
+    ``first_time``/``last_time`` are the wall-clock span when the lines carry one;
+    ``first_boot_seconds``/``last_boot_seconds`` the span in seconds since boot.
+    """
+
+    source: str | None = None  # the command whose output this is
+    format: str | None = None  # the dominant line format (dolmen.facts.kernel_log.lines)
+    lines: int = 0
+    events: tuple[KernelEvent, ...] | None = None
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+    first_boot_seconds: float | None = None
+    last_boot_seconds: float | None = None
+    unread: Mapping[str, str] = field(default_factory=dict)

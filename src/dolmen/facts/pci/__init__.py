@@ -1,0 +1,88 @@
+"""PCI facts: every device on the bus with ids, driver, NUMA node, PCIe link, AER counters.
+
+Source: ``sys/bus/pci/devices/<bdf>/`` and only the files needed: ``uevent`` (ids,
+class, driver in one read; the separate ``vendor``/``device``/``class`` files where
+a tree has no uevent), ``numa_node``, ``local_cpulist``,
+``{current,max}_link_{speed,width}``, ``aer_dev_{correctable,fatal,nonfatal}``; the
+parent bridge comes from the ``sys/bus/pci/devices/<bdf>`` link target
+(``../../../devices/pci0000:00/0000:00:02.1/0000:01:00.0``). No recursive walk.
+
+``lspci -vvv`` (tree key ``lspci%20-vvv``, parsed by ``dolmen.facts.pci.lspci``) is a
+second source, run only when sysfs has no device or no device shows a link (an
+old kernel, a support bundle holding lspci output alone). Without root, lspci
+prints ``<access denied>`` instead of the link lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dolmen.facts.pci.lspci import parse_lspci_vvv
+from dolmen.facts.pci.model import GENERATIONS, AerCounters, PciDevice, PciFacts, PciLink, make_link
+from dolmen.facts.pci.sysfs import (
+    DEVICES,
+    is_sysfs_name,
+    parent_from_link,
+    parse_aer,
+    parse_link_speed,
+    parse_uevent,
+    read_device,
+)
+from dolmen.host import Host
+from dolmen.values.busid import BusId
+
+__all__ = [
+    "DEVICES",
+    "GENERATIONS",
+    "AerCounters",
+    "PciDevice",
+    "PciFacts",
+    "PciLink",
+    "collect",
+    "is_sysfs_name",
+    "make_link",
+    "parent_from_link",
+    "parse_aer",
+    "parse_link_speed",
+    "parse_lspci_vvv",
+    "parse_uevent",
+    "read_device",
+]
+
+
+def collect(host: Host) -> PciFacts:
+    """Read and parse the PCI facts of ``host``."""
+    unread: dict[str, str] = {}
+    bdfs = [n for n in host.listdir(DEVICES) if is_sysfs_name(n)]
+    devices = [read_device(host, bdf, unread) for bdf in bdfs]
+    if devices and any(d.current_link is not None for d in devices):
+        return PciFacts(tuple(devices), unread)
+
+    res = host.run(["lspci", "-vvv"], timeout=30)
+    # lspci prints what it could before failing; keep it when there is any.
+    listed = parse_lspci_vvv(res.stdout) if res.stdout.strip() else []
+    if not res.ok:
+        unread["lspci"] = res.failure()
+    if not devices:
+        if not listed:
+            unread["devices"] = "missing (no sys/bus/pci/devices and no lspci output)"
+        else:
+            for gap in ("aer", "parent", "local_cpus"):
+                unread[gap] = "not supported (devices listed by lspci -vvv only)"
+        return PciFacts(tuple(listed), unread)
+    by_bus = {BusId.parse(d.bdf): d for d in listed}
+    merged = []
+    for dev in devices:
+        extra = by_bus.get(BusId.parse(dev.bdf))
+        if extra is not None and (extra.current_link or extra.max_link):
+            dev = replace(
+                dev,
+                current_link=extra.current_link,
+                max_link=extra.max_link,
+                description=extra.description,
+                source="sysfs+lspci",
+            )
+            unread.pop(f"{dev.bdf}.current_link", None)
+            unread.pop(f"{dev.bdf}.max_link", None)
+        merged.append(dev)
+    return PciFacts(tuple(merged), unread)

@@ -1,0 +1,58 @@
+"""``dolmen.host.gpu``: the GPU model (``model``) and its two readers (``nvml``, ``nvsmi``).
+
+The package re-exports the model, which checks and facts read; ``read.read_gpus``
+(behind ``Host.gpus``) chooses the reader. Imports run one way: model <- build,
+nvsmi_values <- nvsmi_sections <- nvsmi, nvml <- read.
+"""
+
+from dolmen.host.gpu.model import (
+    ABSENT,
+    DEPRECATED,
+    GPU_LOST,
+    NO_PERMISSION,
+    NOT_SUPPORTED,
+    ClockEvents,
+    Clocks,
+    Ecc,
+    EccCounts,
+    Fabric,
+    Gpu,
+    GpuInventory,
+    Memory,
+    Mig,
+    MigDevice,
+    NvLink,
+    Pcie,
+    Power,
+    RemappedRows,
+    Reset,
+    RetiredPages,
+    Temperature,
+    Utilization,
+)
+
+__all__ = [
+    "ABSENT",
+    "DEPRECATED",
+    "GPU_LOST",
+    "NOT_SUPPORTED",
+    "NO_PERMISSION",
+    "ClockEvents",
+    "Clocks",
+    "Ecc",
+    "EccCounts",
+    "Fabric",
+    "Gpu",
+    "GpuInventory",
+    "Memory",
+    "Mig",
+    "MigDevice",
+    "NvLink",
+    "Pcie",
+    "Power",
+    "RemappedRows",
+    "Reset",
+    "RetiredPages",
+    "Temperature",
+    "Utilization",
+]

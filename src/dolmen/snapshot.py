@@ -1,0 +1,48 @@
+"""``dolmen snapshot``: capture the live host as a host tree (the support bundle).
+
+What is captured is exactly what dolmen reads: the facts are collected through
+a ``RecordingHost`` that notes every file, folder, link and command, and
+``dolmen.host.bundle`` then writes those into the tree, secrets left out. This
+module sits above ``facts`` (it drives them); the host layer only records and
+writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from dolmen.facts import FactStore
+from dolmen.host.bundle import write_bundle
+from dolmen.host.command import command_key
+from dolmen.host.recording import RecordingHost
+
+# Commands captured whatever the collectors ran (their keys are part of the tree contract).
+EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
+    (("nvidia-smi", "-q", "-x"), None),
+    (("nvidia-smi", "nvlink", "-s"), None),
+    (("nvidia-smi", "topo", "-m"), None),
+    (("ibstat",), None),
+    (("uname", "-a"), None),
+)
+
+
+def capture(
+    out: Path, *, as_tree: bool = False, subsystems: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """Capture the live host into ``out``: a ``.tar.gz``, or a new tree inside folder ``out``.
+
+    Returns the snapshot's metadata. The output appears atomically: nothing is
+    left at ``out`` if capture fails, and nothing is written anywhere else but a
+    private temporary folder.
+    """
+    started = time.perf_counter()
+    host = RecordingHost()
+    facts = FactStore(host).collect(subsystems)
+    for argv, key in EXTRA_COMMANDS:
+        if (key or command_key(argv)) not in host.commands:
+            host.run(argv, key=key)
+    collected = [name for name, value in facts.items() if not isinstance(value, Exception)]
+    return write_bundle(host, out, as_tree=as_tree, facts=collected, started=started)

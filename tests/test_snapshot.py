@@ -1,0 +1,69 @@
+"""Snapshots: the live facts captured, atomic output, reopened as the same host."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+from dolmen.host import open_host
+from dolmen.snapshot import capture
+
+
+def test_capture_live_host_round_trip(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "bundle.tar.gz"
+    meta = capture(out, subsystems=["os", "memory"])
+    assert out.is_file() and meta["path"] == str(out)
+    assert [p.name for p in out.parent.iterdir()] == ["bundle.tar.gz"]  # no temp left
+    assert out.stat().st_mode & 0o777 == 0o600
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+    assert not any("shadow" in n or "environ" in n for n in names)
+    with open_host(out) as host:
+        doc = json.loads(host.read("dolmen-snapshot.json"))
+        assert doc["format"] == "dolmen.snapshot/1"
+        assert "uname%20-a" in doc["captured"]["commands"]
+        assert host.run(["uname", "-a"]).ok
+        # a command that is not installed here is listed with its reason
+        for key in ("nvidia-smi%20-q%20-x", "ibstat"):
+            assert key in doc["not_captured"]
+            assert host.run(key.split("%20")).reason == doc["not_captured"][key]
+
+
+def test_capture_as_tree_folder(tmp_path: Path) -> None:
+    meta = capture(tmp_path, as_tree=True, subsystems=["os"])
+    tree = Path(meta["path"])
+    assert tree.parent == tmp_path and (tree / "dolmen-snapshot.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dolmen-snapshot")]
+
+
+def test_proc_sys_files_are_captured(tmp_path: Path) -> None:
+    """procfs refuses one huge read with ENOMEM; chunked reads capture sysctls."""
+    meta = capture(tmp_path, as_tree=True, subsystems=["tuning"])
+    tree = Path(meta["path"])
+    assert (tree / "proc/sys/vm/swappiness").read_text().strip().isdigit()
+    assert not any(k.startswith("proc/sys") for k in meta["not_captured"])
+
+
+VOLATILE = ("uptime", "free", "available", "meminfo", "used", "inodes", "attempts")
+
+
+def _diff(a: object, b: object, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in set(a) | set(b) for d in _diff(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{path}[{i}]")]
+    return [] if a == b or any(v in path for v in VOLATILE) else [f"{path}: {a!r} != {b!r}"]
+
+
+def test_facts_of_a_snapshot_are_the_live_facts(tmp_path: Path) -> None:
+    """The snapshot replays what the live host showed, refused reads included."""
+    from dolmen.facts import FactStore, to_jsonable
+    from dolmen.host.live import LiveHost
+
+    names = ["os", "cpu", "numa", "pci", "network", "security", "tuning", "stack", "containers"]
+    live = {k: to_jsonable(v) for k, v in FactStore(LiveHost()).collect(names).items()}
+    meta = capture(tmp_path, as_tree=True, subsystems=names)
+    with open_host(meta["path"]) as host:
+        snap = {k: to_jsonable(v) for k, v in FactStore(host).collect(names).items()}
+    assert _diff(live, snap) == []
