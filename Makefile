@@ -17,6 +17,7 @@ format:
 
 lint:
 	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports --no-cache
 
 types:
 	$(BIN)/mypy
