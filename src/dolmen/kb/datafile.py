@@ -11,10 +11,8 @@ a typo in a data file must not silently drop a figure.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from dolmen.errors import InputError
@@ -49,6 +47,10 @@ def read_tables(
     are added). ``text`` replaces the packaged file (tests feed broken files).
     Raises ``KbDataError`` naming the file and the row on any problem.
     """
+    # Imported here: a run reads the prebuilt tables (kb/prebuilt.py) and never parses TOML.
+    import tomllib
+    from importlib import resources
+
     if text is None:
         try:
             text = resources.files("dolmen.kb").joinpath("data", filename).read_text("utf-8")
