@@ -9,16 +9,16 @@ one or None while it continues).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 Version = tuple[int, ...]
 FILENAME = "builds.toml"
 
 
-@dataclass(frozen=True)
+@frozen
 class Builds:
     """The CUDA majors one library's releases are built for."""
 
@@ -54,7 +54,7 @@ class Builds:
         return f"{first} or later" if last is None else f"{first} to {_dotted(last)}"
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildTable:
     """Every library of ``builds.toml``, in data-file order."""
 

@@ -12,10 +12,10 @@ a typo in a data file must not silently drop a figure.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from dolmen.errors import InputError
+from dolmen.frozen import frozen
 
 # Keys every row may carry, whatever its table.
 COMMON_KEYS: Mapping[str, tuple[type | tuple[type, ...], bool]] = {
@@ -30,7 +30,7 @@ class KbDataError(InputError):
     """A knowledge-base data file is malformed (a bug in dolmen's package data)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """One allowed key of a row: its type(s) and whether the row must have it."""
 

@@ -9,14 +9,15 @@ T4"...). A pattern must match the whole name, so "NVIDIA L40" never claims an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _NUM = (int, float)
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuModel:
     """A GPU model's published figures; None where no sourced figure exists.
 
@@ -57,7 +58,7 @@ def normalize_name(product_name: str) -> str:
     return " ".join(product_name.split())
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuCatalogue:
     """Every GPU model the knowledge base knows, in data-file order; patterns compile here."""
 

@@ -12,10 +12,10 @@ unknown numbers).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 FILENAME = "xids.toml"
@@ -46,7 +46,7 @@ SCHEMA: Mapping[str, Mapping[str, Field]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class XidEntry:
     """One catalogue row: an Xid, an SXid (``kind``) or a kernel-log event without a number.
 
@@ -67,7 +67,7 @@ class XidEntry:
     line_fatality: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Assessment:
     """What one event means for the node: severity, action, meaning, and the row it came from."""
 
@@ -82,7 +82,7 @@ class Assessment:
         return self.entry is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class XidCatalogue:
     """The loaded catalogue: Xids and SXids by number, other events by kind."""
 
