@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import inspect
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,13 @@ def test_each_class_is_the_dataclass_it_replaces(key: str) -> None:
         (f.name, f.type, f.default, f.compare, f.hash, f.repr, f.init)
         for f in dataclasses.fields(twin)
     ]
+    assert typing.get_type_hints(cls.__init__) == typing.get_type_hints(twin.__init__)
     for name in METHODS:
         assert (name in cls.__dict__) == (name in twin.__dict__), name
         if name in cls.__dict__ and cls.__dict__[name] is not None:
-            assert cls.__dict__[name].__qualname__ == f"{cls.__qualname__}.{name}"
+            fn, other = cls.__dict__[name], twin.__dict__[name]
+            assert fn.__qualname__ == other.__qualname__ == f"{cls.__qualname__}.{name}"
+            assert fn.__module__ == other.__module__ == cls.__module__
 
 
 def _rows(value: Any) -> list[Any]:

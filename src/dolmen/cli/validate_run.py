@@ -2,7 +2,7 @@
 entry (``cli/lean.py``) alike, so the two cannot drift apart.
 
 Slurm's HealthCheckProgram and node-problem-detector start dolmen every few seconds on
-every node; importing click costs them about 30 ms a run for nothing, so this body
+every node; importing click costs them 15 to 25 ms a run for nothing, so this body
 writes with ``print`` and returns the exit code instead of raising click's Exit.
 """
 
