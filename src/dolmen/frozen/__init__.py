@@ -114,9 +114,8 @@ def _make(cls: type[T], order: bool) -> type[T]:
         )
         fn.__annotations__ = made_fn.__annotations__
         fn.__qualname__ = f"{cls.__qualname__}.{name}"
-        if name == "__repr__":  # as dataclasses wraps it: "..." for a recursive repr
-            fn = reprlib.recursive_repr("...")(fn)
-        setattr(made, name, fn)
+        # dataclasses wraps __repr__ so that a recursive repr prints "..."
+        setattr(made, name, reprlib.recursive_repr("...")(fn) if name == "__repr__" else fn)
     # ... then the parameters dataclass(frozen=True, order=...) would have recorded.
     params = made.__dataclass_params__  # type: ignore[attr-defined]
     params.init = params.repr = params.eq = params.frozen = True
