@@ -1,6 +1,6 @@
 """``@frozen`` classes behave exactly as ``dataclasses.dataclass(frozen=True)`` makes them
 (signature, fields, repr, eq, hash, order, frozenness, on every row of the knowledge base),
-use the compiled methods of frozen/methods.py, and that file is current."""
+use the compiled methods of frozen/compiled/, and those files are current."""
 
 from __future__ import annotations
 
@@ -14,26 +14,33 @@ from typing import Any
 
 import pytest
 
-from dolmen.frozen import METHODS, REGISTRY, frozen, methods
-from dolmen.frozen.generate import methods_source, modules, twin_dataclass
+from dolmen.frozen import METHODS, REGISTRY, frozen
+from dolmen.frozen.generate import methods_sources, modules, package, twin_dataclass
 from dolmen.kb import prebuilt
 
 for _module in modules():
     importlib.import_module(_module)
 COVERED = sorted(k for k, (_, _, _, covered) in REGISTRY.items() if covered)
+COMPILED = Path(__file__).resolve().parents[2] / "src" / "dolmen" / "frozen" / "compiled"
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] != methods.PYTHON, reason="methods.py was captured on another Python"
-)
-def test_the_methods_module_is_current() -> None:
-    current = Path(methods.__file__).read_text()
-    assert current == methods_source(), "run: python -m dolmen.frozen"
+def _methods(key: str) -> Any:
+    return importlib.import_module(f"dolmen.frozen.compiled.{package(key)}")
+
+
+def test_the_compiled_modules_are_current() -> None:
+    wanted = methods_sources()
+    python = {_methods(f"dolmen.{name.removesuffix('.py')}").PYTHON for name in wanted}
+    if python != {sys.version_info[:2]}:
+        pytest.skip(f"compiled/ was captured on Python {python}")
+    current = {p.name: p.read_text() for p in COMPILED.glob("*.py") if p.name != "__init__.py"}
+    assert current == wanted, "run: python -m dolmen.frozen"
 
 
 @pytest.mark.parametrize("key", COVERED)
 def test_each_class_uses_the_compiled_methods(key: str) -> None:
     cls, form, _, _ = REGISTRY[key]
+    methods = _methods(key)
     entry = methods.RECORDS.get(key)
     assert entry is not None and entry[0] == form, "stale: run python -m dolmen.frozen"
     assert cls.__init__.__code__.co_filename == methods.__file__
@@ -121,16 +128,16 @@ def test_order_compares_like_the_dataclass() -> None:
     assert a < b and b > a and a <= a and b >= a and a == DriverVersion((535, 54, 3), "other")
 
 
-def test_a_class_methods_py_does_not_know_is_a_plain_dataclass() -> None:
+def test_a_class_not_captured_is_a_plain_dataclass() -> None:
     @frozen
     class Point:
-        """Not in methods.py: made by dataclasses."""
+        """Not in compiled/: made by dataclasses."""
 
         x: int
         y: int = 0
 
     p = Point(1)
     assert p == Point(1, 0) and hash(p) == hash(Point(1)) and repr(p).endswith("Point(x=1, y=0)")
-    assert "methods.py" not in Point.__init__.__code__.co_filename
+    assert "compiled" not in Point.__init__.__code__.co_filename
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.x = 2  # type: ignore[misc]

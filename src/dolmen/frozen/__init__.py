@@ -6,7 +6,7 @@ order methods) for every class and compiles it with ``exec`` each time the
 module is imported: about 0.6 ms a class, 49 ms for the 83 classes the quick
 tier defined (issue 16), a quarter of a quick run. ``python -m dolmen.frozen`` captures
 that source once (from the standard library itself, so it is the same code)
-into ``frozen/methods.py``, which Python compiles to bytecode like any module;
+into ``frozen/compiled/<package>.py``, which Python compiles to bytecode like any module;
 ``@frozen`` then attaches those functions instead of compiling them again.
 
 Typing does not change: ``frozen`` is a ``dataclass_transform``, so mypy sees a
@@ -14,13 +14,14 @@ frozen dataclass, and at run time the class is one (``dataclasses.fields``,
 ``replace``, ``asdict`` and ``is_dataclass`` work). A class whose definition no
 longer matches what was captured (a field added, a default changed), or one the
 capture does not cover (bases, its own ``__eq__``...), is made by
-``dataclasses.dataclass(frozen=True)`` as before: a stale methods.py costs time,
+``dataclasses.dataclass(frozen=True)`` as before: a stale compiled file costs time,
 never correctness, and a conformance test says when it is stale.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import reprlib
 import sys
 from collections.abc import Callable
@@ -124,8 +125,13 @@ def _make(cls: type[T], order: bool) -> type[T]:
 
 
 def _compiled(key: str) -> Any:
-    from dolmen.frozen import methods
-
+    """The captured methods of a class (frozen/compiled/<package>.py), or None."""
+    if not key.startswith("dolmen."):
+        return None
+    try:
+        methods = importlib.import_module(f"dolmen.frozen.compiled.{key.split('.')[1]}")
+    except ModuleNotFoundError:
+        return None
     if sys.version_info[:2] != methods.PYTHON:
         return None
     return methods.RECORDS.get(key)
