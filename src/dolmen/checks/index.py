@@ -32,7 +32,6 @@ MODULES: dict[str, int] = {
     "dolmen.checks.security.kernel": 2,
     "dolmen.checks.security.posture": 4,
     "dolmen.checks.security.taint": 2,
-    "dolmen.checks.stack.builds": 4,
     "dolmen.checks.stack.containers": 2,
     "dolmen.checks.stack.cuda": 1,
     "dolmen.checks.stack.driver": 1,

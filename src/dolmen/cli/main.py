@@ -1,20 +1,22 @@
-"""The ``dolmen`` command: a lazy click group, one error line and a hint, documented exit codes."""
+"""The ``dolmen`` command: one error line and a hint, documented exit codes.
+
+Plain ``validate`` invocations (what Slurm and node-problem-detector run on every node)
+take the lean entry, ``cli/lean.py``, which does not import click; everything else goes
+through the lazy click group of ``cli/group.py``, whose subcommands import only when
+they run, so `dolmen --help` stays fast too.
+"""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-import click
-
-from dolmen import __version__
 from dolmen.errors import DolmenError, ExitCode
 
-# command name -> "module:attribute"; modules import only when their command runs,
-# so `dolmen --help` and `dolmen validate --level quick` stay fast.
+# command name -> ("module:attribute", help line); the modules import only when their
+# command runs (cli/group.py).
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("dolmen.cli.validate:validate", "Tell whether this host is ready for AI work."),
     "facts": ("dolmen.cli.facts:facts", "Print what dolmen knows about a host."),
@@ -30,53 +32,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A group whose subcommands import on first use."""
+def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
+    """Entry point: run the CLI and map errors to one line, a hint and an exit code.
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if _available(name)]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS or not _available(cmd_name):
-            return None
-        target, _ = COMMANDS[cmd_name]
-        module, _, attr = target.partition(":")
-        cmd = getattr(importlib.import_module(module), attr)
-        assert isinstance(cmd, click.Command)
-        return cmd
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-def _available(name: str) -> bool:
-    module = COMMANDS[name][0].partition(":")[0]
-    return importlib.util.find_spec(module) is not None
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="dolmen")
-@click.option("--debug", is_flag=True, envvar="DOLMEN_DEBUG", help="Show tracebacks on errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """dolmen: the DGX OS layer for any GPU Linux host.
-
-    Exit codes: 0 ok/healthy, 1 unhealthy (or drift, tampering), 2 could not decide
-    or bad input, 3 refused by the environment (permission, dead service),
-    4 audit log unwritable (change refused), 70 internal error.
+    ``lean=False`` sends even plain ``validate`` invocations through click (tests compare
+    the two paths).
     """
-    ctx.obj = {"debug": debug}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI and map errors to one line, a hint and an exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or bool(
-        os.environ.get("DOLMEN_DEBUG")
-    )
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or bool(os.environ.get("DOLMEN_DEBUG"))
     try:
-        rc = cli.main(args=argv, prog_name="dolmen", standalone_mode=False)
+        quick = None
+        if lean:
+            from dolmen.cli.lean import parse
+
+            quick = parse(args)
+        if quick is not None:
+            from dolmen.cli.validate_run import run_validate
+
+            return run_validate(**quick)
+        from dolmen.cli.group import cli
+
+        rc = cli.main(args=args, prog_name="dolmen", standalone_mode=False)
     except DolmenError as e:
         if debug:
             raise
@@ -84,20 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         if e.hint:
             _err(f"hint: {e.hint}")
         return int(e.exit_code)
-    except click.exceptions.Exit as e:
-        return int(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        return int(ExitCode.UNDECIDED)
-    except click.Abort:
-        _err("dolmen: aborted")
-        return 130
     except KeyboardInterrupt:
         _err("dolmen: interrupted")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as e:
+        handled = _click_error(e)
+        if handled is not None:
+            return handled
         if debug:
             raise
         _err(f"dolmen: internal error: {e.__class__.__name__}: {e}")
@@ -106,12 +77,31 @@ def main(argv: list[str] | None = None) -> int:
     return rc if isinstance(rc, int) else int(ExitCode.OK)
 
 
+def _click_error(e: Exception) -> int | None:
+    """The exit code for click's own exceptions, None for any other (click may not be loaded:
+    the lean entry never imports it)."""
+    click = sys.modules.get("click")
+    if click is None:
+        return None
+    if isinstance(e, click.exceptions.Exit):
+        return int(e.exit_code)
+    if isinstance(e, click.ClickException):
+        e.show()
+        return int(ExitCode.UNDECIDED)
+    if isinstance(e, click.Abort):
+        _err("dolmen: aborted")
+        return 130
+    return None
+
+
 def _err(line: str) -> None:
     print(line, file=sys.stderr)
 
 
 def exit_with(code: int) -> Any:
     """Leave a command with ``code`` (through click, so tests see it)."""
+    import click
+
     raise click.exceptions.Exit(code)
 
 

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _DRIVER_RE = re.compile(r"\d{2,4}(?:\.\d{1,4}){0,3}")
 _TOOLKIT_RE = re.compile(r"(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?")
 
 
-@dataclass(frozen=True, order=True)
+@frozen(order=True)
 class DriverVersion:
     """An NVIDIA driver version ("580.105.08", "470.74", "384.111"), compared numerically.
 
@@ -58,7 +59,7 @@ def parse_toolkit(text: str) -> tuple[int, int, int | None] | None:
     return int(m[1]), int(m[2]), None if m[3] is None else int(m[3])
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolkitRelease:
     """One line of the release notes' table: the versions it covers and their minimum driver."""
 
@@ -69,7 +70,7 @@ class ToolkitRelease:
     verified: bool = True
 
 
-@dataclass(frozen=True)
+@frozen
 class CompatFamily:
     """A major version's minimum driver under minor-version compatibility."""
 
@@ -81,7 +82,7 @@ class CompatFamily:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class CompatRule:
     """A compatibility rule in words (shown by ``dolmen kb cuda``)."""
 
@@ -100,7 +101,7 @@ class CompatMode(StrEnum):
     UNKNOWN = "unknown"  # toolkit or driver not understood
 
 
-@dataclass(frozen=True)
+@frozen
 class CompatVerdict:
     """Whether ``driver`` runs applications built with ``toolkit``, and why."""
 
@@ -113,7 +114,7 @@ class CompatVerdict:
     family_min: str | None = None  # the family minimum, when known
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaTable:
     """The toolkit -> driver table and the compatibility families."""
 

@@ -11,13 +11,11 @@ a typo in a data file must not silently drop a figure.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from dolmen.errors import InputError
+from dolmen.frozen import frozen
 
 # Keys every row may carry, whatever its table.
 COMMON_KEYS: Mapping[str, tuple[type | tuple[type, ...], bool]] = {
@@ -32,7 +30,7 @@ class KbDataError(InputError):
     """A knowledge-base data file is malformed (a bug in dolmen's package data)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """One allowed key of a row: its type(s) and whether the row must have it."""
 
@@ -49,6 +47,10 @@ def read_tables(
     are added). ``text`` replaces the packaged file (tests feed broken files).
     Raises ``KbDataError`` naming the file and the row on any problem.
     """
+    # Imported here: a run reads the prebuilt tables (kb/prebuilt.py) and never parses TOML.
+    import tomllib
+    from importlib import resources
+
     if text is None:
         try:
             text = resources.files("dolmen.kb").joinpath("data", filename).read_text("utf-8")

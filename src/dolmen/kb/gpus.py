@@ -9,14 +9,15 @@ T4"...). A pattern must match the whole name, so "NVIDIA L40" never claims an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import field
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _NUM = (int, float)
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuModel:
     """A GPU model's published figures; None where no sourced figure exists.
 
@@ -57,12 +58,18 @@ def normalize_name(product_name: str) -> str:
     return " ".join(product_name.split())
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuCatalogue:
-    """Every GPU model the knowledge base knows, in data-file order."""
+    """Every GPU model the knowledge base knows, in data-file order; patterns compile here."""
 
     models: tuple[GpuModel, ...]
-    _compiled: tuple[tuple[re.Pattern[str], GpuModel], ...]
+    _compiled: tuple[tuple[re.Pattern[str], GpuModel], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        compiled = tuple((re.compile(p, re.IGNORECASE), m) for m in self.models for p in m.patterns)
+        object.__setattr__(self, "_compiled", compiled)
 
     def ids(self) -> list[str]:
         """Every model id ("h100-sxm"...)."""
@@ -131,10 +138,9 @@ _SCHEMA = {
 
 
 def load_gpus(text: str | None = None) -> GpuCatalogue:
-    """Load and validate ``gpus.toml`` (or ``text``, for tests); patterns compile here."""
+    """Load and validate ``gpus.toml`` (or ``text``, for tests)."""
     rows = read_tables("gpus.toml", _SCHEMA, text=text)["gpu"]
     models: list[GpuModel] = []
-    compiled: list[tuple[re.Pattern[str], GpuModel]] = []
     seen: set[str] = set()
     for i, row in enumerate(rows, start=1):
         where = f"[[gpu]] row {i} (id={row['id']!r})"
@@ -169,8 +175,8 @@ def load_gpus(text: str | None = None) -> GpuCatalogue:
         )
         for p in model.patterns:
             try:
-                compiled.append((re.compile(p, re.IGNORECASE), model))
+                re.compile(p, re.IGNORECASE)
             except re.error as e:
                 raise KbDataError(f"{where}: bad pattern {p!r} ({e})", path="gpus.toml") from e
         models.append(model)
-    return GpuCatalogue(tuple(models), tuple(compiled))
+    return GpuCatalogue(tuple(models))

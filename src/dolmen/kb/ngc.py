@@ -7,15 +7,15 @@ minimum for its toolkit (``NgcTable.min_driver``), not a number copied twice.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from dolmen.frozen import frozen
 from dolmen.kb.cuda import CudaTable, DriverVersion
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _RELEASE_RE = re.compile(r"\d{2}\.\d{2}")
 
 
-@dataclass(frozen=True)
+@frozen
 class NgcRelease:
     """One NGC PyTorch container release ("24.05"); None where the data has no figure."""
 
@@ -39,7 +39,7 @@ class NgcRelease:
         return f"nvcr.io/nvidia/pytorch:{self.release}-py3"
 
 
-@dataclass(frozen=True)
+@frozen
 class NgcTable:
     """NGC PyTorch releases, oldest first."""
 

@@ -2,19 +2,20 @@
 
 Data: ``kb/data/xids.toml`` (NVIDIA's Xid catalogue and NVSentinel's mapping,
 Fabric Manager's SXid tables, and the other kernel-log events dolmen explains),
-a ``source`` on every row. ``load_xids()`` reads it once; ``lookup(xid)`` gives
-a row; ``assess(...)`` turns one kernel-log event into a severity and an action,
-applying the rules a row cannot hold alone (the line's own Fatal/Non-fatal
-word, Xid 154's new recovery action, unknown numbers).
+a ``source`` on every row. ``load_xids()`` builds it once (from kb/prebuilt.py,
+generated from the file); ``lookup(xid)`` gives a row; ``assess(...)`` turns one
+kernel-log event into a severity and an action, applying the rules a row cannot
+hold alone (the line's own Fatal/Non-fatal word, Xid 154's new recovery action,
+unknown numbers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 FILENAME = "xids.toml"
@@ -45,7 +46,7 @@ SCHEMA: Mapping[str, Mapping[str, Field]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class XidEntry:
     """One catalogue row: an Xid, an SXid (``kind``) or a kernel-log event without a number.
 
@@ -66,7 +67,7 @@ class XidEntry:
     line_fatality: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Assessment:
     """What one event means for the node: severity, action, meaning, and the row it came from."""
 
@@ -81,7 +82,7 @@ class Assessment:
         return self.entry is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class XidCatalogue:
     """The loaded catalogue: Xids and SXids by number, other events by kind."""
 
@@ -156,8 +157,11 @@ def parse_xids(text: str | None = None) -> XidCatalogue:
 
 @lru_cache(maxsize=1)
 def load_xids() -> XidCatalogue:
-    """The packaged catalogue, read once per process."""
-    return parse_xids()
+    """The packaged catalogue, built once per process from kb/prebuilt.py (generated from
+    xids.toml by ``python -m dolmen.kb``)."""
+    from dolmen.kb import prebuilt
+
+    return prebuilt.xids()
 
 
 def _index(rows: list[dict[str, Any]], table: str, actions: tuple[str, ...]) -> dict[int, XidEntry]:

@@ -1,1 +1,1 @@
-"""Performance tuning: profiles, one module per setting kind, the journaled plan/apply/rollback engine."""
+"""Performance tuning: profiles, one module per setting kind, the journaled engine."""

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from dolmen.checks.model import Status
-from dolmen.checks.stack.builds import CUDNN, NCCL, TENSORRT, Builds, parse_version
+from dolmen.kb import load_kb
+from dolmen.kb.builds import Builds, parse_version
 from tests.checks.stack.hosts import LDCONFIG, by_subject, link, run
 from tests.conftest import make_tree, recording
 
+CUDNN, NCCL, TENSORRT = (load_kb().builds.get(k) for k in ("cudnn", "nccl", "tensorrt"))
 BROKEN = "stack.libraries.broken_links"
 CONSISTENT = "stack.libraries.consistent"
 USR_LIB = "usr/lib/x86_64-linux-gnu"

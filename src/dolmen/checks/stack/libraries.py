@@ -1,5 +1,6 @@
 """The stack's libraries: no dangling links; cuDNN, NCCL, TensorRT built for the installed CUDA
-and their headers from the same release as their libraries."""
+(the knowledge base's build table, kb/data/builds.toml) and their headers from the same release
+as their libraries."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
-from dolmen.checks.stack.builds import CUDNN, NCCL, TENSORRT, Builds, parse_version
 from dolmen.facts.stack import Component, StackFacts
+from dolmen.kb import load_kb
+from dolmen.kb.builds import Builds, parse_version
 from dolmen.kb.cuda import parse_toolkit
+
+# The check's source names the rows it judges by (built from kb/prebuilt.py: microseconds).
+_SOURCES = "; ".join(lib.source for lib in load_kb().builds.libraries)
 
 
 @check(
@@ -57,18 +62,19 @@ def broken_links(ctx: Context) -> list[Outcome]:
     "libcudnn9-cuda-13, libnccl2=<version>+cuda13.0, libnvinfer10 from the CUDA repository; "
     "RHEL: libcudnn9-cuda-13, libnccl-<version>+cuda13.0), and remove headers left by another "
     "release (dpkg -S <header> or rpm -qf <header> names their package).",
-    source=f"{CUDNN.source}; {NCCL.source}; {TENSORRT.source}",
+    source=_SOURCES,
 )
 def consistent(ctx: Context) -> list[Outcome]:
     """Reads the cuDNN, NCCL and TensorRT versions (headers, else ldconfig -p), their library
     versions and the toolkits under usr/local/cuda*."""
     s = ctx.stack
+    builds = ctx.kb.builds
     found = [
-        (key, table, stem, comp)
-        for key, table, stem, comp in (
-            ("cudnn", CUDNN, "libcudnn", s.cudnn),
-            ("nccl", NCCL, "libnccl", s.nccl),
-            ("tensorrt", TENSORRT, "libnvinfer", s.tensorrt),
+        (key, builds.get(key), stem, comp)
+        for key, stem, comp in (
+            ("cudnn", "libcudnn", s.cudnn),
+            ("nccl", "libnccl", s.nccl),
+            ("tensorrt", "libnvinfer", s.tensorrt),
         )
         if comp is not None
     ]

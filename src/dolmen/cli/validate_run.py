@@ -1,0 +1,116 @@
+"""What ``dolmen validate`` does, without click: run by the click command and by the lean
+entry (``cli/lean.py``) alike, so the two cannot drift apart.
+
+Slurm's HealthCheckProgram and node-problem-detector start dolmen every few seconds on
+every node; importing click costs them 15 to 25 ms a run for nothing, so this body
+writes with ``print`` and returns the exit code instead of raising click's Exit.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from dolmen.errors import UsageError
+
+if TYPE_CHECKING:
+    from dolmen.checks.verdict import Verdict
+    from dolmen.host import Host
+
+
+def run_validate(
+    level: str | None,
+    source: str | None,
+    config_path: str | None,
+    baseline_path: str | None,
+    only: tuple[str, ...],
+    as_json: bool,
+    junit_path: str | None,
+    prom_path: str | None,
+    npd: bool,
+    slurm: bool,
+    verbose: bool,
+    list_checks: bool,
+) -> int:
+    """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
+    from dolmen.checks.model import Level
+    from dolmen.config import load_config
+
+    config = load_config(config_path)
+    level_name = level or str(config.get("validate", "level", "standard"))
+    try:
+        lvl = Level.parse(level_name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if list_checks:
+        _list(lvl)
+        return 0
+    baseline = None
+    if baseline_path:
+        from dolmen.baseline import load_baseline
+
+        baseline = load_baseline(baseline_path)
+    from dolmen.checks.suite import validate as run
+    from dolmen.host import open_host
+
+    if as_json and npd:
+        raise UsageError("--json and --npd both write to stdout; choose one")
+    with open_host(source) as host:
+        verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
+        slurm_action = _slurm(host, verdict) if slurm else None
+    _write_side_outputs(verdict, junit_path, prom_path)
+    if npd:
+        from dolmen.report.reason import one_line_reason
+
+        _echo(one_line_reason(verdict, 80))
+    elif as_json:
+        from dolmen.report.json import render_json
+
+        sys.stdout.write(render_json(verdict))
+    else:
+        from rich.console import Console
+
+        from dolmen.report.terminal import render_terminal
+
+        render_terminal(verdict, Console(), verbose=verbose)
+    if slurm_action:
+        _echo(slurm_action, err=True)
+    return int(verdict.health.exit_code)
+
+
+def _echo(line: str, *, err: bool = False) -> None:
+    """One line, flushed (what click.echo does with plain text)."""
+    print(line, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def _write_side_outputs(verdict: Verdict, junit_path: str | None, prom_path: str | None) -> None:
+    from pathlib import Path
+
+    from dolmen.fsutil import atomic_write
+
+    if junit_path:
+        from dolmen.report.junit import render_junit
+
+        atomic_write(Path(junit_path), render_junit(verdict).encode())
+    if prom_path:
+        from dolmen.report.prometheus import render_prometheus
+
+        # node_exporter reads *.prom files; an atomic rename means it never sees half a file.
+        atomic_write(Path(prom_path), render_prometheus(verdict).encode())
+
+
+def _slurm(host: Host, verdict: Verdict) -> str:
+    from dolmen.slurm.drain import drain_if_unhealthy
+
+    return drain_if_unhealthy(host, verdict)
+
+
+def _list(level: object) -> None:
+    from dolmen.checks import load_registry
+
+    for spec in sorted(load_registry().values(), key=lambda s: s.id):
+        limits = ", ".join(f"{k}={v}" for k, v in spec.limits.items())
+        _echo(
+            f"{spec.id:<40} {spec.level.name.lower():<9} {spec.title}"
+            + (f"  [{limits}]" if limits else "")
+        )

@@ -1,0 +1,115 @@
+"""``dolmen validate`` through the lean entry (cli/lean.py, no click) and through click give
+the same output and exit code for every invocation the lean entry accepts; everything else
+(help, --list, bad options) falls back to click; the lean run imports neither click nor rich."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dolmen.cli.lean import parse
+from dolmen.cli.main import main
+from tests.hosts import scenarios
+from tests.test_scenarios import normalise
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("lean") / "tree")
+    except scenarios.MissingRecording as e:
+        pytest.skip(str(e))
+
+
+def _run(capsys: pytest.CaptureFixture[str], argv: list[str], root: Path, lean: bool) -> object:
+    rc = main(argv, lean=lean)
+    out, err = capsys.readouterr()
+    if out.startswith("{"):
+        return rc, normalise(json.loads(out), root), err
+    return rc, re.sub(r"\d+\.\d+ s\b", "<t> s", out), err
+
+
+LEAN = [
+    ["validate", "--level", "quick", "--from", "{T}", "--json"],
+    ["validate", "--level", "quick", "--from", "{T}", "--npd"],
+    ["validate", "--level=QUICK", "--from={T}", "--npd"],
+    ["--debug", "validate", "--level", "quick", "--from", "{T}", "--json", "--only", "gpu"],
+    ["validate", "--from", "{T}", "--level", "quick", "--only", "gpu.ecc", "--only", "stack"],
+    ["validate", "--level", "quick", "--from", "{T}", "-v"],
+    ["validate", "--level", "quick", "--from", "{T}", "--json", "--npd"],
+    ["validate", "--level", "quick", "--from", "{T}", "--slurm", "--npd"],
+    ["validate", "--level", "quick", "--from", "{T}/nope", "--json"],
+    ["validate", "--level", "quick", "--from", "{T}", "--baseline", "{T}/nope.json"],
+    ["validate", "--level", "quick", "--from", "{T}", "--config", "{T}/nope.toml", "--npd"],
+    [
+        *("validate", "--level", "quick", "--from", "{T}", "--json"),
+        *("--junit", "{T}/../out.xml", "--prometheus", "{T}/../out.prom"),
+    ],
+]
+
+
+@pytest.mark.parametrize("argv", LEAN, ids=lambda a: " ".join(a).replace("{T}", "T"))
+def test_lean_and_click_agree(
+    argv: list[str], tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [a.replace("{T}", str(tree)) for a in argv]
+    assert parse(args) is not None, "the lean entry should take this invocation"
+    assert _run(capsys, args, tree, lean=True) == _run(capsys, args, tree, lean=False)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--version"],
+        ["--help"],
+        ["kb", "cuda"],
+        ["validate", "--help"],
+        ["validate", "-h"],
+        ["validate", "--list"],
+        ["validate", "--level", "nope"],
+        ["validate", "--level"],
+        ["validate", "--from", "--json"],
+        ["validate", "--from="],
+        ["validate", "--json", "--json"],
+        ["validate", "--level", "quick", "--level", "full"],
+        ["validate", "-vh"],
+        ["validate", "extra"],
+        ["validate", "--json=1"],
+        ["validate", "--debug"],
+        ["validate", "--", "--json"],
+    ],
+)
+def test_anything_else_goes_through_click(argv: list[str]) -> None:
+    assert parse(argv) is None
+
+
+def test_dolmen_debug_in_the_environment_goes_through_click(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOLMEN_DEBUG", "maybe")  # click rejects it: its message, not ours
+    assert parse(["validate", "--json"]) is None
+
+
+def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
+    code = (
+        "import sys\nfrom dolmen.cli.main import main\n"
+        f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--npd'])\n"
+        "print(rc, sorted(m for m in ('click', 'rich') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
+    ).stdout
+    assert out.splitlines()[-1] == "0 []"
