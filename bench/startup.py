@@ -1,7 +1,7 @@
 """Start-up cost of the quick tier: whole `dolmen validate --level quick` processes on an
 8-GPU host tree against a bare `python -c pass`, same run, bytecode cached.
 
-    .venv/bin/python bench/startup.py [--runs N]
+    .venv/bin/python bench/startup.py [--runs N] [--against OTHER_CHECKOUT]
 
 Slurm's HealthCheckProgram and node-problem-detector start dolmen every few seconds on
 every node, so what a run costs before it reads the first file matters as much as the
@@ -12,6 +12,8 @@ with PYTHONDONTWRITEBYTECODE. dolmen starts the way the console script does
 (`from dolmen.cli.main import main`), once with --npd (one line, what NPD reads) and once
 with --json. Printed: each median (wall clock, N runs, interleaved), its ratio to the bare
 start, and issue 8's target (at most 8x the bare start). Exit 1 when the target is missed.
+With --against, the same two commands also run from another checkout's src/ (e.g. a
+`git worktree add /tmp/base <commit>`), interleaved in the same run: a before/after.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--against", type=Path, help="another checkout to time in the same run")
     args = ap.parse_args()
     from tests.hosts.scenarios import build
 
@@ -48,21 +51,28 @@ def main() -> int:
     try:
         tree = build("h100-hgx-healthy", work / "tree")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
-        env |= {"PYTHONPATH": str(REPO / "src"), "PYTHONPYCACHEPREFIX": str(work / "pyc")}
         env.pop("DOLMEN_DEBUG", None)
         quick = [sys.executable, "-c", ENTRY, "validate", "--level", "quick", "--from", str(tree)]
         runs = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "dolmen validate --level quick --npd": [*quick, "--npd"],
-            "dolmen validate --level quick --json": [*quick, "--json"],
+            "python -c pass": ([sys.executable, "-c", "pass"], REPO),
+            "dolmen validate --level quick --npd": ([*quick, "--npd"], REPO),
+            "dolmen validate --level quick --json": ([*quick, "--json"], REPO),
         }
-        for argv in runs.values():  # fill the bytecode cache and the page cache
+        if args.against:
+            runs["  --npd from --against"] = ([*quick, "--npd"], args.against.resolve())
+            runs["  --json from --against"] = ([*quick, "--json"], args.against.resolve())
+
+        def env_of(checkout: Path) -> dict[str, str]:
+            pyc = work / "pyc" / checkout.name  # one bytecode cache per checkout
+            return env | {"PYTHONPATH": str(checkout / "src"), "PYTHONPYCACHEPREFIX": str(pyc)}
+
+        for argv, checkout in runs.values():  # fill the bytecode cache and the page cache
             for _ in range(2):
-                timed(argv, env)
+                timed(argv, env_of(checkout))
         times: dict[str, list[float]] = {label: [] for label in runs}
         for _ in range(args.runs):
-            for label, argv in runs.items():
-                times[label].append(timed(argv, env))
+            for label, (argv, checkout) in runs.items():
+                times[label].append(timed(argv, env_of(checkout)))
         medians = {label: statistics.median(t) for label, t in times.items()}
         bare = medians["python -c pass"]
         print(f"8-GPU H100 host tree, {args.runs} runs each, bytecode cached, wall clock")

@@ -1,4 +1,10 @@
-"""Durable file writes for dolmen's own files and the hosts it changes."""
+"""Durable file writes for dolmen's own files, the hosts it changes, and the outputs
+users name (``--junit``, ``--prometheus``, ``-o``).
+
+An output path is someone's file (STYLE.md rule 21): dolmen writes only regular files
+there, never replaces a device, FIFO, socket or folder (as root, a rename over
+``/dev/full`` would replace the device node), and never creates missing folders.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,66 @@ import os
 import stat
 from pathlib import Path
 
+from dolmen.errors import EnvironmentProblem, UsageError
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_ONLY_FILES = "dolmen writes only regular files: name a file path"
+
+
+def output_target(path: Path, *, what: str = "output") -> Path:
+    """The regular file to write for a user-named output ``path``, checked before any work.
+
+    Refused with one line (exit 2): a path that is, or links to, anything but a regular
+    file; a link to nothing; a folder that does not exist. A folder dolmen may not write
+    in is the environment refusing (exit 3). A link to a regular file is followed, so the
+    link stays and its target gets the new bytes.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise UsageError(
+                f"{what} {path} is a symbolic link to nothing", hint=_ONLY_FILES
+            ) from None
+        st = None
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror}", hint=_ONLY_FILES) from None
+    if st is not None:
+        for test, kind in _KINDS:
+            if test(st.st_mode):
+                raise UsageError(f"{what} {path} is {kind}, not a regular file", hint=_ONLY_FILES)
+    real = Path(os.path.realpath(path))
+    folder = real.parent
+    if not folder.is_dir():
+        raise UsageError(
+            f"{what} {path}: folder {folder} does not exist",
+            hint="create it first (dolmen does not create folders for its outputs)",
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise EnvironmentProblem(
+            f"{what} {path}: cannot write in {folder} (permission denied)",
+            hint="run as a user who may write there, or name another path",
+        )
+    return real
+
+
+def write_output(path: Path, payload: bytes, *, what: str = "output") -> None:
+    """Write a user-named output file atomically, after :func:`output_target`'s checks."""
+    target = output_target(path, what=what)
+    try:
+        atomic_write(target, payload)
+    except OSError as e:
+        raise EnvironmentProblem(
+            f"{what} {path}: could not write ({e.strerror})",
+            hint="free space or fix the permissions of that folder; nothing was changed",
+        ) from None
+
 
 def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
     """Replace ``target`` with ``payload`` atomically and durably.
@@ -14,8 +80,16 @@ def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> No
     A temporary file in the same folder is written, fsync'd, renamed over the
     target, then the folder is fsync'd: readers see the old or the new bytes,
     never a mix, and a power loss after return keeps the new ones. An existing
-    file keeps its permission bits unless ``mode`` is given.
+    file keeps its permission bits unless ``mode`` is given. An existing target that is
+    not a regular file or a link (a folder, device, FIFO, socket) is refused with
+    ``IsADirectoryError`` or ``FileExistsError``: the rename would destroy it.
     """
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(target)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{target} is a folder")
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            raise FileExistsError(f"{target} exists and is not a regular file")
     target.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:

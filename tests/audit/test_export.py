@@ -86,6 +86,9 @@ def test_framing() -> None:
 def test_json_export_to_a_file_is_the_log_itself(audit_env: AuditSettings, tmp_path: Path) -> None:
     record_events([EventRequest("jobs.submit", f"job:{i}") for i in range(5)])
     out = tmp_path / "siem" / "audit.json"
+    with pytest.raises(UsageError, match="does not exist"):  # no silent mkdir -p
+        export(audit_env, "json", f"file:{out}")
+    out.parent.mkdir()
     result = export(audit_env, "json", f"file:{out}", batch_size=2)
     assert result.sent == 5 and (result.first, result.last) == (1, 5)
     assert out.read_bytes() == audit_env.path.read_bytes()

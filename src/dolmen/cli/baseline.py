@@ -26,14 +26,15 @@ def capture(output: str, source: str | None) -> None:
     """
     from dolmen.baseline import capture_baseline, dump_baseline
     from dolmen.facts import FactStore
-    from dolmen.fsutil import atomic_write
+    from dolmen.fsutil import output_target, write_output
     from dolmen.host import open_host
 
+    output_target(Path(output), what="-o")
     names = ["gpu", "infiniband", "pci", "memory", "cpu", "storage"]
     with open_host(source) as host:
         facts = FactStore(host).collect(names)
         b = capture_baseline(facts, host.hostname)
-    atomic_write(Path(output), dump_baseline(b).encode())
+    write_output(Path(output), dump_baseline(b).encode(), what="-o")
     click.echo(
         f"baseline: {output} ({b.gpu_count} GPUs, {len(b.ib_ports)} IB ports, "
         f"{len(b.pcie)} tracked PCIe devices, driver {b.driver_version or '-'})"

@@ -36,6 +36,7 @@ def snapshot(output: str | None, only: tuple[str, ...]) -> None:
 
         output = f"dolmen-snapshot-{socket.gethostname()}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz"
     as_tree = output.endswith("/") or Path(output).is_dir()
+    _check_output(Path(output), as_tree=as_tree)
     meta = capture(Path(output), as_tree=as_tree, subsystems=only or None)
     nc = meta["not_captured"]
     click.echo(
@@ -43,3 +44,26 @@ def snapshot(output: str | None, only: tuple[str, ...]) -> None:
         f"{len(meta['captured']['commands'])} commands, {len(nc)} not captured, "
         f"{len(meta['redacted'])} redacted, {meta['duration_s']} s)"
     )
+
+
+def _check_output(out: Path, *, as_tree: bool) -> None:
+    """Refuse a bad -o before the capture: a tree goes into an existing folder, an archive
+    onto a regular file (or a new one) in an existing folder (STYLE.md rule 21)."""
+    import os
+
+    from dolmen.errors import EnvironmentProblem, UsageError
+    from dolmen.fsutil import output_target
+
+    if not as_tree:
+        output_target(out, what="-o")
+        return
+    if not out.is_dir():
+        raise UsageError(
+            f"-o {out}: folder does not exist",
+            hint="create it first (dolmen does not create folders for its outputs)",
+        )
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise EnvironmentProblem(
+            f"-o {out}: cannot write in it (permission denied)",
+            hint="run as a user who may write there, or name another folder",
+        )

@@ -55,6 +55,7 @@ def run_validate(
 
     if as_json and npd:
         raise UsageError("--json and --npd both write to stdout; choose one")
+    _check_side_outputs(junit_path, prom_path)
     with open_host(source) as host:
         verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
         slurm_action = _slurm(host, verdict) if slurm else None
@@ -83,20 +84,32 @@ def _echo(line: str, *, err: bool = False) -> None:
     print(line, file=sys.stderr if err else sys.stdout, flush=True)
 
 
+def _check_side_outputs(junit_path: str | None, prom_path: str | None) -> None:
+    """Refuse a bad --junit/--prometheus path before the checks run, not after."""
+    from pathlib import Path
+
+    from dolmen.fsutil import output_target
+
+    if junit_path:
+        output_target(Path(junit_path), what="--junit")
+    if prom_path:
+        output_target(Path(prom_path), what="--prometheus")
+
+
 def _write_side_outputs(verdict: Verdict, junit_path: str | None, prom_path: str | None) -> None:
     from pathlib import Path
 
-    from dolmen.fsutil import atomic_write
+    from dolmen.fsutil import write_output
 
     if junit_path:
         from dolmen.report.junit import render_junit
 
-        atomic_write(Path(junit_path), render_junit(verdict).encode())
+        write_output(Path(junit_path), render_junit(verdict).encode(), what="--junit")
     if prom_path:
         from dolmen.report.prometheus import render_prometheus
 
         # node_exporter reads *.prom files; an atomic rename means it never sees half a file.
-        atomic_write(Path(prom_path), render_prometheus(verdict).encode())
+        write_output(Path(prom_path), render_prometheus(verdict).encode(), what="--prometheus")
 
 
 def _slurm(host: Host, verdict: Verdict) -> str:

@@ -16,6 +16,7 @@ from dolmen.audit.export.transport import TlsFiles, deliver, frame, parse_destin
 from dolmen.audit.reader import Entry, read_entries
 from dolmen.audit.settings import AuditSettings
 from dolmen.errors import UsageError
+from dolmen.fsutil import output_target
 
 __all__ = ["FORMATS", "ExportResult", "TlsFiles", "export"]
 
@@ -50,6 +51,8 @@ def export(
     if batch_size < 1:
         raise UsageError("--batch must be at least 1")
     dest = parse_destination(to)
+    if dest.path is not None:  # appended to, never replaced: a regular file, existing folder
+        output_target(dest.path, what="--to")
     spool = Spool((spool_root or settings.spool_dir) / destination_id(str(dest), fmt))
     result = ExportResult(str(dest), fmt)
     leftover = spool.pending()

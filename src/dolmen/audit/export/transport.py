@@ -91,7 +91,6 @@ def deliver(dest: Destination, payload: bytes, tls: TlsFiles | None, timeout: fl
     if dest.scheme == "file":
         assert dest.path is not None
         try:
-            dest.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(dest.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
             try:
                 view = memoryview(payload)
