@@ -1,14 +1,23 @@
 """``dolmen validate``: is this host ready for AI work, what is wrong, how to fix it.
 
 The options live here; the body is ``cli/validate_run.py``, which the lean entry
-(``cli/lean.py``) also runs without importing click."""
+(``cli/lean.py``) also runs without importing click. The command hands click's values on as
+they come, typed as ``ValidateArgs`` (cli/lean.py), which mypy holds to ``run_validate``'s
+parameters: the parameter list is not written a third time here."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from dolmen.cli.common import config_option, from_option
 from dolmen.cli.main import exit_with
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from dolmen.cli.lean import ValidateArgs
 
 
 @click.command()
@@ -50,39 +59,11 @@ from dolmen.cli.main import exit_with
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and exit.")
-def validate(
-    level: str | None,
-    source: str | None,
-    config_path: str | None,
-    baseline_path: str | None,
-    only: tuple[str, ...],
-    as_json: bool,
-    junit_path: str | None,
-    prom_path: str | None,
-    npd: bool,
-    slurm: bool,
-    verbose: bool,
-    list_checks: bool,
-) -> None:
+def validate(**args: Unpack[ValidateArgs]) -> None:
     """Tell whether this host (or a host tree) is ready for AI work.
 
     Exit codes: 0 healthy (or degraded: warnings only), 1 unhealthy, 2 could not decide.
     """
     from dolmen.cli.validate_run import run_validate
 
-    exit_with(
-        run_validate(
-            level,
-            source,
-            config_path,
-            baseline_path,
-            only,
-            as_json,
-            junit_path,
-            prom_path,
-            npd,
-            slurm,
-            verbose,
-            list_checks,
-        )
-    )
+    exit_with(run_validate(**args))

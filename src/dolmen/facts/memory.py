@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dolmen.facts.reading import malformed, parse_int, read_text, read_value
+from dolmen.facts.reading import malformed, parse_int, parsed, read_text, read_value
 from dolmen.host import Host
 
 HUGEPAGES = "sys/kernel/mm/hugepages"
@@ -138,14 +138,9 @@ def read_pools(host: Host, folder: str, unread: dict[str, str], prefix: str) -> 
 def collect(host: Host) -> MemoryFacts:
     """Read and parse the memory facts of ``host``."""
     unread: dict[str, str] = {}
-    info: dict[str, int] = {}
+    # an empty table is malformed: meminfo always has MemTotal
     r = read_text(host, "proc/meminfo")
-    if r.text is None:
-        unread["meminfo"] = r.reason
-    else:
-        info = parse_meminfo(r.text)
-        if not info:
-            unread["meminfo"] = malformed(r.text)
+    info = parsed(r, lambda text: parse_meminfo(text) or None, unread, "meminfo") or {}
 
     def get(key: str, name: str) -> int | None:
         if key in info:
@@ -163,12 +158,7 @@ def collect(host: Host) -> MemoryFacts:
                 why = "not supported (kernel built without transparent huge pages)"
             unread[f"thp_{name}"] = why
 
-    swaps = None
-    s = read_text(host, "proc/swaps")
-    if s.text is None:
-        unread["swaps"] = s.reason
-    elif (swaps := parse_swaps(s.text)) is None:
-        unread["swaps"] = malformed(s.text)
+    swaps = parsed(read_text(host, "proc/swaps"), parse_swaps, unread, "swaps")
 
     return MemoryFacts(
         total_bytes=get("MemTotal", "total_bytes"),

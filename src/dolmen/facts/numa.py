@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dolmen.facts.memory import HugePagePool, parse_meminfo, read_pools
-from dolmen.facts.reading import malformed, parse_cpulist, read_text, read_value
+from dolmen.facts.reading import malformed, parse_cpulist, parsed, read_text, read_value
 from dolmen.host import Host
 
 NODE = "sys/devices/system/node"
@@ -66,12 +66,7 @@ def collect(host: Host) -> NumaFacts:
         unread["nodes"] = why
         return NumaFacts(nodes=(), online=None, unread=unread)
 
-    online = None
-    r = read_value(host, f"{NODE}/online")
-    if r.text is None:
-        unread["online"] = r.reason
-    elif (online := parse_cpulist(r.text)) is None:
-        unread["online"] = malformed(r.text)
+    online = parsed(read_value(host, f"{NODE}/online"), parse_cpulist, unread, "online")
 
     nodes = [_node(host, int(name[4:]), unread) for name in names]
     return NumaFacts(nodes=tuple(sorted(nodes, key=lambda n: n.id)), online=online, unread=unread)
@@ -81,12 +76,7 @@ def _node(host: Host, nid: int, unread: dict[str, str]) -> NumaNode:
     base = f"{NODE}/node{nid}"
     key = f"node{nid}"
 
-    cpus = None
-    r = read_value(host, f"{base}/cpulist")
-    if r.text is None:
-        unread[f"{key}.cpus"] = r.reason
-    elif (cpus := parse_cpulist(r.text)) is None:
-        unread[f"{key}.cpus"] = malformed(r.text)
+    cpus = parsed(read_value(host, f"{base}/cpulist"), parse_cpulist, unread, f"{key}.cpus")
 
     total = free = None
     m = read_text(host, f"{base}/meminfo")
@@ -100,12 +90,8 @@ def _node(host: Host, nid: int, unread: dict[str, str]) -> NumaNode:
         if free is None:
             unread[f"{key}.mem_free_bytes"] = malformed(m.text)
 
-    distances = None
     d = read_value(host, f"{base}/distance")
-    if d.text is None:
-        unread[f"{key}.distances"] = d.reason
-    elif (distances := parse_distances(d.text)) is None:
-        unread[f"{key}.distances"] = malformed(d.text)
+    distances = parsed(d, parse_distances, unread, f"{key}.distances")
 
     pools = read_pools(host, f"{base}/hugepages", unread, f"{key}.hugepages.")
     return NumaNode(nid, cpus, total, free, distances, tuple(pools))

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dolmen.host import Host
 from dolmen.values import cpulist
+
+T = TypeVar("T")
 
 # errnos by which the kernel says "this device or driver does not provide that value".
 _NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
@@ -63,6 +67,18 @@ def malformed(text: str, limit: int = 40) -> str:
     if len(snippet) > limit:
         snippet = snippet[:limit] + "..."
     return f"malformed: {snippet!r}"
+
+
+def parsed(r: Read, parse: Callable[[str], T | None], unread: dict[str, str], key: str) -> T | None:
+    """What ``parse`` makes of a read, or None with the reason under ``unread[key]``: the
+    read's own reason, or ``malformed`` quoting the text when ``parse`` gives None."""
+    if r.text is None:
+        unread[key] = r.reason
+        return None
+    value = parse(r.text)
+    if value is None:
+        unread[key] = malformed(r.text)
+    return value
 
 
 def parse_int(text: str | None) -> int | None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from dolmen.facts.reading import malformed, read_text, read_value
+from dolmen.facts.reading import malformed, parsed, read_text, read_value
 from dolmen.host import Host
 
 PSEUDO_FS = frozenset(
@@ -209,16 +209,11 @@ def read_nvme(host: Host, unread: dict[str, str]) -> tuple[NvmeController, ...]:
 def collect(host: Host) -> StorageFacts:
     """Read and parse the storage facts of ``host``."""
     unread: dict[str, str] = {}
-    mounts: list[Mount] = []
     r = read_text(host, "proc/self/mounts")
     if r.text is None:
         r = read_text(host, "proc/mounts")
-    if r.text is None:
-        unread["mounts"] = r.reason
-    else:
-        mounts = parse_mounts(r.text)
-        if not mounts:
-            unread["mounts"] = malformed(r.text)
+    # a host has at least its root mounted: an empty table is malformed
+    mounts = parsed(r, lambda text: parse_mounts(text) or None, unread, "mounts") or []
 
     if mounts:
         space = _df(host, ["df", "-P", "-B1"], "space", unread)

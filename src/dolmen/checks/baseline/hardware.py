@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dolmen.baseline import Baseline, tracked
+from dolmen.baseline import tracked
+from dolmen.checks.baseline import baseline_of
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
 
@@ -11,11 +12,6 @@ _REMEDY = (
     "riser/cable and the BIOS slot settings; if the change is intended, capture a new "
     "baseline (dolmen baseline capture -o FILE)."
 )
-
-
-def _b(ctx: Context) -> Baseline:
-    assert ctx.baseline is not None  # guaranteed by when=("baseline",)
-    return ctx.baseline
 
 
 @check(
@@ -33,7 +29,7 @@ def gpus(ctx: Context) -> list[Outcome]:
         return [unknown("host", f"GPU inventory unreadable: {facts.error}")]
     now = {g.pci_address: g for g in facts.gpus}
     out: list[Outcome] = []
-    for slot in _b(ctx).gpus:
+    for slot in baseline_of(ctx).gpus:
         g = now.get(slot.bus_id)
         subject = f"gpu:{slot.bus_id}"
         if g is None:
@@ -46,7 +42,7 @@ def gpus(ctx: Context) -> list[Outcome]:
             out.append(warned(subject, f"VBIOS {g.vbios}, baseline {slot.vbios}", found=g.vbios))
         else:
             out.append(passed(subject, f"{g.name} as in the baseline", vbios=g.vbios))
-    expected = {s.bus_id for s in _b(ctx).gpus}
+    expected = {s.bus_id for s in baseline_of(ctx).gpus}
     extra = sorted(bdf for bdf in now if bdf and bdf not in expected)
     out += [warned(f"gpu:{bdf}", "GPU not in the baseline") for bdf in extra]
     if not out:
@@ -67,7 +63,7 @@ def pcie(ctx: Context) -> list[Outcome]:
     devices = ctx.pci.by_bdf()
     gpus = {g.pci_address: g for g in ctx.gpu.gpus}
     out: list[Outcome] = []
-    for slot in _b(ctx).gpus:
+    for slot in baseline_of(ctx).gpus:
         dev = devices.get(slot.bus_id)
         g = gpus.get(slot.bus_id)
         gen = dev.max_link.generation if dev and dev.max_link else (g.pcie.gen_max if g else None)
@@ -75,7 +71,7 @@ def pcie(ctx: Context) -> list[Outcome]:
         out.append(
             _compare(f"pci:{slot.bus_id}", slot.pcie_gen_max, slot.pcie_width_max, gen, width)
         )
-    for link in _b(ctx).pcie:
+    for link in baseline_of(ctx).pcie:
         dev = devices.get(link.bdf)
         if dev is None:
             out.append(failed(f"pci:{link.bdf}", "device missing from the PCI bus"))
@@ -91,7 +87,7 @@ def pcie(ctx: Context) -> list[Outcome]:
             )
         )
     extra = [d.bdf for d in ctx.pci.devices if tracked(d.vendor_id, d.class_id)]
-    known = {link.bdf for link in _b(ctx).pcie}
+    known = {link.bdf for link in baseline_of(ctx).pcie}
     out += [warned(f"pci:{bdf}", "device not in the baseline") for bdf in extra if bdf not in known]
     return out or [passed("host", "no PCIe devices tracked by the baseline")]
 
@@ -126,7 +122,7 @@ def nvlink(ctx: Context) -> list[Outcome]:
     """Counts the links each GPU reports (any state) against the baseline."""
     by_bus = {g.pci_address: g for g in ctx.gpu.gpus}
     out: list[Outcome] = []
-    for slot in _b(ctx).gpus:
+    for slot in baseline_of(ctx).gpus:
         if slot.nvlinks is None:
             continue
         g = by_bus.get(slot.bus_id)
@@ -155,7 +151,7 @@ def ib(ctx: Context) -> list[Outcome]:
     """Compares ports by device and port number: presence, rate, firmware version."""
     now = {(p.device, p.port): p for p in ctx.infiniband.ports}
     out: list[Outcome] = []
-    for want in _b(ctx).ib_ports:
+    for want in baseline_of(ctx).ib_ports:
         p = now.get((want.device, want.port))
         subject = f"ib:{want.device}/{want.port}"
         if p is None:

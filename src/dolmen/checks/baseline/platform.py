@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from dolmen.baseline import Baseline
+from dolmen.checks.baseline import baseline_of
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
-
-
-def _b(ctx: Context) -> Baseline:
-    assert ctx.baseline is not None  # guaranteed by when=("baseline",)
-    return ctx.baseline
 
 
 @check(
@@ -23,7 +18,7 @@ def _b(ctx: Context) -> Baseline:
 )
 def software(ctx: Context) -> list[Outcome]:
     """Compares nvidia-smi's driver and CUDA versions with the baseline's."""
-    b = _b(ctx)
+    b = baseline_of(ctx)
     out: list[Outcome] = []
     for what, want, got in (
         ("driver", b.driver_version, ctx.gpu.driver_version),
@@ -53,7 +48,7 @@ def software(ctx: Context) -> list[Outcome]:
 )
 def system(ctx: Context) -> list[Outcome]:
     """MemTotal within a tolerance, CPU model and thread count, NVMe controller count."""
-    b = _b(ctx)
+    b = baseline_of(ctx)
     out: list[Outcome] = []
     if b.memory_bytes:
         have = ctx.memory.total_bytes

@@ -39,8 +39,13 @@ def split(counts: EccCounts, kind: str) -> tuple[int | None, int | None]:
     return (sum(sram_parts) if sram_parts else None), dram
 
 
-def _nonzero(raw: Mapping[str, int]) -> dict[str, int]:
-    return {k: v for k, v in raw.items() if v and not k.endswith("total")}
+def _uncorrectable_where(raw: Mapping[str, int]) -> dict[str, int]:
+    """The raw uncorrectable counters that are not zero, by location (totals left out)."""
+    return {
+        k: v
+        for k, v in raw.items()
+        if v and ("uncorr" in k or k.startswith("double")) and not k.endswith("total")
+    }
 
 
 @check(
@@ -64,13 +69,7 @@ def volatile_uncorrectable(ctx: Context) -> list[Outcome]:
         n = gpu.ecc.volatile.uncorrectable
         if n is None:
             return unread(gpu, "ecc.volatile.uncorrectable", "volatile uncorrectable ECC")
-        where = _nonzero(
-            {
-                k: v
-                for k, v in gpu.ecc.volatile.raw.items()
-                if "uncorr" in k or k.startswith("double")
-            }
-        )
+        where = _uncorrectable_where(gpu.ecc.volatile.raw)
         if n > limit:
             return failed(
                 gpu.subject,
@@ -114,9 +113,7 @@ def aggregate_uncorrectable(ctx: Context) -> list[Outcome]:
             "total": counts.uncorrectable,
             "sram": sram,
             "dram": dram,
-            "locations": _nonzero(
-                {k: v for k, v in counts.raw.items() if "uncorr" in k or k.startswith("double")}
-            ),
+            "locations": _uncorrectable_where(counts.raw),
         }
         if sram is not None and sram > max_sram:
             return failed(gpu.subject, f"{sram} lifetime uncorrectable SRAM ECC errors", **ev)

@@ -24,7 +24,7 @@ from dolmen.facts.cpu.parse import (
     parse_cpuinfo,
     parse_topology,
 )
-from dolmen.facts.reading import malformed, parse_cpulist, parse_int, read_text, read_value
+from dolmen.facts.reading import malformed, parse_cpulist, parse_int, parsed, read_text, read_value
 from dolmen.host import Host
 
 __all__ = [
@@ -46,15 +46,9 @@ CPU = "sys/devices/system/cpu"
 def collect(host: Host) -> CpuFacts:
     """Read and parse the CPU facts of ``host``."""
     unread: dict[str, str] = {}
-    info = None
-    r = read_text(host, "proc/cpuinfo")
-    if r.text is None:
-        unread["cpuinfo"] = r.reason
-    elif (info := parse_cpuinfo(r.text)) is None:
-        unread["cpuinfo"] = malformed(r.text)
-
-    online = _cpulist(host, f"{CPU}/online", "online", unread)
-    isolated = _cpulist(host, f"{CPU}/isolated", "isolated", unread)
+    info = parsed(read_text(host, "proc/cpuinfo"), parse_cpuinfo, unread, "cpuinfo")
+    online = parsed(read_value(host, f"{CPU}/online"), parse_cpulist, unread, "online")
+    isolated = parsed(read_value(host, f"{CPU}/isolated"), parse_cpulist, unread, "isolated")
     smt = read_value(host, f"{CPU}/smt/active")
     smt_active = {"1": True, "0": False}.get(smt.text or "")
     if smt_active is None:
@@ -107,17 +101,6 @@ def _model_reason(info: CpuInfo) -> str:
             f"implementer 0x{info.implementer:02x} part {part} is not in the table)"
         )
     return "missing (no model name in cpuinfo)"
-
-
-def _cpulist(host: Host, rel: str, name: str, unread: dict[str, str]) -> tuple[int, ...] | None:
-    r = read_value(host, rel)
-    if r.text is None:
-        unread[name] = r.reason
-        return None
-    cpus = parse_cpulist(r.text)
-    if cpus is None:
-        unread[name] = malformed(r.text)
-    return cpus
 
 
 def _topology_ids(host: Host, online: tuple[int, ...]) -> dict[int, tuple[int | None, int | None]]:

@@ -24,7 +24,7 @@ from dolmen.facts.os.parse import (
     parse_uptime,
     virt_from_dmi,
 )
-from dolmen.facts.reading import malformed, read_text, read_value
+from dolmen.facts.reading import parsed, read_text, read_value
 from dolmen.host import Host, RunStatus
 
 __all__ = [
@@ -64,28 +64,17 @@ def collect(host: Host) -> OsFacts:
     """Read and parse the OS facts of ``host``."""
     unread: dict[str, str] = {}
 
-    distribution = None
     r = read_text(host, "etc/os-release")
     if r.text is None:
         r = read_text(host, "usr/lib/os-release")  # os-release(5): the fallback location
-    if r.text is None:
-        unread["distribution"] = r.reason
-    else:
-        distribution = parse_os_release(r.text)
-        if distribution is None:
-            unread["distribution"] = malformed(r.text)
+    distribution = parsed(r, parse_os_release, unread, "distribution")
 
     release = _value(host, "proc/sys/kernel/osrelease", "kernel_release", unread)
     version = _value(host, "proc/sys/kernel/version", "kernel_version", unread)
     hostname = _hostname(host, unread)
     arch = _architecture(host, unread)
 
-    uptime = None
-    r = read_text(host, "proc/uptime")
-    if r.text is None:
-        unread["uptime_s"] = r.reason
-    elif (uptime := parse_uptime(r.text)) is None:
-        unread["uptime_s"] = malformed(r.text)
+    uptime = parsed(read_text(host, "proc/uptime"), parse_uptime, unread, "uptime_s")
 
     boot = None
     r = read_text(host, "proc/stat")

@@ -48,19 +48,9 @@ def _mapping(doc: Mapping[str, Any], indent: int) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
     for key, value in doc.items():
-        k = _key(str(key))
-        if isinstance(value, Mapping) and value:
-            lines.append(f"{pad}{k}:")
-            lines.extend(_mapping(value, indent + 2))
-        elif isinstance(value, Sequence) and not isinstance(value, str) and value:
-            lines.append(f"{pad}{k}:")
-            lines.extend(_sequence(value, indent + 2))
-        elif isinstance(value, Mapping):
-            lines.append(f"{pad}{k}: {{}}")
-        elif isinstance(value, Sequence) and not isinstance(value, str):
-            lines.append(f"{pad}{k}: []")
-        else:
-            lines.append(f"{pad}{k}: {_scalar(value)}")
+        inline, nested = _node(value, indent + 2)
+        lines.append(f"{pad}{_key(str(key))}:{inline}")
+        lines.extend(nested)
     return lines
 
 
@@ -68,17 +58,22 @@ def _sequence(items: Sequence[Any], indent: int) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
     for item in items:
-        if isinstance(item, Mapping) and item:
+        if isinstance(item, Mapping) and item:  # "- " then the mapping's first key
             body = _mapping(item, indent + 2)
             lines.append(f"{pad}- {body[0].lstrip()}")
             lines.extend(body[1:])
-        elif isinstance(item, Sequence) and not isinstance(item, str) and item:
-            lines.append(f"{pad}-")
-            lines.extend(_sequence(item, indent + 2))
-        elif isinstance(item, Mapping):
-            lines.append(f"{pad}- {{}}")
-        elif isinstance(item, Sequence) and not isinstance(item, str):
-            lines.append(f"{pad}- []")
-        else:
-            lines.append(f"{pad}- {_scalar(item)}")
+            continue
+        inline, nested = _node(item, indent + 2)
+        lines.append(f"{pad}-{inline}")
+        lines.extend(nested)
     return lines
+
+
+def _node(value: Any, indent: int) -> tuple[str, list[str]]:
+    """What follows ``key:`` or ``-`` on its line, and the block lines below it: a non-empty
+    mapping or list goes below, an empty one is written inline (``{}``, ``[]``)."""
+    if isinstance(value, Mapping):
+        return ("", _mapping(value, indent)) if value else (" {}", [])
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return ("", _sequence(value, indent)) if value else (" []", [])
+    return f" {_scalar(value)}", []
