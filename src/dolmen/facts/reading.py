@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import errno
 import re
-from dataclasses import dataclass
 
+from dolmen.frozen import frozen
 from dolmen.host import Host
 from dolmen.values import cpulist
 
@@ -22,7 +22,7 @@ from dolmen.values import cpulist
 _NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
 
 
-@dataclass(frozen=True)
+@frozen
 class Read:
     """The text of a file, or None and the reason it could not be read."""
 
