@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
 from dolmen.errors import InputError
+from dolmen.frozen import frozen
 
 SCHEMA = "dolmen.baseline/1"
 
@@ -27,7 +28,7 @@ SCHEMA = "dolmen.baseline/1"
 _TRACKED = (("15b3", ""), ("", "0108"), ("10de", "0680"))  # Mellanox NICs, NVMe, NVSwitch
 
 
-@dataclass(frozen=True)
+@frozen
 class BaselineGpu:
     """One GPU slot: what should sit at this bus id."""
 
@@ -39,7 +40,7 @@ class BaselineGpu:
     nvlinks: int | None  # links reported (any state) ; None when not read
 
 
-@dataclass(frozen=True)
+@frozen
 class BaselinePort:
     """One InfiniBand/RoCE port."""
 
@@ -50,7 +51,7 @@ class BaselinePort:
     fw_version: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class BaselineLink:
     """The PCIe capability of a tracked device (NIC, NVMe, NVSwitch)."""
 
@@ -61,7 +62,7 @@ class BaselineLink:
     width: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Baseline:
     """The expected state of a known-good host (see module docstring)."""
 

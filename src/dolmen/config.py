@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from dolmen.errors import ConfigError
+from dolmen.frozen import frozen
 from dolmen.paths import config_dir
 
 # section -> key -> accepted Python type(s). Add a section here with the feature that reads it.
@@ -56,7 +57,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
 FREE_SECTIONS = {"thresholds"}  # validated against the check registry by its reader
 
 
-@dataclass(frozen=True)
+@frozen
 class Config:
     """The loaded site configuration; empty when there is no file."""
 

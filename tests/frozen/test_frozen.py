@@ -1,5 +1,6 @@
 """``@frozen`` classes behave exactly as ``dataclasses.dataclass(frozen=True)`` makes them
-(signature, fields, repr, eq, hash, order, frozenness, on every row of the knowledge base),
+(signature, fields, repr, eq, hash, order, frozenness, on every row of the knowledge base
+and every fact and verdict of the committed host trees),
 use the compiled methods of frozen/compiled/, and those files are current."""
 
 from __future__ import annotations
@@ -9,14 +10,21 @@ import importlib
 import inspect
 import sys
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dolmen.checks.model import Level
+from dolmen.checks.suite import validate
+from dolmen.config import Config
+from dolmen.facts import FactStore
 from dolmen.frozen import METHODS, REGISTRY, frozen
 from dolmen.frozen.generate import methods_sources, modules, package, twin_dataclass
+from dolmen.host import open_host
 from dolmen.kb import prebuilt
+from tests.hosts import scenarios
 
 for _module in modules():
     importlib.import_module(_module)
@@ -78,15 +86,15 @@ def test_each_class_is_the_dataclass_it_replaces(key: str) -> None:
 
 
 def _rows(value: Any) -> list[Any]:
-    """Every dataclass instance inside a prebuilt table."""
+    """Every dataclass instance inside a value (a prebuilt table, a host's facts, a verdict)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [
             value,
             *(r for f in dataclasses.fields(value) for r in _rows(getattr(value, f.name))),
         ]
-    if isinstance(value, tuple):
+    if isinstance(value, tuple | list | frozenset):
         return [r for v in value for r in _rows(v)]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return [r for v in value.values() for r in _rows(v)]
     return []
 
@@ -98,19 +106,15 @@ def _hash(value: object) -> int | str:
         return str(e)
 
 
-def test_every_kb_row_behaves_as_its_dataclass_twin() -> None:
+def _behave_as_their_twins(rows: list[Any]) -> set[str]:
+    """Each @frozen instance against the same values in its dataclass twin; the classes seen."""
     twins: dict[type, Any] = {}
-    rows = [
-        r
-        for name in ("cuda", "gpus", "ngc", "xids", "builds")
-        for r in _rows(getattr(prebuilt, name)())
-    ]
-    assert len(rows) > 200
     for row in rows:
         cls = type(row)
-        twin = twins.setdefault(
-            cls, twin_dataclass(cls, REGISTRY[f"{cls.__module__}.{cls.__qualname__}"][2])
-        )
+        key = f"{cls.__module__}.{cls.__qualname__}"
+        if key not in COVERED:  # a slots=True or non-frozen dataclass: not @frozen's
+            continue
+        twin = twins.setdefault(cls, twin_dataclass(cls, REGISTRY[key][2]))
         args = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.init}
         other = twin(**args)
         assert repr(row) == repr(other)
@@ -118,7 +122,63 @@ def test_every_kb_row_behaves_as_its_dataclass_twin() -> None:
         assert row == dataclasses.replace(row) and row != other  # another class: not equal
         assert dataclasses.asdict(row) == dataclasses.asdict(other)
         with pytest.raises(dataclasses.FrozenInstanceError):
-            row.source = "x"  # type: ignore[misc]
+            row.source = "x"
+    return {f"{c.__module__}.{c.__qualname__}" for c in twins}
+
+
+@pytest.mark.parametrize("key", COVERED)
+def test_each_class_behaves_as_its_twin_on_made_up_values(key: str) -> None:
+    """Every class, also those no host tree makes: each field without a default gets a value
+    of its own (an unhashable one too, so that __hash__ meets a TypeError both ways)."""
+    cls, _, order, _ = REGISTRY[key]
+    twin = twin_dataclass(cls, order)
+    assert twin is not None
+    for made_up in (lambda n: (n, f"v{n}"), lambda n: [n]):
+        args = {
+            f.name: made_up(n)
+            for n, f in enumerate(dataclasses.fields(cls))
+            if f.init and f.default is f.default_factory is dataclasses.MISSING
+        }
+        try:
+            other = twin(**args)
+        except Exception as e:  # a __post_init__ refusing the values: the same both ways
+            with pytest.raises(type(e)):
+                cls(**args)
+            continue
+        assert _behave_as_their_twins([cls(**args)]) == {key}
+        if order:
+            lower = twin(**{k: made_up(-1) for k in args})
+            assert (cls(**{k: made_up(-1) for k in args}) < cls(**args)) == (lower < other)
+
+
+def test_every_kb_row_behaves_as_its_dataclass_twin() -> None:
+    rows = [
+        r
+        for name in ("cuda", "gpus", "ngc", "xids", "builds")
+        for r in _rows(getattr(prebuilt, name)())
+    ]
+    assert len(rows) > 200
+    _behave_as_their_twins(rows)
+
+
+def test_every_scenarios_facts_and_verdict_behave_as_their_dataclass_twins(
+    tmp_path: Path,
+) -> None:
+    """Each committed host tree's facts (every subsystem) and standard verdict: the classes
+    of host/, facts/, checks/, values/ and config with the values a real run gives them."""
+    seen: set[str] = set()
+    for name in scenarios.names():
+        try:
+            root = scenarios.build(name, tmp_path / name)
+        except scenarios.MissingRecording:
+            continue
+        with open_host(root) as host:
+            facts = FactStore(host).collect()
+            verdict = validate(host, level=Level.STANDARD, config=Config())
+        seen |= _behave_as_their_twins(_rows([*facts.values(), verdict, Config()]))
+    packages = {package(key) for key in seen}
+    assert {"host", "facts", "checks", "config"} <= packages, packages
+    assert len(seen) > 50, sorted(set(COVERED) - seen)
 
 
 def test_order_compares_like_the_dataclass() -> None:
@@ -126,6 +186,21 @@ def test_order_compares_like_the_dataclass() -> None:
 
     a, b = DriverVersion((535, 54, 3), "535.54.03"), DriverVersion((535, 104, 5), "x")
     assert a < b and b > a and a <= a and b >= a and a == DriverVersion((535, 54, 3), "other")
+
+
+def test_values_behave_and_order_as_their_dataclass_twins() -> None:
+    from dolmen.values.busid import BusId
+    from dolmen.values.cpulist import parse_cpulist
+
+    ids = [BusId.parse(t) for t in ("0000:17:00.0", "0000:03:00.1", "10000:01:00.0", "00:1f.7")]
+    assert None not in ids
+    seen = _behave_as_their_twins([*ids, parse_cpulist("0-3,8"), parse_cpulist("")])
+    assert seen == {"dolmen.values.busid.BusId", "dolmen.values.cpulist.CpuList"}
+    twin = twin_dataclass(BusId, True)
+    assert twin is not None
+    twins = [twin(**dataclasses.asdict(i)) for i in ids]
+    assert sorted(range(4), key=lambda n: ids[n]) == sorted(range(4), key=lambda n: twins[n])
+    assert [a < b for a in ids for b in ids] == [a < b for a in twins for b in twins]
 
 
 def test_a_class_not_captured_is_a_plain_dataclass() -> None:

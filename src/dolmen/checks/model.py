@@ -9,9 +9,11 @@ and timeouts into ``error`` findings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any
+
+from dolmen.frozen import frozen
 
 if TYPE_CHECKING:
     from dolmen.checks.context import Context
@@ -46,7 +48,7 @@ class Level(IntEnum):
             ) from None
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """What a check body returns for one subject (``host``, ``gpu:<bus id>``, ``ib:mlx5_0/1``)."""
 
@@ -85,7 +87,7 @@ def unknown(subject: str, summary: str, *, remedy: str | None = None, **evidence
 CheckFn = Callable[["Context"], Iterable[Outcome]]
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckSpec:
     """A check's declarative metadata and its body."""
 
@@ -143,7 +145,7 @@ def check(
     return register
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One row of a report: an outcome with the check that produced it."""
 

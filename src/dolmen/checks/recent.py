@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from dolmen.checks.context import Context
@@ -23,6 +22,7 @@ from dolmen.errors import DolmenError
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.facts.os import OsFacts
+from dolmen.frozen import frozen
 
 UNREADABLE_LOG = (
     "Run dolmen as root: reading the kernel log needs CAP_SYSLOG when kernel.dmesg_restrict=1 "
@@ -52,7 +52,7 @@ def grouped(
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Window:
     """The recent past: ``hours`` before ``now`` (wall clock) or ``now_boot`` (uptime)."""
 

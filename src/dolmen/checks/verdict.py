@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
 
 from dolmen.checks.model import Finding, Status
 from dolmen.errors import ExitCode
+from dolmen.frozen import frozen
 
 SCHEMA = "dolmen.verdict/1"
 
@@ -45,7 +46,7 @@ def judge(findings: Sequence[Finding]) -> Health:
     return Health.HEALTHY
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """A run's result for one host."""
 

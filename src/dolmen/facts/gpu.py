@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
 from dolmen.host.gpu import NOT_SUPPORTED, Gpu, GpuInventory, NvLink
 from dolmen.values.busid import BusId
@@ -25,7 +26,7 @@ NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
+@frozen
 class NvlinkGpu:
     """One GPU's block in ``nvidia-smi nvlink -s``."""
 
@@ -36,7 +37,7 @@ class NvlinkGpu:
     note: str | None = None  # "all links inactive", "not supported"
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuFacts:
     """What a host says about its NVIDIA GPUs. Keys of ``nvlinks``/``nvlink_notes`` are
     ``Gpu.subject`` (``gpu:<bus id as printed>``)."""

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dolmen.facts.reading import Read, malformed, parse_hex, read_value
+from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
 from dolmen.values.busid import sysfs_name
 
@@ -38,7 +39,7 @@ _IBSTAT_STATES = {
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*Gb/sec")
 
 
-@dataclass(frozen=True)
+@frozen
 class IbPort:
     """One HCA port (``ib:<device>/<port>``), with its device's identity repeated for checks."""
 
@@ -65,7 +66,7 @@ class IbPort:
         return f"ib:{self.device}/{self.port}"
 
 
-@dataclass(frozen=True)
+@frozen
 class InfinibandFacts:
     """HCA ports. ``unread`` keys: ``<device>/<port>.<field>``, ``<device>.<field>``, ``ibstat``."""
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dolmen.facts.reading import malformed, parse_int, parsed, read_text, read_value
+from dolmen.frozen import frozen
 from dolmen.host import Host
 
 HUGEPAGES = "sys/kernel/mm/hugepages"
@@ -23,7 +24,7 @@ _MEMINFO_LINE = re.compile(r"([^:\s][^:]*):\s*(\d+)(?:\s+(kB))?\s*")
 _NODE_PREFIX = re.compile(r"^Node \d+\s+")  # sys/devices/system/node/nodeN/meminfo
 
 
-@dataclass(frozen=True)
+@frozen
 class HugePagePool:
     """One huge page size's pool (system-wide or on one NUMA node)."""
 
@@ -34,7 +35,7 @@ class HugePagePool:
     surplus: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class SwapArea:
     """One line of ``proc/swaps``; sizes in bytes."""
 
@@ -45,7 +46,7 @@ class SwapArea:
     priority: int
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryFacts:
     """The host's memory. None fields are explained in ``unread``; sizes are bytes."""
 

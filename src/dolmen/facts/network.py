@@ -16,9 +16,10 @@ down, and reports speed -1 when it does not know it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dolmen.facts.reading import Read, malformed, parse_int, read_value
+from dolmen.frozen import frozen
 from dolmen.host import Host
 from dolmen.values.busid import sysfs_name
 
@@ -39,7 +40,7 @@ LINK_TYPES: Mapping[int, str] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Interface:
     """One interface (``nic:<name>``); a None field is in ``unread`` as ``<name>.<field>``."""
 
@@ -65,7 +66,7 @@ class Interface:
         return f"nic:{self.name}"
 
 
-@dataclass(frozen=True)
+@frozen
 class NetworkFacts:
     """Every network interface of the host."""
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dolmen.facts.memory import HugePagePool, parse_meminfo, read_pools
 from dolmen.facts.reading import malformed, parse_cpulist, parsed, read_text, read_value
+from dolmen.frozen import frozen
 from dolmen.host import Host
 
 NODE = "sys/devices/system/node"
 
 
-@dataclass(frozen=True)
+@frozen
 class NumaNode:
     """One NUMA node. None fields are explained in the facts' ``unread`` as ``node<N>.<field>``."""
 
@@ -31,7 +32,7 @@ class NumaNode:
     hugepages: tuple[HugePagePool, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class NumaFacts:
     """The host's NUMA layout; ``nodes`` is empty where the kernel has no NUMA support."""
 

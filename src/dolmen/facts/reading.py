@@ -14,9 +14,9 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from dolmen.frozen import frozen
 from dolmen.host import Host
 from dolmen.values import cpulist
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 _NOT_SUPPORTED = {errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOTTY}
 
 
-@dataclass(frozen=True)
+@frozen
 class Read:
     """The text of a file, or None and the reason it could not be read."""
 

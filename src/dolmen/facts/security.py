@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dolmen.facts.reading import malformed, parse_int, read_value, reason_for
+from dolmen.frozen import frozen
 from dolmen.host import Host
 
 EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-e0f75e0f5a6b"  # EFI_GLOBAL_VARIABLE GUID (UEFI spec)
@@ -52,7 +53,7 @@ TAINT_BITS: Mapping[int, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class TaintFlag:
     """One set bit of the kernel taint mask."""
 
@@ -61,7 +62,7 @@ class TaintFlag:
     meaning: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SecurityFacts:
     """Boot-chain and kernel integrity posture; None fields have reasons in ``unread``."""
 

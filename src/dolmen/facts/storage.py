@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from dolmen.facts.reading import malformed, parsed, read_text, read_value
+from dolmen.frozen import frozen
 from dolmen.host import Host
 
 PSEUDO_FS = frozenset(
@@ -52,7 +53,7 @@ NETWORK_FS = frozenset(
 NVME = "sys/class/nvme"
 
 
-@dataclass(frozen=True)
+@frozen
 class Mount:
     """A mounted filesystem (``mount:<path>``) with its space from df; sizes in bytes."""
 
@@ -75,7 +76,7 @@ class Mount:
         return f"mount:{self.mountpoint}"
 
 
-@dataclass(frozen=True)
+@frozen
 class FstabEntry:
     """One ``etc/fstab`` line."""
 
@@ -87,7 +88,7 @@ class FstabEntry:
     passno: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class NvmeController:
     """An NVMe controller (``nvme:<name>``), without its serial number."""
 
@@ -99,7 +100,7 @@ class NvmeController:
     address: str | None  # PCI address for pcie; traddr=... for fabrics
 
 
-@dataclass(frozen=True)
+@frozen
 class StorageFacts:
     """Mounts, fstab and NVMe controllers. None fields are explained in ``unread``."""
 

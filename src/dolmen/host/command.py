@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import quote
+
+from dolmen.frozen import frozen
 
 
 class RunStatus(StrEnum):
@@ -18,7 +19,7 @@ class RunStatus(StrEnum):
     DENIED = "denied"  # found but could not be executed (permissions)
 
 
-@dataclass(frozen=True)
+@frozen
 class CommandResult:
     """stdout/stderr as text (UTF-8, undecodable bytes replaced), exit code and status."""
 

@@ -10,8 +10,9 @@ compare as values; ``sysfs`` and ``nvsmi`` print the two forms outputs use.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+from dolmen.frozen import frozen
 
 # domain (1-8 hex digits; sysfs prints 4, more above 0xffff, e.g. VMD), bus, device,
 # function (0-7; absent in NVRM's "PCI:dddd:bb:dd", which names function 0).
@@ -23,7 +24,7 @@ _SPELLING = re.compile(
 _MAX_DEVICE = 0x1F  # 5 bits of devfn
 
 
-@dataclass(frozen=True, order=True)
+@frozen(order=True)
 class BusId:
     """One PCI function: domain, bus, device (0-31) and function (0-7)."""
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+
+from dolmen.frozen import frozen
 
 # The highest CPU number accepted. The kernel's own bound is NR_CPUS, at most 8192
 # (x86_64 and arm64 NR_CPUS_RANGE_END with MAXSMP / CPUMASK_OFFSTACK); 65535 leaves eight
@@ -36,7 +37,7 @@ _ITEM = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)/([0-9]+))?)?")
 _FORMS = "write it like 0-3,8,10-11 (or a-b:used/group, as the kernel takes)"
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuList:
     """A set of CPU numbers, sorted and without repeats; ``str()`` is the kernel's form."""
 

@@ -14,6 +14,7 @@ from typing import Any
 from dolmen.checks.gpu.actions import action_remedy, needs_recovery, recovery_remedy
 from dolmen.checks.model import Status
 from dolmen.facts.kernel_log import KernelEvent
+from dolmen.frozen import frozen
 from dolmen.host.gpu import Gpu
 
 APP_FAULTS = frozenset({13, 31, 43, 45})
@@ -32,7 +33,7 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrapInput:
     """What a trap needs besides the events: the GPU's name for nvidia-smi -i, the limits."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Tool:
     """A container tool: installed or not, and the version it reports."""
 
@@ -15,7 +17,7 @@ class Tool:
     detail: str  # the first line it printed, or why it is absent
 
 
-@dataclass(frozen=True)
+@frozen
 class DockerConfig:
     """What ``etc/docker/daemon.json`` says about runtimes."""
 
@@ -28,7 +30,7 @@ class DockerConfig:
         return self.default_runtime == "nvidia"
 
 
-@dataclass(frozen=True)
+@frozen
 class ContainerdConfig:
     """Runtimes declared in containerd's configuration (main file and drop-ins)."""
 
@@ -37,7 +39,7 @@ class ContainerdConfig:
     default_runtime: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class CdiSpec:
     """One CDI spec file; ``error`` says why it is unusable (truncated, no kind...)."""
 
@@ -49,7 +51,7 @@ class CdiSpec:
     driver_version: str | None = None  # the driver it was generated for, when it names one
 
 
-@dataclass(frozen=True)
+@frozen
 class ContainerFacts:
     """Container runtimes and their NVIDIA integration; None fields have reasons in ``unread``."""
 

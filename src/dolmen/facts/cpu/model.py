@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuInfo:
     """What ``proc/cpuinfo`` says, before sysfs fills the gaps."""
 
@@ -21,7 +23,7 @@ class CpuInfo:
     part: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuFreqPolicy:
     """One cpufreq policy (the kernel's unit of frequency control) and the CPUs it drives."""
 
@@ -36,7 +38,7 @@ class CpuFreqPolicy:
     hw_max_khz: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuFacts:
     """The host's CPUs. None fields are explained in ``unread``."""
 

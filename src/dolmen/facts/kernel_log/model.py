@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from dolmen.frozen import frozen
+
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
@@ -52,7 +54,7 @@ class KernelEvent:
     detail: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelLogFacts:
     """The kernel log of a host: where it came from, its span, and its events.
 

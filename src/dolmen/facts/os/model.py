@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Distribution:
     """``etc/os-release``: ID, VERSION_ID, NAME, PRETTY_NAME, VERSION_CODENAME, ID_LIKE."""
 
@@ -18,7 +20,7 @@ class Distribution:
     id_like: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Dmi:
     """SMBIOS identity from ``sys/class/dmi/id`` (no serials, no UUID)."""
 
@@ -34,7 +36,7 @@ class Dmi:
     chassis_type: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class OsFacts:
     """What the operating system is and how it booted. None fields are explained in ``unread``."""
 

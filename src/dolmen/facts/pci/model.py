@@ -7,13 +7,15 @@ generation from its per-lane rate the same way for both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 # PCIe transfer rate per lane (GT/s) -> generation (PCI-SIG base specifications 1.0-6.0).
 GENERATIONS: Mapping[float, int] = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
 
-@dataclass(frozen=True)
+@frozen
 class PciLink:
     """A PCIe link state: per-lane rate, generation derived from it, lane count."""
 
@@ -22,7 +24,7 @@ class PciLink:
     generation: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class AerCounters:
     """Advanced Error Reporting counters since boot, per error kind (``RxErr``, ``BadTLP``...)."""
 
@@ -34,7 +36,7 @@ class AerCounters:
     total_nonfatal: int | None = None  # TOTAL_ERR_NONFATAL
 
 
-@dataclass(frozen=True)
+@frozen
 class PciDevice:
     """One PCI function. Ids are lowercase hex without ``0x`` (vendor ``10de``, class ``0302``)."""
 
@@ -65,7 +67,7 @@ class PciDevice:
         return any(c < t for c, t in known) if known else None
 
 
-@dataclass(frozen=True)
+@frozen
 class PciFacts:
     """Every PCI function of the host; ``unread`` keys are ``<bdf>.<field>`` or a source."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelDriver:
     """The loaded NVIDIA kernel driver as /proc/driver/nvidia/version states it."""
 
@@ -14,7 +16,7 @@ class KernelDriver:
     flavour: str  # "open" (open GPU kernel modules) | "proprietary"
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadedModule:
     """One line of /proc/modules."""
 
@@ -26,7 +28,7 @@ class LoadedModule:
     taints: str  # the letters between parentheses ("POE"), "" when none
 
 
-@dataclass(frozen=True)
+@frozen
 class CachedLibrary:
     """One entry of the dynamic linker cache (``ldconfig -p``)."""
 
@@ -35,7 +37,7 @@ class CachedLibrary:
     path: str  # absolute path on the host
 
 
-@dataclass(frozen=True)
+@frozen
 class NvccVersion:
     """What ``nvcc --version`` says: the toolkit release and the compiler's full version."""
 
@@ -43,7 +45,7 @@ class NvccVersion:
     full: str  # "12.4.131"
 
 
-@dataclass(frozen=True)
+@frozen
 class StackLibrary:
     """A library of the stack in the linker cache, with the version its real file carries."""
 
@@ -52,7 +54,7 @@ class StackLibrary:
     version: str | None  # from the link's target ("libcuda.so.580.95.05" -> "580.95.05")
 
 
-@dataclass(frozen=True)
+@frozen
 class Component:
     """cuDNN, NCCL or TensorRT: the version, and the file it was read from."""
 
@@ -60,7 +62,7 @@ class Component:
     source: str  # host path of the header or library
 
 
-@dataclass(frozen=True)
+@frozen
 class Toolkit:
     """An installed CUDA toolkit folder."""
 
@@ -69,7 +71,7 @@ class Toolkit:
     version_source: str | None  # the file the version came from
 
 
-@dataclass(frozen=True)
+@frozen
 class BrokenLink:
     """A library link whose target does not exist on the host."""
 
@@ -77,7 +79,7 @@ class BrokenLink:
     target: str
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvEntry:
     """One entry of a path-like environment variable and whether it exists on the host."""
 
@@ -86,7 +88,7 @@ class EnvEntry:
     exists: bool | None  # None: a relative entry, which depends on the working directory
 
 
-@dataclass(frozen=True)
+@frozen
 class StackFacts:
     """What software stack the host runs; None fields have their reason in ``unread``."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class HugePagePool:
     """One huge-page size: pages reserved and free."""
 
@@ -14,7 +16,7 @@ class HugePagePool:
     free: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class LimitEntry:
     """One memlock/stack/nofile line of limits.conf or limits.d."""
 
@@ -25,7 +27,7 @@ class LimitEntry:
     value: str
 
 
-@dataclass(frozen=True)
+@frozen
 class TuningFacts:
     """Performance-relevant settings as the host has them; None fields' reasons in ``unread``."""
 

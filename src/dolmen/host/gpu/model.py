@@ -11,7 +11,9 @@ using the reason words of docs/architecture.md.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from dolmen.frozen import frozen
 
 # Reasons (docs/architecture.md "Facts conventions"): the first two mean "skip",
 # the others "unknown".
@@ -22,7 +24,7 @@ GPU_LOST = "gpu is lost"
 ABSENT = "not supported: not in this driver's output"
 
 
-@dataclass(frozen=True)
+@frozen
 class MigDevice:
     """One MIG device (GPU instance + compute instance) of a GPU in MIG mode."""
 
@@ -32,7 +34,7 @@ class MigDevice:
     memory_total_mib: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Mig:
     """MIG mode now and after the next GPU reset, and the MIG devices that exist."""
 
@@ -41,7 +43,7 @@ class Mig:
     devices: tuple[MigDevice, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class EccCounts:
     """One ECC counter set. Totals add SRAM and DRAM (Turing+) or read the single/double-bit
     totals (Kepler..Volta); ``raw`` keeps each location as read (``dram_uncorrectable``,
@@ -52,7 +54,7 @@ class EccCounts:
     raw: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class Ecc:
     """ECC mode and counters: ``volatile`` since the driver loaded, ``aggregate`` lifetime."""
 
@@ -65,7 +67,7 @@ class Ecc:
     tpc_repair_pending: bool | None = None  # 580+
 
 
-@dataclass(frozen=True)
+@frozen
 class RetiredPages:
     """Dynamic page retirement (Kepler..Volta; N/A from Ampere, which remaps rows instead)."""
 
@@ -74,7 +76,7 @@ class RetiredPages:
     pending: bool | None = None  # a retirement waits for the next driver reload
 
 
-@dataclass(frozen=True)
+@frozen
 class RemappedRows:
     """Row remapping (Ampere+ data-center boards)."""
 
@@ -85,7 +87,7 @@ class RemappedRows:
     histogram: Mapping[str, int] = field(default_factory=dict)  # max/high/partial/low/none banks
 
 
-@dataclass(frozen=True)
+@frozen
 class ClockEvents:
     """Why clocks are held down: ``active`` reason names (``sw_power_cap``, ``hw_slowdown``...,
     the same across the R535 throttle -> event rename) and, from 580, time spent per reason."""
@@ -94,7 +96,7 @@ class ClockEvents:
     counters_us: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class Temperature:
     """Degrees C. Absolute thresholds (Kepler..Ampere) or margins to T.Limit (Ada+, 535+):
     ``tlimit`` is how far the GPU is below T.Limit now; ``tlimit_slowdown`` is the margin at
@@ -112,7 +114,7 @@ class Temperature:
     tlimit_max_operating: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Power:
     """Watts. ``draw`` prefers the instant reading, then the average, then the legacy one."""
 
@@ -124,7 +126,7 @@ class Power:
     max_limit: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Clocks:
     """MHz, current and maximum."""
 
@@ -136,7 +138,7 @@ class Clocks:
     memory_max: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Utilization:
     """Percent busy over the last sample period."""
 
@@ -144,7 +146,7 @@ class Utilization:
     memory: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Memory:
     """Frame buffer, MiB."""
 
@@ -153,7 +155,7 @@ class Memory:
     reserved_mib: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Pcie:
     """The GPU's PCIe link: generation and width now and at most, and the replay counter.
     ``gen_max`` is the link's maximum; ``gen_device_max`` / ``gen_host_max`` (535+) say which
@@ -169,7 +171,7 @@ class Pcie:
     replay_counter: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Fabric:
     """NVLink fabric registration (NVSwitch systems): state ``Completed``, status ``Success``."""
 
@@ -181,7 +183,7 @@ class Fabric:
     health: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class Reset:
     """Whether the driver asks for a reset (<= 570) and its recovery action (570+)."""
 
@@ -190,7 +192,7 @@ class Reset:
     recovery_action: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class NvLink:
     """One NVLink of a GPU: ``state`` is ``up``, ``down`` or ``inactive``."""
 
@@ -199,7 +201,7 @@ class NvLink:
     speed_gbps: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     """One GPU as the driver reports it. See the module docstring for None and ``unread``."""
 
@@ -246,7 +248,7 @@ class Gpu:
         return f"gpu:{self.bus_id or self.uuid or self.position}"
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuInventory:
     """Every GPU the driver reports, where the list came from and, when empty, why.
 
