@@ -52,17 +52,17 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
     (
         "retired_pages.sbe",
         ("retired_pages/multiple_single_bit_retirement/retired_count",),
-        v.integer,
+        v.count,
     ),
-    ("retired_pages.dbe", ("retired_pages/double_bit_retirement/retired_count",), v.integer),
+    ("retired_pages.dbe", ("retired_pages/double_bit_retirement/retired_count",), v.count),
     # pending_blacklist was renamed pending_retirement; newer drivers print both.
     (
         "retired_pages.pending",
         ("retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
         v.flag,
     ),
-    ("remapped_rows.correctable", ("remapped_rows/remapped_row_corr",), v.integer),
-    ("remapped_rows.uncorrectable", ("remapped_rows/remapped_row_unc",), v.integer),
+    ("remapped_rows.correctable", ("remapped_rows/remapped_row_corr",), v.count),
+    ("remapped_rows.uncorrectable", ("remapped_rows/remapped_row_unc",), v.count),
     ("remapped_rows.pending", ("remapped_rows/remapped_row_pending",), v.flag),
     ("remapped_rows.failure", ("remapped_rows/remapped_row_failure",), v.flag),
     ("temperature.gpu", ("temperature/gpu_temp",), v.celsius),
@@ -121,7 +121,7 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
     ("pcie.gen_host_max", (_LINK + "pcie_gen/max_host_link_gen",), v.integer),
     ("pcie.width_current", (_LINK + "link_widths/current_link_width",), v.width),
     ("pcie.width_max", (_LINK + "link_widths/max_link_width",), v.width),
-    ("pcie.replay_counter", ("pci/replay_counter",), v.integer),
+    ("pcie.replay_counter", ("pci/replay_counter",), v.count),
     ("fabric.state", ("fabric/state",), v.text),
     ("fabric.status", ("fabric/status",), v.text),
     ("fabric.clique_id", ("fabric/cliqueId",), v.integer),
@@ -164,14 +164,13 @@ def ecc(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -> None:
                 name = f"{child.tag}.{leaf.tag}" if leaf is not child else leaf.tag
                 text = (leaf.text or "").strip()
                 try:
-                    nums[name] = int(text)
+                    nums[name] = v.count(text)
                 except ValueError:
-                    whys[name] = (
-                        (v.sentinel(text) or f"malformed: {text[:40]!r}") if text else v.EMPTY
-                    )
+                    why = (v.sentinel(text) or f"malformed: {text[:40]!r}") if text else v.EMPTY
+                    whys[name] = _required(name, why, text, values.get("ecc.mode"))
         if which == "aggregate":
             sources = idx.get("ecc_errors/aggregate_uncorrectable_sram_sources")
-            for tag, n in v.numbers(sources, "", v.integer).items():
+            for tag, n in v.numbers(sources, "", v.count).items():
                 nums[f"uncorrectable_sram_sources.{tag}"] = n
         values[f"{key}.raw"] = nums
         for part, names in (("correctable", _CORRECTABLE), ("uncorrectable", _UNCORRECTABLE)):
@@ -180,6 +179,21 @@ def ecc(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -> None:
                 unread[f"{key}.{part}"] = why
             else:
                 values[f"{key}.{part}"] = total
+
+
+# The DRAM counters and the per-kind totals: with ECC on, the driver counts them on every
+# board that has ECC, so a blank or N/A there hides errors (on-chip SRAM locations such
+# as texture_memory, or 570's parity/SEC-DED split, do read N/A on healthy boards).
+_DRAM = ("dram_correctable", "dram_uncorrectable", "single_bit.total", "double_bit.total")
+
+
+def _required(name: str, why: str, text: str, ecc_on: object) -> str:
+    """``why`` for a counter that is not a number, made "unreadable" where ECC is on and the
+    counter is one the board must keep (a skip there would pass a GPU as error-free)."""
+    if ecc_on is True and name in _DRAM and _skippable(why):
+        shown = repr(text[:40]) if text else "empty"
+        return f"unreadable: ECC is enabled but {name} is {shown}"
+    return why
 
 
 def _skippable(reason: str) -> bool:
@@ -233,7 +247,11 @@ def clock_events(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -
     else:
         unread["clock_events.active"] = reason or v.absent(idx, f"{tag}/x")
     counters = v.numbers(
-        idx.get("clocks_event_reasons_counters"), "clocks_event_reasons_counters_", v.microseconds
+        idx.get("clocks_event_reasons_counters"),
+        "clocks_event_reasons_counters_",
+        v.microseconds,
+        unread,
+        "clock_events.counters_us",
     )
     values["clock_events.counters_us"] = {_COUNTER_NAMES.get(k, k): n for k, n in counters.items()}
 
