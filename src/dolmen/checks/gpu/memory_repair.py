@@ -72,6 +72,11 @@ def retired_pages(ctx: Context) -> list[Outcome]:
     return per_gpu(ctx, body)
 
 
+_ROW_KEYS = tuple(
+    f"remapped_rows.{k}" for k in ("uncorrectable", "correctable", "pending", "failure")
+)
+
+
 @check(
     "gpu.row_remap",
     title="No row remap is pending or failed, and spare rows remain",
@@ -136,7 +141,7 @@ def row_remap(ctx: Context) -> list[Outcome]:
                 remedy="Plan to service the GPU; watch gpu.row_remap after each reset.",
                 **ev,
             )
-        for key in ("remapped_rows.uncorrectable", "remapped_rows.histogram"):
+        for key in (*_ROW_KEYS, "remapped_rows.histogram"):
             if not is_skippable(gpu.unread.get(key, "not supported")):
                 return unread(gpu, key, "row remapping counters")
         return passed(gpu.subject, "no row remap pending or failed", **ev)

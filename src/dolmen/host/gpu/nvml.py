@@ -131,7 +131,9 @@ def _ecc_on_needs_counts(values: dict[str, Any], unread: dict[str, str]) -> None
     if values.get("ecc.mode") is not True:
         return
     for key, why in list(unread.items()):
-        if key.startswith("ecc.") and key.endswith("correctable") and why.startswith(
-            (NOT_SUPPORTED, DEPRECATED)
+        if (
+            key.startswith("ecc.")
+            and key.endswith("correctable")
+            and why.startswith((NOT_SUPPORTED, DEPRECATED))
         ):
             unread[key] = f"unreadable: ECC is enabled but NVML says {why!r}"

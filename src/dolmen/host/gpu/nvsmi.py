@@ -124,6 +124,7 @@ def _gpu(position: int, el: ET.Element) -> Gpu:
             unread["pci_address"] = f"malformed: {bus[:40]!r}"
     else:
         unread["bus_id"] = unread["pci_address"] = why
+    s.siblings(values, unread)
     s.ecc(idx, values, unread)
     s.clock_events(idx, values, unread)
     values["remapped_rows.histogram"] = v.numbers(

@@ -134,6 +134,28 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
 )
 
 
+# Fields read together: a board that reads one of them supports them all, so a blank or
+# N/A sibling is an unreadable counter there, not an unsupported feature.
+_GROUPS = (
+    ("retired_pages.sbe", "retired_pages.dbe"),
+    (
+        "remapped_rows.correctable",
+        "remapped_rows.uncorrectable",
+        "remapped_rows.pending",
+        "remapped_rows.failure",
+    ),
+)
+
+
+def siblings(values: Mapping[str, Any], unread: dict[str, str]) -> None:
+    """Turn a skippable reason into "unreadable" where a sibling of ``_GROUPS`` was read."""
+    for group in _GROUPS:
+        read = [k for k in group if k in values]
+        for key in group:
+            if read and key in unread and _skippable(unread[key]):
+                unread[key] = f"unreadable: {key} is blank while {read[0]} reads"
+
+
 # Kepler..Volta: ecc_errors/<set>/{single,double}_bit/<location>+total.
 # Turing+: flat sram_/dram_ counters; 570+ splits sram_uncorrectable into parity + secded.
 _CORRECTABLE = ("single_bit.total", "sram_correctable", "dram_correctable")
