@@ -37,6 +37,11 @@ def run_validate(
     from dolmen.checks.model import Level
     from dolmen.config import load_config
 
+    if npd and slurm:
+        raise UsageError(
+            "--slurm and --npd are two callers' modes (Slurm's health check, "
+            "node-problem-detector); choose one"
+        )
     config = load_config(config_path)
     if config.sections.get("thresholds"):  # refused before any host is opened
         from dolmen.checks import load_registry
