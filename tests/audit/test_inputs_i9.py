@@ -77,3 +77,49 @@ def test_tls_flags_without_tls_are_refused(
     out = tmp_path / "siem.cef"
     rc, _, err = _run(capsys, "export", "--format", "cef", "--to", f"file:{out}", "--ca", str(f))
     assert rc == 2 and "--ca apply to tls:// only" in err
+
+
+def test_a_full_disk_leaves_no_torn_record_and_the_next_export_is_whole(
+    audit_env: AuditSettings,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+    import os
+
+    from dolmen.audit.export import transport
+
+    record_events([EventRequest("tune.apply", f"profile:{i}") for i in range(3)])
+    out = tmp_path / "siem.json"
+    assert _run(capsys, "export", "--format", "json", "--to", f"file:{out}")[0] == 0
+    before = out.read_bytes()
+    record_events([EventRequest("quota.set", f"group:{i}") for i in range(3)])
+    real_write = os.write
+
+    def full(fd: int, data: bytes | memoryview) -> int:
+        if len(data) > 10:
+            real_write(fd, bytes(data[:10]))  # part of a record, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(transport.os, "write", full)
+    rc, _, err = _run(capsys, "export", "--format", "json", "--to", f"file:{out}")
+    assert rc == 3 and "No space left" in err
+    assert out.read_bytes() == before  # the torn part is gone
+    monkeypatch.setattr(transport.os, "write", real_write)
+    assert _run(capsys, "export", "--format", "json", "--to", f"file:{out}")[0] == 0
+    lines = out.read_bytes().splitlines()
+    assert all(line.startswith(b"{") and line.endswith(b"}") for line in lines)
+    assert len(lines) >= 6
+
+
+def test_a_torn_tail_from_a_killed_export_is_cut_before_appending(
+    audit_env: AuditSettings, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    record_events([EventRequest("tune.apply", "profile:hpc")])
+    out = tmp_path / "siem.json"
+    out.write_bytes(b'{"whole": 1}\n{"torn": ')
+    assert _run(capsys, "export", "--format", "json", "--to", f"file:{out}")[0] == 0
+    lines = out.read_bytes().splitlines()
+    assert lines[0] == b'{"whole": 1}' and all(line.endswith(b"}") for line in lines)
