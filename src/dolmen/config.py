@@ -1,7 +1,8 @@
 """The site configuration: ``/etc/dolmen/dolmen.toml`` (``$DOLMEN_CONFIG_DIR``, ``--config``).
 
-Each section has a schema below; an unknown section or key, or a value of the
-wrong type, is refused at load with the file, the line and the valid choices.
+Each section has a schema below; an unknown section or key, a value of the
+wrong type or out of its range (RULES), is refused at load with the file, the line and
+the valid choices; `[thresholds]` ids and keys are checked against the check registry.
 
     [validate]
     level = "standard"            # quick | standard | full
@@ -65,7 +66,7 @@ Rule = Callable[[Any], str | None]
 def _between(lo: float, hi: float, *, above: bool = False) -> Rule:
     def rule(value: Any) -> str | None:
         low_ok = value > lo if above else value >= lo
-        if isinstance(value, float) and not math.isfinite(value) or not low_ok or value > hi:
+        if (isinstance(value, float) and not math.isfinite(value)) or not low_ok or value > hi:
             return f"be {'above' if above else 'at least'} {lo:g} and at most {hi:g}"
         return None
 

@@ -124,3 +124,12 @@ def test_a_torn_tail_from_a_killed_export_is_cut_before_appending(
     lines = out.read_bytes().splitlines()
     assert lines[0] == b'{"whole": 1}' and len(lines) >= 2
     assert not any(b'"torn"' in line for line in lines)  # no record glued to the torn one
+
+
+@pytest.mark.parametrize("since", ["99999999999999999999d", "1e400h", "-5h"])
+def test_audit_show_since_overflow_is_a_usage_error(
+    audit_env: AuditSettings, capsys: pytest.CaptureFixture[str], since: str
+) -> None:
+    record_events([EventRequest("tune.apply", "profile:hpc")])
+    rc, _, err = _run(capsys, "show", "--since", since)
+    assert rc == 2 and "internal error" not in err, err

@@ -30,9 +30,7 @@ def test_debug_prints_the_traceback_and_keeps_exit_70(
     assert "Traceback (most recent call last)" in err and "RuntimeError: a bug" in err
 
 
-def test_debug_keeps_a_usage_error_at_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_debug_keeps_a_usage_error_at_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--debug", "validate", "--from", str(tmp_path / "absent")]) == 2
     assert "Traceback" in capsys.readouterr().err
 
