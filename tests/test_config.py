@@ -217,3 +217,31 @@ def test_random_numbers_per_key_are_refused_out_of_range_with_file_and_line(
     with pytest.raises(ConfigError) as e:
         parse_config(text, "s.toml")
     assert e.value.path == "s.toml" and e.value.line == pad + 2
+
+
+TEXT_KEYS = [("audit", "path"), ("audit", "key"), ("tune", "profile"), ("jobs", "state")]
+TEXT_KEYS += [("validate", "baseline"), ("jobs", "slurm_python")]
+TEXT_FUZZ = {"trials": 0, "refused": 0}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    where=st.sampled_from(TEXT_KEYS),
+    value=st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
+)
+def test_random_text_per_key_is_refused_when_empty_or_with_control_characters(
+    where: tuple[str, str], value: str
+) -> None:
+    import json
+
+    section, key = where
+    text = f"[{section}]\n\n{key} = {json.dumps(value, ensure_ascii=False)}\n"
+    fits = bool(value.strip()) and not any(ord(c) < 32 or ord(c) == 127 for c in value)
+    TEXT_FUZZ["trials"] += 1
+    if fits:
+        assert parse_config(text, "s.toml").get(section, key) == value
+        return
+    TEXT_FUZZ["refused"] += 1
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, "s.toml")
+    assert e.value.line == 3

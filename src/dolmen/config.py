@@ -179,7 +179,8 @@ def _check_ranges(
     table: Mapping[str, Any], rules: Mapping[str, Rule], *, text: str, path: str, section: str
 ) -> None:
     for key, value in table.items():
-        why = rules[key](value)
+        rule = rules.get(key)  # a flag has no range: its type is all
+        why = rule(value) if rule else None
         if why:
             shown = value if not isinstance(value, str) else repr(value[:60])
             raise ConfigError(
