@@ -1,7 +1,8 @@
 """The site configuration: ``/etc/dolmen/dolmen.toml`` (``$DOLMEN_CONFIG_DIR``, ``--config``).
 
-Each section has a schema below; an unknown section or key, or a value of the
-wrong type, is refused at load with the file, the line and the valid choices.
+Each section has a schema below; an unknown section or key, a value of the
+wrong type or out of its range (RULES), is refused at load with the file, the line and
+the valid choices; `[thresholds]` ids and keys are checked against the check registry.
 
     [validate]
     level = "standard"            # quick | standard | full
@@ -15,9 +16,10 @@ wrong type, is refused at load with the file, the line and the valid choices.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,75 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "slurm_python": str,  # the Python with dolmen installed, on every node
     },
 }
-FREE_SECTIONS = {"thresholds"}  # validated against the check registry by its reader
+FREE_SECTIONS = {"thresholds"}  # validated against the check registry: check_thresholds
+
+# section -> key -> what the value must be besides its type: None when it fits, else the
+# words after "[section] key must ". A value out of range changes verdicts without a word
+# (xid_window_hours = -5 hid a logged Xid 48), so it is refused at load like a bad type.
+Rule = Callable[[Any], str | None]
+
+
+def _between(lo: float, hi: float, *, above: bool = False) -> Rule:
+    def rule(value: Any) -> str | None:
+        low_ok = value > lo if above else value >= lo
+        if (isinstance(value, float) and not math.isfinite(value)) or not low_ok or value > hi:
+            return f"be {'above' if above else 'at least'} {lo:g} and at most {hi:g}"
+        return None
+
+    return rule
+
+
+def _choice(*choices: str) -> Rule:
+    return lambda value: None if value.lower() in choices else f"be one of {', '.join(choices)}"
+
+
+def _name(value: Any) -> str | None:
+    """A path, profile or backend name: not empty, no control character (a newline in a
+    path reaches scripts and logs)."""
+    if not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "be a non-empty text without control characters"
+    return None
+
+
+def _names(value: Any) -> str | None:
+    bad = [v for v in value if not isinstance(v, str) or _name(v)]
+    return f"be a list of check ids or categories, not {bad[0]!r}" if bad else None
+
+
+def _refused(why: str) -> Rule:
+    return lambda _value: why
+
+
+_HOURS_MAX = 24 * 366
+RULES: dict[str, dict[str, Rule]] = {
+    "validate": {
+        "level": _choice("quick", "standard", "full"),
+        "expected_gpus": _between(0, 4096),
+        "disable": _names,
+        "baseline": _name,
+        "xid_window_hours": _between(0, _HOURS_MAX, above=True),
+        "slurm_drain": _refused(
+            "not be set: it is not implemented (run `dolmen validate --slurm`, which drains "
+            "an unhealthy node)"
+        ),
+    },
+    "audit": {
+        "path": _name,
+        "key": _name,
+        "trusted_keys": _name,
+        "rotate_bytes": _between(0, 1 << 50),
+        "rotate_seconds": _between(0, 3600 * _HOURS_MAX),
+        "checkpoint_every": _between(0, 1 << 31),
+    },
+    "tune": {"profile": _name},
+    "jobs": {
+        "backend": _name,
+        "state": _name,
+        "default_gpus_per_node": _between(0, 1024),
+        "slurm_log_dir": _name,
+        "slurm_python": _name,
+    },
+}
 
 
 @frozen
@@ -63,6 +133,7 @@ class Config:
 
     path: Path | None = None
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    lines: Mapping[str, int] = field(default_factory=dict)  # "<check id>[.<key>]" -> line
 
     def get(self, section: str, key: str, default: Any = None) -> Any:
         """One value, or ``default`` when the file does not set it."""
@@ -101,7 +172,94 @@ def parse_config(text: str, path: str = "<config>") -> Config:
             raise ConfigError(f"{section} must be a table ([{section}])", path=path, line=line)
         if section not in FREE_SECTIONS:
             check_keys(body, SCHEMA[section], text=text, path=path, section=section)
-    return Config(Path(path) if path != "<config>" else None, data)
+            _check_ranges(body, RULES[section], text=text, path=path, section=section)
+    return Config(Path(path) if path != "<config>" else None, data, _threshold_lines(text))
+
+
+def _check_ranges(
+    table: Mapping[str, Any], rules: Mapping[str, Rule], *, text: str, path: str, section: str
+) -> None:
+    for key, value in table.items():
+        rule = rules.get(key)  # a flag has no range: its type is all
+        why = rule(value) if rule else None
+        if why:
+            shown = value if not isinstance(value, str) else repr(value[:60])
+            raise ConfigError(
+                f"[{section}] {key} must {why} (got {shown})", path=path, line=line_of(text, key)
+            )
+
+
+_HEADER = re.compile(r'^[ \t]*\[[ \t]*thresholds[ \t]*\.[ \t]*"?([^"\]]+?)"?[ \t]*\]', re.M)
+_KEY = re.compile(r'^[ \t]*"?([A-Za-z0-9_.-]+?)"?[ \t]*=', re.M)
+
+
+def _threshold_lines(text: str) -> dict[str, int]:
+    """The line of each ``[thresholds."<id>"]`` header and of each key under it."""
+    out: dict[str, int] = {}
+    current = None
+    for n, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header:
+            current = header.group(1).strip()
+            out.setdefault(current, n)
+        elif line.lstrip().startswith("["):
+            current = None
+        elif current and (key := _KEY.match(line)):
+            out.setdefault(f"{current}.{key.group(1)}", n)
+    return out
+
+
+def check_thresholds(config: Config, limits: Mapping[str, Mapping[str, Any]]) -> None:
+    """Every ``[thresholds."<id>"]`` names a check of ``limits`` (id -> the check's default
+    limits) and only its limits, each a value like the default: the type, finite, not
+    negative, a window above 0. ConfigError with the file and line otherwise. The caller
+    passes the registry (the config cannot import the checks)."""
+    path = str(config.path) if config.path else "<config>"
+    for check_id, table in config.sections.get("thresholds", {}).items():
+        line = config.lines.get(check_id)
+        if check_id not in limits:
+            raise ConfigError(
+                f'[thresholds."{check_id}"]: no such check (dolmen validate --list names them)',
+                path=path,
+                line=line,
+            )
+        own = limits[check_id]
+        if not isinstance(table, Mapping):
+            raise ConfigError(f'thresholds."{check_id}" must be a table', path=path, line=line)
+        for key, value in table.items():
+            where = config.lines.get(f"{check_id}.{key}", line)
+            if key not in own:
+                valid = ", ".join(sorted(own)) or "none (it takes no limits)"
+                raise ConfigError(
+                    f'unknown key {key!r} in [thresholds."{check_id}"]; valid keys: {valid}',
+                    path=path,
+                    line=where,
+                )
+            why = _limit_error(key, value, own[key])
+            if why:
+                raise ConfigError(
+                    f'[thresholds."{check_id}"] {key} must {why} (got {value!r})',
+                    path=path,
+                    line=where,
+                )
+
+
+def _limit_error(key: str, value: Any, default: Any) -> str | None:
+    """Why ``value`` cannot replace the check's ``default`` limit, or None."""
+    if isinstance(default, list | tuple):
+        return None if isinstance(value, list) else "be a list"
+    if isinstance(default, Mapping):
+        if not isinstance(value, Mapping):
+            return "be a table"
+        bad = [k for k, v in value.items() if _limit_error(f"{key}.{k}", v, 0)]
+        return f"hold numbers of at least 0 (not {bad[0]!r})" if bad else None
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "be true or false"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "be a number"
+    if isinstance(default, int) and not isinstance(value, int) and not key.endswith("hours"):
+        return "be an integer"
+    return _between(0, 1e18, above=key.endswith("window_hours"))(value)
 
 
 # The TOML files dolmen reads (this configuration, job files, tuning profiles) share the

@@ -145,7 +145,7 @@ def test_settings_from_config_and_env(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not audit_settings(cfg).fail_open  # the environment wins, both ways
     monkeypatch.setenv("DOLMEN_AUDIT_FAIL_OPEN", "yes")
     assert audit_settings(parse_config("")).fail_open
-    with pytest.raises(ConfigError, match="must not be negative"):
+    with pytest.raises(ConfigError, match="rotate_bytes must be at least 0"):  # at load now
         audit_settings(parse_config("[audit]\nrotate_bytes = -1\n"))
     with pytest.raises(ConfigError, match="valid keys"):
         parse_config("[audit]\nfail_closed = true\n")

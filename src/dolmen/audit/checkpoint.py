@@ -26,7 +26,7 @@ from typing import Any
 
 from dolmen.audit.event import CHECKPOINT_ACTION, Actor, AuditEvent
 from dolmen.audit.settings import AuditSettings
-from dolmen.keys import ALGORITHMS, PublicKey, Signer, verify_signature
+from dolmen.keys import ALGORITHMS, KeyProblem, PublicKey, Signer, verify_signature
 from dolmen.keys.file import FileKeyProvider
 from dolmen.keys.trust import TrustStore, add_trusted_key, load_trusted_keys
 
@@ -134,6 +134,18 @@ def open_signer(settings: AuditSettings, *, create: bool = True) -> FileKeyProvi
     trust it there (trust on first use: pin that file elsewhere, see docs/audit.md)."""
     if settings.key.exists() or not create:
         return FileKeyProvider(settings.key)
+    trusted = load_trusted_keys(settings.trusted_keys)
+    if trusted:
+        # A new key here would sign checkpoints the trust file does not know: the next
+        # verify would say TAMPERED about a log nobody touched.
+        raise KeyProblem(
+            f"the audit signing key {settings.key} is missing, but {settings.trusted_keys} "
+            f"trusts {len(trusted)} key(s) for this log; not creating a new one",
+            hint=(
+                f"restore {settings.key} from a backup; to start a new key on purpose, move "
+                f"{settings.trusted_keys} aside first (and pin the new trust line it gets)"
+            ),
+        )
     provider = FileKeyProvider.generate(settings.key)
     trust_first_key(settings, provider.public_key, provider.epoch)
     return provider

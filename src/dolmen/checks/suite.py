@@ -13,7 +13,7 @@ from dolmen.checks.context import Context
 from dolmen.checks.model import Level
 from dolmen.checks.runner import run_checks, select
 from dolmen.checks.verdict import Verdict
-from dolmen.config import Config
+from dolmen.config import Config, check_thresholds
 from dolmen.host import Host
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ def validate(
 ) -> Verdict:
     """Run every check up to ``level`` on ``host`` and return the verdict."""
     config = config or Config()
+    if config.sections.get("thresholds"):  # ids and keys exist only in the full registry
+        check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     ctx = Context(host, config=config, baseline=baseline)

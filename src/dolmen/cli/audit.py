@@ -19,7 +19,10 @@ from dolmen.audit.settings import AuditSettings, audit_settings
 from dolmen.cli.common import config_option
 from dolmen.cli.main import exit_with
 from dolmen.config import load_config
-from dolmen.errors import AuditUnavailable, ExitCode, InputError
+from dolmen.errors import AuditUnavailable, ExitCode, InputError, UsageError
+
+# A TLS file must exist and be a file: a typo is a usage error, not a failed delivery.
+_FILE = click.Path(exists=True, dir_okay=False, readable=True)
 
 
 def _settings(config_path: str | None, log: str | None = None) -> AuditSettings:
@@ -195,13 +198,25 @@ def key(rotate: bool, config_path: str) -> None:
     "--format", "fmt", type=click.Choice(["rfc5424", "cef", "json"]), required=True, help="Shape."
 )
 @click.option("--to", "to", required=True, help="tcp://HOST:PORT, tls://HOST:PORT or file:PATH.")
-@click.option("--ca", type=click.Path(dir_okay=False), help="CA of the receiver (tls://).")
-@click.option("--cert", type=click.Path(dir_okay=False), help="Our client certificate (tls://).")
-@click.option("--key", "key_file", type=click.Path(dir_okay=False), help="Its private key.")
+@click.option("--ca", type=_FILE, help="CA of the receiver (tls://).")
+@click.option("--cert", type=_FILE, help="Our client certificate (tls://).")
+@click.option("--key", "key_file", type=_FILE, help="Its private key.")
 @click.option("--server-name", default=None, help="Name to check in the receiver's certificate.")
 @click.option("--spool", default=None, metavar="DIR", help="Spool folder (default: state dir).")
-@click.option("--batch", default=500, show_default=True, help="Events per delivery.")
-@click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait on the network.")
+@click.option(
+    "--batch",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Events per delivery.",
+)
+@click.option(
+    "--timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0, 3600, min_open=True),
+    help="Seconds to wait on the network.",
+)
 @log_option
 @config_option
 def export_cmd(
@@ -220,6 +235,7 @@ def export_cmd(
     """Send the events not yet delivered to a SIEM (at least once; dedup key host+sequence)."""
     from dolmen.audit.export import TlsFiles, export
 
+    _check_tls_flags(to, ca, cert, key_file, server_name)
     settings = _settings(config_path, log)
     tls = TlsFiles(
         Path(ca) if ca else None,
@@ -255,6 +271,23 @@ def export_cmd(
             )
         except AuditUnavailable as e:  # the export happened; say it could not be recorded
             click.echo(f"warning: the export itself was not audited: {e.message}", err=True)
+
+
+def _check_tls_flags(
+    to: str, ca: str | None, cert: str | None, key: str | None, server_name: str | None
+) -> None:
+    """TLS input mistakes are usage errors, found before anything is sent (they used to be
+    reported as delivery failures, as if the receiver were down)."""
+    given = [n for n, v in (("--ca", ca), ("--cert", cert), ("--key", key)) if v]
+    if server_name:
+        given.append("--server-name")
+    if given and not to.startswith("tls://"):
+        raise UsageError(f"{', '.join(given)} apply to tls:// only, not {to}")
+    if bool(cert) != bool(key):
+        raise UsageError(
+            "--cert and --key go together (a client certificate needs its private key)",
+            hint="give both, or neither",
+        )
 
 
 def _print_entry(entry: Entry, as_json: bool) -> None:

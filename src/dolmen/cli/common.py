@@ -16,9 +16,19 @@ def from_option(f: F) -> F:
         "--from",
         "source",
         metavar="PATH",
-        default=None,
+        multiple=True,
+        callback=_once,
         help="Read a host tree folder or a snapshot .tar.gz instead of this host.",
     )(f)
+
+
+def _once(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+    """The one value of an option given at most once: click keeps the last of two silently,
+    so ``--from A --from B`` would read B and say nothing about A."""
+    if len(value) > 1:
+        name = param.opts[0] if param.opts else param.name
+        raise click.UsageError(f"{name} given {len(value)} times; give it once", ctx)
+    return value[0] if value else None
 
 
 def config_option(f: F) -> F:
@@ -27,6 +37,7 @@ def config_option(f: F) -> F:
         "--config",
         "config_path",
         metavar="FILE",
-        default=None,
+        multiple=True,
+        callback=_once,
         help="Site configuration file (default: $DOLMEN_CONFIG_DIR or /etc/dolmen/dolmen.toml).",
     )(f)

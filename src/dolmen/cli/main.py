@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
 }
 
+_ON = ("1", "true", "yes", "on")
+
 
 def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
     """Entry point: run the CLI and map errors to one line, a hint and an exit code.
@@ -39,7 +42,9 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
     the two paths).
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args or bool(os.environ.get("DOLMEN_DEBUG"))
+    # --debug adds the traceback and changes nothing else: an exit code it changed (a raised
+    # exception exits 1, "unhealthy") would drain a node for an internal error.
+    debug = "--debug" in args or os.environ.get("DOLMEN_DEBUG", "").strip().lower() in _ON
     try:
         quick = None
         if lean:
@@ -55,7 +60,7 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         rc = cli.main(args=args, prog_name="dolmen", standalone_mode=False)
     except DolmenError as e:
         if debug:
-            raise
+            traceback.print_exc()
         _err(f"dolmen: error: {e.message}")
         if e.hint:
             _err(f"hint: {e.hint}")
@@ -70,9 +75,10 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         if handled is not None:
             return handled
         if debug:
-            raise
+            traceback.print_exc()
         _err(f"dolmen: internal error: {e.__class__.__name__}: {e}")
-        _err("hint: rerun with --debug for the traceback, and report it")
+        if not debug:
+            _err("hint: rerun with --debug for the traceback, and report it")
         return int(ExitCode.INTERNAL)
     return rc if isinstance(rc, int) else int(ExitCode.OK)
 

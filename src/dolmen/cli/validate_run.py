@@ -15,6 +15,7 @@ from dolmen.errors import UsageError
 
 if TYPE_CHECKING:
     from dolmen.checks.verdict import Verdict
+    from dolmen.config import Config
     from dolmen.host import Host
 
 
@@ -36,7 +37,17 @@ def run_validate(
     from dolmen.checks.model import Level
     from dolmen.config import load_config
 
+    if npd and slurm:
+        raise UsageError(
+            "--slurm and --npd are two callers' modes (Slurm's health check, "
+            "node-problem-detector); choose one"
+        )
     config = load_config(config_path)
+    if config.sections.get("thresholds"):  # refused before any host is opened
+        from dolmen.checks import load_registry
+        from dolmen.config import check_thresholds
+
+        check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
     level_name = level or str(config.get("validate", "level", "standard"))
     try:
         lvl = Level.parse(level_name)
@@ -46,6 +57,7 @@ def run_validate(
         _list(lvl)
         return 0
     baseline = None
+    baseline_path = baseline_path or _site_baseline(config)
     if baseline_path:
         from dolmen.baseline import load_baseline
 
@@ -77,6 +89,19 @@ def run_validate(
     if slurm_action:
         _echo(slurm_action, err=True)
     return int(verdict.health.exit_code)
+
+
+def _site_baseline(config: Config) -> str | None:
+    """``[validate] baseline`` (relative to the config file's folder), the --baseline default."""
+    value = config.get("validate", "baseline")
+    if not value:
+        return None
+    from pathlib import Path
+
+    path = Path(value).expanduser()
+    if not path.is_absolute() and config.path is not None:
+        path = config.path.parent / path
+    return str(path)
 
 
 def _echo(line: str, *, err: bool = False) -> None:

@@ -162,6 +162,9 @@ def _ibstat_port(ca: Mapping[str, str], port: Mapping[str, str]) -> IbPort:
     )
 
 
+COUNTER_MAX = (1 << 64) - 1  # PMA and hw counters are u64 in sysfs
+
+
 def parse_counters(values: Mapping[str, str]) -> tuple[dict[str, int], list[str]]:
     """Counter files (name -> text) as integers, and the names that are not numbers.
 
@@ -171,7 +174,8 @@ def parse_counters(values: Mapping[str, str]) -> tuple[dict[str, int], list[str]
     bad: list[str] = []
     for name, text in values.items():
         t = text.strip()
-        if t.isdigit():
+        # ASCII digits only ("²".isdigit() is true and int() refuses it), within u64.
+        if t.isascii() and t.isdigit() and int(t) <= COUNTER_MAX:
             counters[name] = int(t)
         else:
             bad.append(name)

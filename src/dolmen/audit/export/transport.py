@@ -90,17 +90,7 @@ def deliver(dest: Destination, payload: bytes, tls: TlsFiles | None, timeout: fl
     """Send ``payload`` and return only once it is delivered (see module docstring)."""
     if dest.scheme == "file":
         assert dest.path is not None
-        try:
-            fd = os.open(dest.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            raise ServiceUnavailable(f"cannot write {dest.path}: {e.strerror}") from e
+        _append_whole(dest.path, payload)
         return
     try:
         raw = socket.create_connection((dest.host, dest.port), timeout=timeout)
@@ -123,6 +113,53 @@ def deliver(dest: Destination, payload: bytes, tls: TlsFiles | None, timeout: fl
     finally:
         with contextlib.suppress(OSError):
             raw.close()
+
+
+def _append_whole(path: Path, payload: bytes) -> None:
+    """Append ``payload`` (whole lines) to ``path`` or leave the file as it was: a write cut
+    short (ENOSPC, EIO) is truncated away before the error is raised, and a torn last line
+    an earlier export left (killed mid-write) is cut before this one appends, so no record
+    is ever glued to half of another."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    except OSError as e:
+        raise ServiceUnavailable(f"cannot write {path}: {e.strerror}") from e
+    try:
+        start = _whole_lines_end(fd, os.fstat(fd).st_size)
+        if start != os.fstat(fd).st_size:
+            os.ftruncate(fd, start)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+            raise ServiceUnavailable(
+                f"cannot write {path}: {e.strerror}",
+                hint="nothing was appended; the events stay in the spool for the next export",
+            ) from e
+    except OSError as e:
+        raise ServiceUnavailable(f"cannot write {path}: {e.strerror}") from e
+    finally:
+        os.close(fd)
+
+
+def _whole_lines_end(fd: int, size: int, chunk: int = 1 << 16) -> int:
+    """The offset just after the last newline of the file (0 when it holds none)."""
+    end = size
+    while end > 0:
+        begin = max(0, end - chunk)
+        data = os.pread(fd, end - begin, begin)
+        if end == size and data.endswith(b"\n"):
+            return size
+        nl = data.rfind(b"\n")
+        if nl >= 0:
+            return begin + nl + 1
+        end = begin
+    return 0
 
 
 def _send_tls(raw: socket.socket, dest: Destination, payload: bytes, tls: TlsFiles) -> None:

@@ -86,6 +86,8 @@ def clock_events(ctx: Context) -> list[Outcome]:
         unknown_reasons = [r for r in active if r not in BENIGN]
         if unknown_reasons:
             return warned(gpu.subject, f"unfamiliar clock event reasons: {unknown_reasons}", **ev)
+        if "clock_events.counters_us" in gpu.unread:
+            return unread(gpu, "clock_events.counters_us", "clock event counters")
         why = ", ".join(active) if active else "none"
         return passed(gpu.subject, f"no slowdown (reasons: {why})", **ev)
 

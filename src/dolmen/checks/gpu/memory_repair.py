@@ -11,7 +11,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import DRAIN
-from dolmen.checks.gpu.gpus import per_gpu, target, unread
+from dolmen.checks.gpu.gpus import is_skippable, per_gpu, target, unread
 from dolmen.checks.model import Level, Outcome, check, failed, passed, warned
 from dolmen.host.gpu import Gpu
 
@@ -62,11 +62,19 @@ def retired_pages(ctx: Context) -> list[Outcome]:
             )
         if total > warn_above:
             return warned(gpu.subject, f"{total} retired pages (more than {warn_above})", **ev)
+        for key in ("retired_pages.sbe", "retired_pages.dbe"):
+            if not is_skippable(gpu.unread.get(key, "not supported")):
+                return unread(gpu, key, "retired pages")
         if rp.pending is None and "retired_pages.pending" in gpu.unread:
             return unread(gpu, "retired_pages.pending", "pending page retirement")
         return passed(gpu.subject, f"{total} retired pages, none pending", **ev)
 
     return per_gpu(ctx, body)
+
+
+_ROW_KEYS = tuple(
+    f"remapped_rows.{k}" for k in ("uncorrectable", "correctable", "pending", "failure")
+)
 
 
 @check(
@@ -133,6 +141,9 @@ def row_remap(ctx: Context) -> list[Outcome]:
                 remedy="Plan to service the GPU; watch gpu.row_remap after each reset.",
                 **ev,
             )
+        for key in (*_ROW_KEYS, "remapped_rows.histogram"):
+            if not is_skippable(gpu.unread.get(key, "not supported")):
+                return unread(gpu, key, "row remapping counters")
         return passed(gpu.subject, "no row remap pending or failed", **ev)
 
     return per_gpu(ctx, body)

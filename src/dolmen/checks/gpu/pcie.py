@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.gpu.gpus import is_datacenter, per_gpu, unread
+from dolmen.checks.gpu.gpus import is_datacenter, is_skippable, per_gpu, unread
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts import FactError
 from dolmen.facts.pci import PciDevice, PciFacts
-from dolmen.host.gpu import Gpu
+from dolmen.host.gpu import ABSENT, Gpu
 
 GUEST_MODES = frozenset({"Pass-Through", "VGPU"})  # the GPU is seen from inside a VM
 
@@ -223,6 +223,13 @@ def pcie_aer(ctx: Context) -> list[Outcome]:
             )
         if rate is not None and rate > max_rate:
             return warned(gpu.subject, f"{rate:.1f} PCIe replays per minute since boot", **ev)
+        # A counter file that holds junk (not one that is absent) is no zero.
+        for kind in ("fatal", "nonfatal", "correctable"):
+            reason = pci.unread.get(f"{bdf}.aer.{kind}", "")
+            if reason.startswith("malformed"):
+                return unknown(gpu.subject, f"AER {kind} counters: {reason}", **ev)
+        if replay is None and not is_skippable(gpu.unread.get("pcie.replay_counter", ABSENT)):
+            return unread(gpu, "pcie.replay_counter", "PCIe replay counter")
         return passed(gpu.subject, "no uncorrectable PCIe errors", **ev)
 
     return per_gpu(ctx, body)

@@ -89,6 +89,9 @@ def _port(ctx: Context, p: IbPort, limits: dict[str, int], up: float | None) -> 
         listed = ", ".join(f"{n} {c} (> {limits[n]}/day)" for n, c in over.items())
         base = f"over {scale:g} day(s) up" if days else "uptime unknown: limits applied as counts"
         return warned(p.subject, f"{listed} {base}", over=over, **ev)
+    if why and not why.startswith("not supported"):
+        # A counter that holds junk may be the one over its limit.
+        return unknown(p.subject, f"error counters partly unreadable: {why}", **ev)
     nonzero = {n: c for n, c in ev["counters"].items() if c}
     detail = ", ".join(f"{n} {c}" for n, c in nonzero.items()) or "all zero"
     return passed(p.subject, f"error counters within limits ({detail})", **ev)

@@ -19,7 +19,8 @@ from dolmen.values.busid import sysfs_name
 DEVICES = "sys/bus/pci/devices"
 
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*GT/s")
-_AER_LINE = re.compile(r"^[ \t]*(\S+)[ \t]+(\d+)[ \t]*$", re.MULTILINE)
+_AER_LINE = re.compile(r"^[ \t]*(\S+)[ \t]+(\d+)[ \t]*$", re.MULTILINE | re.ASCII)
+COUNTER_MAX = (1 << 64) - 1  # the kernel's AER counters are u64
 _AER_FILES = (
     ("correctable", "aer_dev_correctable"),
     ("fatal", "aer_dev_fatal"),
@@ -47,7 +48,14 @@ def parse_aer(text: str) -> tuple[dict[str, int], int | None] | None:
     """
     counters: dict[str, int] = {}
     total = None
-    for name, count in _AER_LINE.findall(text):  # one regex pass: a DGX has ~1500 such files
+    lines = _AER_LINE.findall(text)  # one regex pass: a DGX has ~1500 such files
+    body = [line for line in text.splitlines() if line.strip()]
+    torn = 1 if body and len(body[-1].split()) == 1 else 0  # a read cut inside the last name
+    if len(lines) != len(body) - torn:
+        return None  # a line that is not "<name> <count>" (-5, 1.5, junk): not a zero
+    for name, count in lines:
+        if len(count) > 20 or int(count) > COUNTER_MAX:
+            return None
         if name.startswith("TOTAL_ERR_"):
             total = int(count)
         else:

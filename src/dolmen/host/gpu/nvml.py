@@ -119,6 +119,21 @@ def _gpu(lib: Any, position: int) -> Gpu:
         else:
             thunk = functools.partial(convert, conv, reader, lib, h)
         lost |= _call(thunk, keys, values, unread)
+    _ecc_on_needs_counts(values, unread)
     values["lost"] = lost
     values["unread"] = unread
     return build(Gpu, values)
+
+
+def _ecc_on_needs_counts(values: dict[str, Any], unread: dict[str, str]) -> None:
+    """With ECC on the driver counts errors: a total it calls unsupported is unknown, not a
+    skip (nvidia-smi's reader applies the same rule to blank and N/A DRAM counters)."""
+    if values.get("ecc.mode") is not True:
+        return
+    for key, why in list(unread.items()):
+        if (
+            key.startswith("ecc.")
+            and key.endswith("correctable")
+            and why.startswith((NOT_SUPPORTED, DEPRECATED))
+        ):
+            unread[key] = f"unreadable: ECC is enabled but NVML says {why!r}"

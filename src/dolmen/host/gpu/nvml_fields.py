@@ -157,6 +157,17 @@ CAUSE_SBE = pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
 CAUSE_DBE = pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
 
 
+COUNTER_MAX = (1 << 64) - 1  # NVML counters are unsigned long long
+
+
+def count(value: Any) -> int:
+    """An NVML counter: an int (not a bool) in 0..2**64-1; ValueError else, so a wrapped,
+    negative or mocked-up answer is "malformed" (unknown), never a count a check trusts."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= COUNTER_MAX:
+        raise ValueError(f"not a counter: {value!r}"[:80])
+    return value
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -185,10 +196,10 @@ FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[An
     (("mig.current", "mig.pending"), "nvmlDeviceGetMigMode", (), _pair(_on)),
     ("mig.devices", _mig_devices, (), _identity),
     (("ecc.mode", "ecc.mode_pending"), "nvmlDeviceGetEccMode", (), _pair(_on)),
-    ("ecc.volatile.correctable", "nvmlDeviceGetTotalEccErrors", (E, VOL), int),
-    ("ecc.volatile.uncorrectable", "nvmlDeviceGetTotalEccErrors", (T, VOL), int),
-    ("ecc.aggregate.correctable", "nvmlDeviceGetTotalEccErrors", (E, AGG), int),
-    ("ecc.aggregate.uncorrectable", "nvmlDeviceGetTotalEccErrors", (T, AGG), int),
+    ("ecc.volatile.correctable", "nvmlDeviceGetTotalEccErrors", (E, VOL), count),
+    ("ecc.volatile.uncorrectable", "nvmlDeviceGetTotalEccErrors", (T, VOL), count),
+    ("ecc.aggregate.correctable", "nvmlDeviceGetTotalEccErrors", (E, AGG), count),
+    ("ecc.aggregate.uncorrectable", "nvmlDeviceGetTotalEccErrors", (T, AGG), count),
     ("retired_pages.sbe", "nvmlDeviceGetRetiredPages", (CAUSE_SBE,), len),
     ("retired_pages.dbe", "nvmlDeviceGetRetiredPages", (CAUSE_DBE,), len),
     ("retired_pages.pending", "nvmlDeviceGetRetiredPagesPendingStatus", (), _on),
@@ -196,7 +207,7 @@ FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[An
         tuple(f"remapped_rows.{k}" for k in ("correctable", "uncorrectable", "pending", "failure")),
         "nvmlDeviceGetRemappedRows",
         (),
-        lambda r: (int(r[0]), int(r[1]), bool(r[2]), bool(r[3])),
+        lambda r: (count(r[0]), count(r[1]), bool(r[2]), bool(r[3])),
     ),
     (
         "clock_events.active",
@@ -254,7 +265,7 @@ FIELDS: tuple[tuple[str | tuple[str, ...], Reader, tuple[Any, ...], Callable[[An
     ("pcie.gen_device_max", "nvmlDeviceGetGpuMaxPcieLinkGeneration", (), int),
     ("pcie.width_current", "nvmlDeviceGetCurrPcieLinkWidth", (), int),
     ("pcie.width_max", "nvmlDeviceGetMaxPcieLinkWidth", (), int),
-    ("pcie.replay_counter", "nvmlDeviceGetPcieReplayCounter", (), int),
+    ("pcie.replay_counter", "nvmlDeviceGetPcieReplayCounter", (), count),
     (
         ("fabric.state", "fabric.status", "fabric.clique_id", "fabric.cluster_uuid"),
         _fabric,

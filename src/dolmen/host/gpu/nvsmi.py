@@ -124,10 +124,15 @@ def _gpu(position: int, el: ET.Element) -> Gpu:
             unread["pci_address"] = f"malformed: {bus[:40]!r}"
     else:
         unread["bus_id"] = unread["pci_address"] = why
+    s.siblings(values, unread)
     s.ecc(idx, values, unread)
     s.clock_events(idx, values, unread)
     values["remapped_rows.histogram"] = v.numbers(
-        idx.get("remapped_rows/row_remapper_histogram"), "row_remapper_histogram_", v.banks
+        idx.get("remapped_rows/row_remapper_histogram"),
+        "row_remapper_histogram_",
+        v.banks,
+        unread,
+        "remapped_rows.histogram",
     )
     values["fabric.health"] = s.fabric_health(idx.get("fabric/health"))
     values["mig.devices"] = s.mig_devices(idx.get("mig_devices"))

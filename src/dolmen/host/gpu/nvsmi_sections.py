@@ -52,17 +52,17 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
     (
         "retired_pages.sbe",
         ("retired_pages/multiple_single_bit_retirement/retired_count",),
-        v.integer,
+        v.count,
     ),
-    ("retired_pages.dbe", ("retired_pages/double_bit_retirement/retired_count",), v.integer),
+    ("retired_pages.dbe", ("retired_pages/double_bit_retirement/retired_count",), v.count),
     # pending_blacklist was renamed pending_retirement; newer drivers print both.
     (
         "retired_pages.pending",
         ("retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
         v.flag,
     ),
-    ("remapped_rows.correctable", ("remapped_rows/remapped_row_corr",), v.integer),
-    ("remapped_rows.uncorrectable", ("remapped_rows/remapped_row_unc",), v.integer),
+    ("remapped_rows.correctable", ("remapped_rows/remapped_row_corr",), v.count),
+    ("remapped_rows.uncorrectable", ("remapped_rows/remapped_row_unc",), v.count),
     ("remapped_rows.pending", ("remapped_rows/remapped_row_pending",), v.flag),
     ("remapped_rows.failure", ("remapped_rows/remapped_row_failure",), v.flag),
     ("temperature.gpu", ("temperature/gpu_temp",), v.celsius),
@@ -121,7 +121,7 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
     ("pcie.gen_host_max", (_LINK + "pcie_gen/max_host_link_gen",), v.integer),
     ("pcie.width_current", (_LINK + "link_widths/current_link_width",), v.width),
     ("pcie.width_max", (_LINK + "link_widths/max_link_width",), v.width),
-    ("pcie.replay_counter", ("pci/replay_counter",), v.integer),
+    ("pcie.replay_counter", ("pci/replay_counter",), v.count),
     ("fabric.state", ("fabric/state",), v.text),
     ("fabric.status", ("fabric/status",), v.text),
     ("fabric.clique_id", ("fabric/cliqueId",), v.integer),
@@ -132,6 +132,28 @@ FIELDS: tuple[tuple[str, tuple[str, ...], v.Conv], ...] = (
     ("reset.drain_recommended", ("gpu_reset_status/drain_and_reset_recommended",), v.flag),
     ("reset.recovery_action", ("gpu_recovery_action",), v.text),
 )
+
+
+# Fields read together: a board that reads one of them supports them all, so a blank or
+# N/A sibling is an unreadable counter there, not an unsupported feature.
+_GROUPS = (
+    ("retired_pages.sbe", "retired_pages.dbe"),
+    (
+        "remapped_rows.correctable",
+        "remapped_rows.uncorrectable",
+        "remapped_rows.pending",
+        "remapped_rows.failure",
+    ),
+)
+
+
+def siblings(values: Mapping[str, Any], unread: dict[str, str]) -> None:
+    """Turn a skippable reason into "unreadable" where a sibling of ``_GROUPS`` was read."""
+    for group in _GROUPS:
+        read = [k for k in group if k in values]
+        for key in group:
+            if read and key in unread and _skippable(unread[key]):
+                unread[key] = f"unreadable: {key} is blank while {read[0]} reads"
 
 
 # Kepler..Volta: ecc_errors/<set>/{single,double}_bit/<location>+total.
@@ -164,14 +186,13 @@ def ecc(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -> None:
                 name = f"{child.tag}.{leaf.tag}" if leaf is not child else leaf.tag
                 text = (leaf.text or "").strip()
                 try:
-                    nums[name] = int(text)
+                    nums[name] = v.count(text)
                 except ValueError:
-                    whys[name] = (
-                        (v.sentinel(text) or f"malformed: {text[:40]!r}") if text else v.EMPTY
-                    )
+                    why = (v.sentinel(text) or f"malformed: {text[:40]!r}") if text else v.EMPTY
+                    whys[name] = _required(name, why, text, values.get("ecc.mode"))
         if which == "aggregate":
             sources = idx.get("ecc_errors/aggregate_uncorrectable_sram_sources")
-            for tag, n in v.numbers(sources, "", v.integer).items():
+            for tag, n in v.numbers(sources, "", v.count).items():
                 nums[f"uncorrectable_sram_sources.{tag}"] = n
         values[f"{key}.raw"] = nums
         for part, names in (("correctable", _CORRECTABLE), ("uncorrectable", _UNCORRECTABLE)):
@@ -180,6 +201,21 @@ def ecc(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -> None:
                 unread[f"{key}.{part}"] = why
             else:
                 values[f"{key}.{part}"] = total
+
+
+# The DRAM counters and the per-kind totals: with ECC on, the driver counts them on every
+# board that has ECC, so a blank or N/A there hides errors (on-chip SRAM locations such
+# as texture_memory, or 570's parity/SEC-DED split, do read N/A on healthy boards).
+_DRAM = ("dram_correctable", "dram_uncorrectable", "single_bit.total", "double_bit.total")
+
+
+def _required(name: str, why: str, text: str, ecc_on: object) -> str:
+    """``why`` for a counter that is not a number, made "unreadable" where ECC is on and the
+    counter is one the board must keep (a skip there would pass a GPU as error-free)."""
+    if ecc_on is True and name in _DRAM and _skippable(why):
+        shown = repr(text[:40]) if text else "empty"
+        return f"unreadable: ECC is enabled but {name} is {shown}"
+    return why
 
 
 def _skippable(reason: str) -> bool:
@@ -233,7 +269,11 @@ def clock_events(idx: v.Index, values: dict[str, Any], unread: dict[str, str]) -
     else:
         unread["clock_events.active"] = reason or v.absent(idx, f"{tag}/x")
     counters = v.numbers(
-        idx.get("clocks_event_reasons_counters"), "clocks_event_reasons_counters_", v.microseconds
+        idx.get("clocks_event_reasons_counters"),
+        "clocks_event_reasons_counters_",
+        v.microseconds,
+        unread,
+        "clock_events.counters_us",
     )
     values["clock_events.counters_us"] = {_COUNTER_NAMES.get(k, k): n for k, n in counters.items()}
 

@@ -66,14 +66,32 @@ def flag(value: str) -> bool:
     return _FLAGS[text(value).lower()]
 
 
+COUNTER_MAX = (1 << 64) - 1  # NVML counters are unsigned long long
+
+
+def count(value: str) -> int:
+    """A counter: ASCII digits up to ``COUNTER_MAX``; ValueError else. ``int()`` alone takes
+    ``-5``, ``+5``, ``5_0`` and other scripts' digits, and a check would trust them."""
+    t = value.strip()
+    if not (t.isascii() and t.isdigit()) or int(t) > COUNTER_MAX:
+        raise ValueError(value)
+    return int(t)
+
+
+def counter_of(unit: str) -> Conv:
+    """``count`` with an optional unit (``"12 bank(s)"``, ``"300 us"``)."""
+    qty = quantity(unit, str)
+    return lambda value: count(qty(value))
+
+
 integer = quantity("", int)
 celsius = quantity("c", int)
 mhz = quantity("mhz", int)
 mib = quantity("mib", int)
 percent = quantity("%", int)
 watts = quantity("w", float)
-microseconds = quantity("us", int)
-banks = quantity("bank(s)", int)
+microseconds = counter_of("us")
+banks = counter_of("bank(s)")
 width = quantity("x", int)  # "16x"
 
 
@@ -127,15 +145,24 @@ def read_field(
     unread[key] = reason
 
 
-def numbers(node: ET.Element | None, prefix: str, conv: Conv) -> dict[str, int]:
+def numbers(
+    node: ET.Element | None,
+    prefix: str,
+    conv: Conv,
+    unread: dict[str, str] | None = None,
+    key: str = "",
+) -> dict[str, int]:
     """Readable numeric children of ``node`` by tag without ``prefix`` (optional detail:
-    placeholders are left out)."""
+    placeholders are left out). A child that is neither a number nor a placeholder is
+    recorded under ``key`` in ``unread``: a check must not take it for a missing zero."""
     out: dict[str, int] = {}
     for child in node if node is not None else ():
+        raw = (child.text or "").strip()
         try:
-            out[child.tag.removeprefix(prefix)] = conv((child.text or "").strip())
+            out[child.tag.removeprefix(prefix)] = conv(raw)
         except ValueError:
-            continue
+            if unread is not None and raw and not sentinel(raw):
+                unread.setdefault(key, f"malformed: {child.tag} is {raw[:40]!r}")
     return out
 
 
