@@ -12,8 +12,9 @@ after the supervisor was SIGKILLed, by two marks: the job's cgroup v2 folder whe
 the machine lets us make one (``cgroup.kill`` ends it in one write; no process can
 leave it unless root moves it), and the job's marker in each process's environment
 (inherited by every descendant that does not clear its environment). Process groups
-are not a mark: once a rank is gone its group id may be anyone's. The supervisor is also a child subreaper
-(PR_SET_CHILD_SUBREAPER), so a rank's orphans stay its descendants while it lives.
+are not a mark: once a rank is gone its group id may be anyone's. The supervisor is
+also a child subreaper (PR_SET_CHILD_SUBREAPER), so a rank's orphans stay its
+descendants while it lives.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The one place ``dolmen.slurm`` writes audit events: nodes it drains, sets down or
 resumes (``nodes.drain``, ``nodes.resume``) and jobs its watcher requeues (``jobs.restart``).
 
-Each is two events, as every change dolmen makes: the intent before Slurm is
-asked (outcome ``unknown``, ``phase: intent``), then what Slurm did (``phase:
-outcome``, ``result`` success or failed with the reason). Neither blocks the action: a health check must drain a sick node, and a watcher requeue
-a job, even when the audit log cannot be written. The reason it could not be
+A drain or resume is two events, as every change dolmen makes: the intent before
+Slurm is asked (outcome ``unknown``, ``phase: intent``), then what Slurm did
+(``phase: outcome``, ``result`` success or failed with the error). The watcher's
+events are recorded after Slurm acted. None blocks the action: a health check must
+drain a sick node, and a watcher requeue a job, even when the audit log cannot be
+written. The reason it could not be
 written is returned so that the caller says so in its own output.
 """
 
