@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from dolmen.errors import UsageError
 from dolmen.jobs.audit import change
 from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
-from dolmen.jobs.slurm.sbatch import SbatchOptions, output_path, render
+from dolmen.jobs.slurm.sbatch import SbatchOptions, check_options, output_path, render
 from dolmen.jobs.spec import JobSpec
 from dolmen.slurm import parse
 from dolmen.slurm.client import SlurmClient, SlurmCommandError, command_error
@@ -83,6 +83,7 @@ class SlurmBackend(Backend):
     # --- plan and submit -------------------------------------------------------------
     def plan(self, spec: JobSpec) -> Plan:
         spec.check()
+        check_options(self.options)
         script = render(spec, self.options)
         summary = (
             f"sbatch: {spec.nodes} node(s) x {spec.gpus_per_node} GPU(s), "
