@@ -268,9 +268,12 @@ class JobTree:
         found.discard(os.getpid())
         return {p for p in found if _stat(p).get("state") not in ("Z", "X", None)}
 
-    def kill(self, grace: float = 0.0, *, timeout: float = 10.0) -> set[int]:
+    def kill(
+        self, grace: float = 0.0, *, timeout: float = 10.0, keep: Sequence[int] = ()
+    ) -> set[int]:
         """SIGTERM the whole job, SIGKILL what is left after ``grace`` seconds, wait up to
-        ``timeout`` for it to go, remove the cgroup; the pids that survived (none, normally)."""
+        ``timeout`` for it to go, remove the cgroup; the pids that survived (none, normally).
+        ``keep``: children whose exit status their owner still collects (not reaped here)."""
         import time
 
         live = self.pids()
@@ -287,7 +290,7 @@ class JobTree:
                     (self.cgroup / "cgroup.kill").write_text("1\n")
             self._signal(live, signal.SIGKILL)  # also reaches those that forked meanwhile
             time.sleep(0.02)
-            reap_orphans(set())
+            reap_orphans(set(keep))
             live = self.pids()
         if self.cgroup is not None and not live:
             with contextlib.suppress(OSError):

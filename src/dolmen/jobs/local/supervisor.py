@@ -224,6 +224,7 @@ class Supervisor:
     def _watch(self, placement: Placement) -> Fault | None:
         started = time.monotonic()
         next_health = started + self.opts.health_interval
+        next_reap = started + 1.0
         limit = self.spec.time_limit_s
         while True:
             if self._cancelled():
@@ -238,8 +239,10 @@ class Supervisor:
                 return Fault(f"rank {slot.rank} {_describe_exit(code)}", {})
             if all(c == 0 for _, c in codes):
                 return None
-            reap_orphans({child.pid for _, child in self.children})
             now = time.monotonic()
+            if now >= next_reap:  # adopted orphans that exited: a subreaper collects them
+                next_reap = now + 1.0
+                reap_orphans({child.pid for _, child in self.children})
             if limit is not None and now - started >= limit:
                 return Fault(f"time limit {human(limit)} reached", {}, retry=False)
             if placement.gpus and now >= next_health:
@@ -264,7 +267,8 @@ class Supervisor:
             child.signal(signal.SIGKILL)
             child.wait(5)
         if self.tree is not None:  # what the ranks forked, wherever it went
-            left = self.tree.kill(0.0 if live else self.opts.stop_grace)
+            ranks = [c.pid for _, c in self.children]
+            left = self.tree.kill(0.0 if live else self.opts.stop_grace, keep=ranks)
             if left:
                 self._event("stop", f"processes still alive after SIGKILL: {sorted(left)}")
         if self.children:
