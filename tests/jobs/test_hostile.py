@@ -32,7 +32,9 @@ if pid == 0:
     os.setsid()  # out of the rank's process group and session, too
     time.sleep(600)
     os._exit(0)
-open(sys.argv[1] + f"/grandchild-{os.environ['RANK']}", "w").write(str(pid))
+part = sys.argv[1] + f"/.part-{os.environ['RANK']}"
+open(part, "w").write(str(pid))
+os.rename(part, sys.argv[1] + f"/grandchild-{os.environ['RANK']}")  # seen whole or not at all
 time.sleep(600)
 """
 
@@ -130,13 +132,13 @@ def test_sigkilled_supervisor_then_cancel_leaves_no_process(state: Path, tmp_pat
     )
     job = local.submit(spec)
     marker = str(local.store.get(job.job_id).options["marker"])
-    wait_for(lambda: len(list(tmp_path.glob("grandchild-*"))) == 2, 30, "grandchildren")
+    wait_for(lambda: len(list(tmp_path.glob("grandchild-*"))) == 2, 90, "grandchildren")
     grandchildren = [int(p.read_text()) for p in tmp_path.glob("grandchild-*")]
     assert all(pid_alive(p) for p in grandchildren)
     sup = local.store.get(job.job_id).supervisor_pid
     assert sup is not None
     os.kill(sup, signal.SIGKILL)
-    wait_for(lambda: not pid_alive(sup), 10, "supervisor gone")
+    wait_for(lambda: not pid_alive(sup), 30, "supervisor gone")
     assert local.cancel(job.job_id).state.done
     assert job_pids(marker) == set()
     assert not any(pid_alive(p) for p in grandchildren)
@@ -149,11 +151,11 @@ def test_status_of_a_job_whose_supervisor_died_kills_what_is_left(
     spec = JobSpec(name="orphans", command=(sys.executable, "-c", FORKER, str(tmp_path)))
     job = local.submit(spec)
     marker = str(local.store.get(job.job_id).options["marker"])
-    wait_for(lambda: list(tmp_path.glob("grandchild-*")), 30, "grandchild")
+    wait_for(lambda: list(tmp_path.glob("grandchild-*")), 90, "grandchild")
     sup = local.store.get(job.job_id).supervisor_pid
     assert sup is not None
     os.kill(sup, signal.SIGKILL)
-    wait_for(lambda: not pid_alive(sup), 10, "supervisor gone")
+    wait_for(lambda: not pid_alive(sup), 30, "supervisor gone")
     st = local.status(job.job_id)
     assert st.state is JobState.FAILED and st.details["gpus"] == "none"
     assert job_pids(marker) == set()
