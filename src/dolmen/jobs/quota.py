@@ -119,6 +119,15 @@ class QuotaStore(ABC):
     def usage(self, subject: Subject) -> int:
         """GPUs the subject's jobs hold now (running, pending or restarting)."""
 
+    def validate_user(self, name: str, groups: Sequence[str]) -> None:
+        """Refuse (UsageError) a user this store would refuse, before any event is
+        recorded (default: the module's name checks are all there is)."""
+        return
+
+    def validate_quota(self, subject: Subject) -> None:
+        """Refuse (UsageError) a subject this store cannot limit, before any event."""
+        return
+
     def quota(self, subject: Subject) -> Quota | None:
         """The subject's limit, if it has one."""
         return next((q for q in self.quotas() if q.subject == subject), None)
@@ -163,6 +172,7 @@ def set_quota(store: QuotaStore, subject: Subject, gpus: int) -> None:
     """Set a limit (audited as quota.set: intent, then outcome; input checked first)."""
     check_name(subject.kind.value, subject.name)
     check_gpus(gpus)
+    store.validate_quota(subject)
     old = store.quota(subject)
     details = {"backend": store.backend, "gpus": gpus, "was": old.gpus if old else None}
     with change("quota.set", str(subject), details):
@@ -182,6 +192,7 @@ def add_user(store: QuotaStore, name: str, groups: Sequence[str]) -> User:
     check_name("user", name)
     for g in groups:
         check_name("group", g)
+    store.validate_user(name, groups)
     details = {"backend": store.backend, "groups": list(groups)}
     with change("users.add", f"user {name}", details):
         return store.add_user(name, groups)
