@@ -65,7 +65,9 @@ def test_unhealthy_drains_with_the_failed_check_then_healthy_resumes(
     from dolmen.audit.settings import audit_settings
 
     events = [e.event for e in read_entries(audit_settings().path) if e.event is not None]
-    mine = [e for e in events if e.target == "slurm-node:n1"]
+    mine = [
+        e for e in events if e.target == "slurm-node:n1" and e.details.get("phase") == "outcome"
+    ]
     assert [e.action for e in mine][-2:] == ["nodes.drain", "nodes.resume"]
     assert mine[-2].details["reason"].startswith("dolmen: unhealthy: gpu.health.lost")
 

@@ -38,9 +38,11 @@ def quota() -> None:
 @backend_options
 def set_(user: str | None, group: str | None, gpus: int, dry_run: bool, **kw: Any) -> None:
     """Limit a user or group to N GPUs at once."""
-    from dolmen.jobs.quota import set_quota
+    from dolmen.jobs.quota import check_gpus, check_name, set_quota
 
     subject = _subject(user, group)
+    check_name(subject.kind.value, subject.name)
+    check_gpus(gpus)
     store = backend_from(kw).quotas()
     if dry_run:
         render = getattr(store, "render", None)

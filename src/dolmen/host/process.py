@@ -4,6 +4,17 @@
 dolmen starts and watches (``dolmen.jobs``): a rank with its log file and its own
 process group, a supervisor detached from the terminal that outlives the CLI
 (double fork), and ``exec_replace`` for launchers that become the command.
+
+A job's processes are a tree that outlives any one of its members: a rank's
+data-loader workers, a shell wrapper's children, a torchrun's workers. ``JobTree``
+finds all of them from any process (cancel, status, the next supervisor), even
+after the supervisor was SIGKILLed, by two marks: the job's cgroup v2 folder where
+the machine lets us make one (``cgroup.kill`` ends it in one write; no process can
+leave it unless root moves it), and the job's marker in each process's environment
+(inherited by every descendant that does not clear its environment). Process groups
+are not a mark: once a rank is gone its group id may be anyone's. The supervisor is
+also a child subreaper (PR_SET_CHILD_SUBREAPER), so a rank's orphans stay its
+descendants while it lives.
 """
 
 from __future__ import annotations
@@ -20,6 +31,8 @@ from pathlib import Path
 from typing import NoReturn
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_PR_SET_CHILD_SUBREAPER = 36
+CGROUP_PARENT = "dolmen.jobs"  # our folder under the cgroup v2 mount
 
 
 class SpawnError(OSError):
@@ -59,14 +72,24 @@ def spawn(
     cwd: str | Path | None = None,
     log: Path | None = None,
     die_with_parent: bool = True,
+    cgroup: Path | None = None,
 ) -> Child:
     """Start ``argv`` (never through a shell) in a new session, output appended to ``log``
     (None: this process's own stdout and stderr).
 
     ``die_with_parent``: the kernel SIGKILLs the child when this process dies
     (prctl PR_SET_PDEATHSIG), so a supervisor killed with -9 leaves no orphan ranks.
+    ``cgroup``: a cgroup v2 folder the child joins before it runs (``JobTree.cgroup``).
     """
     out = open(log, "ab") if log is not None else None  # noqa: SIM115
+
+    def setup() -> None:  # pragma: no cover - runs in the forked child
+        if die_with_parent:
+            _die_with_parent()
+        if cgroup is not None:
+            with contextlib.suppress(OSError):  # the other marks still hold
+                (cgroup / "cgroup.procs").write_text("0\n")
+
     try:
         popen = subprocess.Popen(
             list(argv),
@@ -76,7 +99,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT if log is not None else None,
             start_new_session=True,
-            preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
+            preexec_fn=setup if die_with_parent or cgroup else None,  # noqa: PLW1509
         )
     except OSError as e:
         raise SpawnError(e.errno, f"cannot start {argv[0]}: {e.strerror or e}") from e
@@ -89,6 +112,23 @@ def spawn(
 def _die_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its descendants' orphans; False where refused."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+
+
+def reap_orphans(keep: set[int]) -> None:
+    """Collect the exit of adopted children (a subreaper's duty) except ``keep``'s, so
+    that they do not stay zombies; never touches the processes ``keep`` names."""
+    me = os.getpid()
+    for pid in _pids():
+        if pid in keep or _stat(pid).get("ppid") != me:
+            continue
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def spawn_detached(
@@ -184,3 +224,113 @@ def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((address, 0))
         return int(s.getsockname()[1])
+
+
+class JobTree:
+    """Every process of one job, found by its cgroup and its marker (module docstring).
+
+    ``marker`` is the value of ``env_key`` in the ranks' environment (unique per job);
+    ``cgroup_name`` the job's folder under the cgroup v2 mount (made by ``make_cgroup``).
+    """
+
+    def __init__(self, env_key: str, marker: str) -> None:
+        self.needle = f"{env_key}={marker}".encode()
+        self.cgroup = _cgroup_mount()
+        if self.cgroup is not None:
+            self.cgroup = self.cgroup / CGROUP_PARENT / marker
+
+    def make_cgroup(self) -> Path | None:
+        """Create the job's cgroup v2 folder; None where the machine does not allow it
+        (no cgroup v2 mount, not root, no cgroup.kill): the other marks then suffice."""
+        if self.cgroup is None:
+            return None
+        try:
+            self.cgroup.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        return self.cgroup if (self.cgroup / "cgroup.kill").exists() else None
+
+    def pids(self) -> set[int]:
+        """The job's live processes now (never this process)."""
+        found: set[int] = set()
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError):
+                found |= {int(p) for p in (self.cgroup / "cgroup.procs").read_text().split()}
+        for pid in _pids():
+            if pid in found:
+                continue
+            try:
+                env = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if self.needle in env.split(b"\0"):
+                found.add(pid)
+        found.discard(os.getpid())
+        return {p for p in found if _stat(p).get("state") not in ("Z", "X", None)}
+
+    def kill(
+        self, grace: float = 0.0, *, timeout: float = 10.0, keep: Sequence[int] = ()
+    ) -> set[int]:
+        """SIGTERM the whole job, SIGKILL what is left after ``grace`` seconds, wait up to
+        ``timeout`` for it to go, remove the cgroup; the pids that survived (none, normally).
+        ``keep``: children whose exit status their owner still collects (not reaped here)."""
+        import time
+
+        live = self.pids()
+        if grace > 0 and live:
+            self._signal(live, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while live and time.monotonic() < deadline:
+                time.sleep(0.05)
+                live = self.pids()
+        deadline = time.monotonic() + timeout
+        while live and time.monotonic() < deadline:
+            if self.cgroup is not None:
+                with contextlib.suppress(OSError):
+                    (self.cgroup / "cgroup.kill").write_text("1\n")
+            self._signal(live, signal.SIGKILL)  # also reaches those that forked meanwhile
+            time.sleep(0.02)
+            reap_orphans(set(keep))
+            live = self.pids()
+        if self.cgroup is not None and not live:
+            with contextlib.suppress(OSError):
+                self.cgroup.rmdir()
+        return live
+
+    @staticmethod
+    def _signal(pids: set[int], sig: int) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def _stat(pid: int) -> dict[str, object]:
+    """state, ppid and pgrp of a process from /proc/<pid>/stat; {} when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return {}
+    fields = text.rpartition(")")[2].split()
+    if len(fields) < 3:
+        return {}
+    return {"state": fields[0], "ppid": int(fields[1]), "pgrp": int(fields[2])}
+
+
+def _cgroup_mount() -> Path | None:
+    """Where cgroup v2 is mounted (``/sys/fs/cgroup`` or a hybrid's ``.../unified``)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 2 and parts[2] == "cgroup2":
+            return Path(parts[1])
+    return None

@@ -11,14 +11,19 @@ is not known before the system took the job): the intent (outcome ``unknown``,
 ``phase: intent``, the job's shape) before anything is handed to the system, then
 the outcome (``phase: outcome``, ``result`` success with the ``job_id``, refused
 or failed with the ``reason``), as tune's apply does (tune/events.py).
+
+Users, quotas and cancels have the same shape (``change``): the input is checked
+before any event, the intent is recorded fail closed, the change runs, and its real
+outcome (success, refused, failed) follows; never "success" before the change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from dolmen.errors import AuditUnavailable
+from dolmen.errors import AuditUnavailable, DolmenError, UsageError
 
 if TYPE_CHECKING:
     from dolmen.jobs.spec import JobSpec
@@ -99,3 +104,34 @@ def submit_outcome(
         details=details,
         fail_closed=False,
     )
+
+
+@contextmanager
+def change(action: str, target: str, details: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Record the intent of ``action`` (AuditUnavailable: nothing changes), run the body,
+    then its outcome: ``success``, ``refused`` (a UsageError or an over-quota from the
+    system) or ``failed`` (anything else, re-raised). The body may add details for the
+    outcome to the dict it is given. Validate the input before entering."""
+    audit(action, target, outcome="unknown", details={"phase": "intent", **details})
+    extra: dict[str, Any] = {}
+    try:
+        yield extra
+    except BaseException as e:
+        result = "refused" if isinstance(e, UsageError) else "failed"
+        reason = e.message if isinstance(e, DolmenError) else f"{type(e).__name__}: {e}"
+        audit(
+            action,
+            target,
+            outcome="failure",
+            details={"phase": "outcome", "result": result, "reason": reason, **details},
+            fail_closed=False,
+        )
+        raise
+    lost = audit(
+        action,
+        target,
+        details={"phase": "outcome", "result": "success", **details, **extra},
+        fail_closed=False,
+    )
+    if lost:
+        extra["audit"] = f"not recorded: {lost}"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dolmen.config import check_keys, line_of, parse_toml, read_text
+from dolmen.config import check_keys, line_of, parse_toml
 from dolmen.errors import ConfigError, UsageError
 from dolmen.jobs.spec import JobSpec
 from dolmen.values.duration import parse_time_limit as parse_duration
@@ -67,9 +67,50 @@ class JobFile:
     backend: str | None
 
 
+# A job file is a few lines of TOML; a bigger one is a mistake (``--file /dev/zero``
+# once filled the machine's memory: issue 9 case 9).
+MAX_BYTES = 1 << 20
+
+
 def load_jobfile(path: str | Path) -> JobFile:
-    """Read and check a job file (module docstring)."""
-    return parse_jobfile(read_text(Path(path), "job file"), str(path))
+    """Read and check a job file (module docstring): a regular file of at most
+    ``MAX_BYTES``, else ConfigError before a byte is read (a FIFO would block, a device
+    never end)."""
+    return parse_jobfile(read_jobfile(Path(path)), str(path))
+
+
+def read_jobfile(path: Path) -> str:
+    """The text of a job file, regular-only and size-capped (``load_jobfile``)."""
+    import os
+    import stat
+
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as e:
+        raise ConfigError("no such job file", path=str(path)) from e
+    except OSError as e:
+        raise ConfigError(f"cannot read the job file: {e.strerror or e}", path=str(path)) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError("not a regular file: a job file must be a TOML file", path=str(path))
+        if st.st_size > MAX_BYTES:
+            raise ConfigError(
+                f"the job file is {st.st_size} bytes, above the limit of {MAX_BYTES}",
+                path=str(path),
+            )
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read the job file: {e.strerror or e}", path=str(path)) from e
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"the job file is above the limit of {MAX_BYTES} bytes", path=str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"cannot read the job file: not UTF-8 text ({e})", path=str(path)) from e
 
 
 def parse_jobfile(text: str, path: str = "<job file>") -> JobFile:

@@ -10,14 +10,42 @@ The module functions below make each change an audit event, whatever the store.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from dolmen.errors import EnvironmentProblem, UsageError
-from dolmen.jobs.audit import audit
+from dolmen.jobs.audit import change
 from dolmen.jobs.spec import JobSpec
+
+# POSIX portable user names (and Slurm account names) fit this.
+_NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+
+# A quota above every GPU a site could own is a typo; SQLite's integers end at 2**63
+# (``quota set --gpus 99999999999999999999`` crashed after "success" was audited).
+MAX_QUOTA_GPUS = 1_000_000
+
+
+def check_name(kind: str, name: str) -> str:
+    """``name`` if it is a valid user or group name, else UsageError saying what is."""
+    if not _NAME.match(name):
+        raise UsageError(
+            f"{kind} name {name!r} is not valid",
+            hint="lowercase letters, digits, '_', '-' and '.', starting with a letter or '_'",
+        )
+    return name
+
+
+def check_gpus(gpus: int) -> int:
+    """``gpus`` if it is a quota dolmen can store, else UsageError naming the range."""
+    if not 0 <= gpus <= MAX_QUOTA_GPUS:
+        raise UsageError(
+            f"--gpus must be between 0 and {MAX_QUOTA_GPUS}, not {gpus}",
+            hint="give the number of GPUs the subject's jobs may hold at once",
+        )
+    return gpus
 
 
 class Kind(StrEnum):
@@ -91,6 +119,15 @@ class QuotaStore(ABC):
     def usage(self, subject: Subject) -> int:
         """GPUs the subject's jobs hold now (running, pending or restarting)."""
 
+    def validate_user(self, name: str, groups: Sequence[str]) -> None:
+        """Refuse (UsageError) a user this store would refuse, before any event is
+        recorded (default: the module's name checks are all there is)."""
+        return
+
+    def validate_quota(self, subject: Subject) -> None:
+        """Refuse (UsageError) a subject this store cannot limit, before any event."""
+        return
+
     def quota(self, subject: Subject) -> Quota | None:
         """The subject's limit, if it has one."""
         return next((q for q in self.quotas() if q.subject == subject), None)
@@ -132,35 +169,38 @@ def check(store: QuotaStore, spec: JobSpec, user: str) -> None:
 
 
 def set_quota(store: QuotaStore, subject: Subject, gpus: int) -> None:
-    """Set a limit (audited as quota.set, fail closed)."""
-    if gpus < 0:
-        raise UsageError(f"--gpus must be 0 or more, not {gpus}")
+    """Set a limit (audited as quota.set: intent, then outcome; input checked first)."""
+    check_name(subject.kind.value, subject.name)
+    check_gpus(gpus)
+    store.validate_quota(subject)
     old = store.quota(subject)
-    audit(
-        "quota.set",
-        str(subject),
-        details={"backend": store.backend, "gpus": gpus, "was": old.gpus if old else None},
-    )
-    store.set_quota(subject, gpus)
+    details = {"backend": store.backend, "gpus": gpus, "was": old.gpus if old else None}
+    with change("quota.set", str(subject), details):
+        store.set_quota(subject, gpus)
 
 
 def remove_quota(store: QuotaStore, subject: Subject) -> bool:
-    """Lift a limit (audited as quota.remove, fail closed); False when there was none."""
+    """Lift a limit (audited as quota.remove); False when there was none (no event)."""
     if store.quota(subject) is None:
         return False
-    audit("quota.remove", str(subject), details={"backend": store.backend})
-    return store.remove_quota(subject)
+    with change("quota.remove", str(subject), {"backend": store.backend}):
+        return store.remove_quota(subject)
 
 
 def add_user(store: QuotaStore, name: str, groups: Sequence[str]) -> User:
-    """Add a user or set its groups (audited as users.add, fail closed)."""
-    audit("users.add", f"user {name}", details={"backend": store.backend, "groups": list(groups)})
-    return store.add_user(name, groups)
+    """Add a user or set its groups (audited as users.add; names checked first)."""
+    check_name("user", name)
+    for g in groups:
+        check_name("group", g)
+    store.validate_user(name, groups)
+    details = {"backend": store.backend, "groups": list(groups)}
+    with change("users.add", f"user {name}", details):
+        return store.add_user(name, groups)
 
 
 def remove_user(store: QuotaStore, name: str) -> bool:
-    """Remove a user (audited as users.remove, fail closed); False when it was unknown."""
+    """Remove a user (audited as users.remove); False when it was unknown (no event)."""
     if all(u.name != name for u in store.users()):
         return False
-    audit("users.remove", f"user {name}", details={"backend": store.backend})
-    return store.remove_user(name)
+    with change("users.remove", f"user {name}", {"backend": store.backend}):
+        return store.remove_user(name)

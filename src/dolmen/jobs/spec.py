@@ -12,6 +12,25 @@ from dolmen.errors import UsageError
 # by the backends that need it (a DNS label is at most 63 characters).
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
+# Every string of a spec lands in an sbatch script, a manifest or a command line: a
+# newline there writes a line of shell (issue 9 case 12). C0, DEL and C1 controls.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# The command's arguments and the environment's values are always quoted where they
+# land (shlex in a script, JSON in a manifest, argv on a command line), and
+# ``python -c`` takes a program with newlines and tabs: those two stay allowed there.
+CONTROL_QUOTED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# An environment key is written unquoted (``export KEY=...``): a shell identifier.
+ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Caps at submit, so a typo cannot fork without limit or fill memory (issue 9 case 9).
+# The largest GPU clusters have about 10 000 nodes and 8-16 GPUs per node; Linux
+# caps a node's processes (pid_max, nproc) long before 1024 ranks per node matter.
+MAX_NODES = 16384
+MAX_GPUS_PER_NODE = 64
+MAX_PROCS_PER_NODE = 1024
+MAX_RESTARTS = 10000
+MAX_TIME_LIMIT_S = 366 * 86400
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -56,8 +75,38 @@ class JobSpec:
         """GPUs the job holds while it runs (what quotas count)."""
         return self.nodes * self.gpus_per_node
 
+    def strings(self) -> list[tuple[str, str]]:
+        """Every string of the spec with the field it belongs to (``env.KEY``, ``command[2]``)."""
+        found = [(f"command[{i}]", a) for i, a in enumerate(self.command)]
+        found += [(f"exclude_nodes[{i}]", a) for i, a in enumerate(self.exclude_nodes)]
+        found += [(f"env.{_safe(key)}", value) for key, value in self.env.items()]
+        for label in ("name", "image", "checkpoint_dir", "account", "user", "workdir"):
+            value = getattr(self, label)
+            if value is not None:
+                found.append((label, value))
+        if self.partition is not None:
+            found.append(("partition", self.partition))
+        return found
+
     def check(self) -> None:
         """Refuse a spec no backend could run, naming the field (UsageError)."""
+        for key in self.env:
+            if not isinstance(key, str) or not ENV_KEY.match(key):
+                raise UsageError(
+                    f"env key {_safe(str(key))!r} is not a variable name",
+                    hint="letters, digits and '_', not starting with a digit",
+                )
+        for field_name, text in self.strings():
+            if not isinstance(text, str):
+                raise UsageError(f"{field_name} must be text, not {type(text).__name__}")
+            quoted = field_name.startswith(("command[", "env."))
+            bad = (CONTROL_QUOTED if quoted else CONTROL).search(text)
+            if bad:
+                raise UsageError(
+                    f"{field_name} holds a control character (U+{ord(bad.group()):04X}): refused",
+                    hint="newlines, tabs and escapes would write lines into the job's script;"
+                    " remove them",
+                )
         if not NAME.match(self.name):
             raise UsageError(
                 f"job name {self.name!r} is not valid",
@@ -73,10 +122,23 @@ class JobSpec:
         ):
             if value < low:
                 raise UsageError(f"{label} must be at least {low}, not {value}")
+        for label, value, high in (
+            ("--nodes", self.nodes, MAX_NODES),
+            ("--gpus-per-node", self.gpus_per_node, MAX_GPUS_PER_NODE),
+            ("--max-restarts", self.max_restarts, MAX_RESTARTS),
+            ("--procs-per-node", self.procs_per_node or 1, MAX_PROCS_PER_NODE),
+        ):
+            if value > high:
+                raise UsageError(
+                    f"{label} {value} is above the limit of {high}",
+                    hint=f"dolmen refuses more than {high} ({label}) at submit",
+                )
         if self.procs_per_node is not None and self.procs_per_node < 1:
             raise UsageError(f"--procs-per-node must be at least 1, not {self.procs_per_node}")
         if self.time_limit_s is not None and self.time_limit_s < 1:
             raise UsageError("--time-limit must be at least one second")
+        if self.time_limit_s is not None and self.time_limit_s > MAX_TIME_LIMIT_S:
+            raise UsageError(f"--time-limit {self.time_limit_s}s is above the limit of 366 days")
         if self.min_nodes > self.nodes:
             raise UsageError(f"min_nodes ({self.min_nodes}) is above --nodes ({self.nodes})")
         g, r = self.gpus_per_node, self.ranks_per_node
@@ -85,3 +147,8 @@ class JobSpec:
                 f"{r} processes per node cannot share {g} GPUs evenly",
                 hint="make --procs-per-node divide --gpus-per-node, or the other way round",
             )
+
+
+def _safe(text: str) -> str:
+    """``text`` with its control characters shown as escapes (for a message)."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

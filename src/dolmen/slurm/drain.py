@@ -97,15 +97,19 @@ def drain_if_unhealthy(
     decision = decide(verdict.health, one_line_reason(verdict, REASON_MAX), info)
     if decision.action is Action.NONE:
         return decision.why
-    if decision.action is Action.DRAIN:
-        client.set_node(name, "drain", decision.reason)
-    else:
-        client.set_node(name, "resume")
     # A health check must drain a sick node even when the audit log cannot be written:
-    # the event is then lost, and the line returned says so.
-    lost = events.record(
-        f"nodes.{decision.action.value}",
-        events.node_target(name),
-        {"reason": decision.reason, "health": verdict.health.value},
-    )
+    # the events are then lost, and the line returned says so.
+    action = f"nodes.{decision.action.value}"
+    target = events.node_target(name)
+    details = {"reason": decision.reason, "health": verdict.health.value}
+    lost = events.intent(action, target, details)
+    try:
+        if decision.action is Action.DRAIN:
+            client.set_node(name, "drain", decision.reason)
+        else:
+            client.set_node(name, "resume")
+    except BaseException as e:
+        events.outcome(action, target, details, error=getattr(e, "message", None) or str(e))
+        raise
+    lost = events.outcome(action, target, details) or lost
     return decision.why + (f" (not audited: {lost})" if lost else "")

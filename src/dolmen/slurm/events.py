@@ -1,9 +1,12 @@
 """The one place ``dolmen.slurm`` writes audit events: nodes it drains, sets down or
 resumes (``nodes.drain``, ``nodes.resume``) and jobs its watcher requeues (``jobs.restart``).
 
-Each is recorded after Slurm acted (the event says what happened) and never
-blocks the action: a health check must drain a sick node, and a watcher requeue
-a job, even when the audit log cannot be written. The reason it could not be
+A drain or resume is two events, as every change dolmen makes: the intent before
+Slurm is asked (outcome ``unknown``, ``phase: intent``), then what Slurm did
+(``phase: outcome``, ``result`` success or failed with the error). The watcher's
+events are recorded after Slurm acted. None blocks the action: a health check must
+drain a sick node, and a watcher requeue a job, even when the audit log cannot be
+written. The reason it could not be
 written is returned so that the caller says so in its own output.
 """
 
@@ -19,14 +22,19 @@ WATCHER = "dolmen-jobs-supervisor"  # the actor of the local supervisor's events
 
 
 def record(
-    action: str, target: str, details: Mapping[str, Any], *, actor: str | None = None
+    action: str,
+    target: str,
+    details: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    outcome: str = "success",
 ) -> str | None:
     """Record one event; None when recorded, else why it could not be."""
     assert action in ACTIONS, action
     from dolmen.audit import record_event
 
     try:
-        record_event(action, target, details=dict(details), actor=actor)
+        record_event(action, target, outcome=outcome, details=dict(details), actor=actor)
     except AuditUnavailable as e:
         return str(e)
     return None
@@ -35,3 +43,18 @@ def record(
 def node_target(name: str) -> str:
     """The target of a node's events."""
     return f"slurm-node:{name}"
+
+
+def intent(action: str, target: str, details: Mapping[str, Any]) -> str | None:
+    """Record that Slurm is about to be asked to ``action``; None, or why it was not."""
+    return record(action, target, {"phase": "intent", **details}, outcome="unknown")
+
+
+def outcome(
+    action: str, target: str, details: Mapping[str, Any], *, error: str | None = None
+) -> str | None:
+    """Record what Slurm did: success, or failed with ``error``; None, or why not."""
+    if error is None:
+        return record(action, target, {"phase": "outcome", "result": "success", **details})
+    more = {"phase": "outcome", "result": "failed", "error": error, **details}
+    return record(action, target, more, outcome="failure")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dolmen.errors import UsageError
-from dolmen.jobs.audit import audit
+from dolmen.jobs.audit import change
 from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
 from dolmen.jobs.kubernetes import manifests
 from dolmen.jobs.kubernetes.api import api_errors, connect, module
@@ -150,8 +150,8 @@ class KubernetesBackend(Backend):
         before = self.status(job_id)
         k = module("kubernetes.client")
 
-        audit("jobs.cancel", f"job {self._ns()}/{job_id}", details={"backend": self.name})
-        with api_errors():
+        target = f"job {self._ns()}/{job_id}"
+        with change("jobs.cancel", target, {"backend": self.name}), api_errors():
             k.BatchV1Api(self.api()).delete_namespaced_job(
                 job_id, self._ns(), propagation_policy="Foreground"
             )

@@ -29,6 +29,9 @@ class KubernetesQuotas(QuotaStore):
         """The ResourceQuota ``set_quota`` applies (``dolmen quota set --dry-run``)."""
         return dump(manifests.resource_quota(subject.name, gpus))
 
+    def validate_user(self, name: str, groups: Sequence[str]) -> None:
+        raise UsageError(_NO_USERS)
+
     def add_user(self, name: str, groups: Sequence[str]) -> User:
         raise UsageError(_NO_USERS)
 

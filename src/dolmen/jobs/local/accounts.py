@@ -8,25 +8,10 @@ a limit.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
-from dolmen.errors import UsageError
 from dolmen.jobs.local.store import ACTIVE, JobRow, JobStore
-from dolmen.jobs.quota import Kind, Quota, QuotaStore, Subject, User
-
-# POSIX portable user names (and Slurm account names) fit this.
-_NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
-
-
-def check_name(kind: str, name: str) -> str:
-    """``name`` if it is a valid user or group name, else UsageError saying what is."""
-    if not _NAME.match(name):
-        raise UsageError(
-            f"{kind} name {name!r} is not valid",
-            hint="lowercase letters, digits, '_', '-' and '.', starting with a letter or '_'",
-        )
-    return name
+from dolmen.jobs.quota import Kind, Quota, QuotaStore, Subject, User, check_name
 
 
 class LocalQuotaStore(QuotaStore):

@@ -28,6 +28,9 @@ from dolmen.jobs.spec import JobSpec
 
 HEALTH_FROM_ENV = "DOLMEN_JOBS_HEALTH_FROM"
 START_TIMEOUT_S = 15.0
+# One host forks every rank: past this, a typo in --procs-per-node or --nodes forks
+# without limit (issue 9 case 9). Far above the GPUs (and data loaders) of one host.
+MAX_LOCAL_RANKS = 512
 
 
 class LocalBackend(Backend):
@@ -74,6 +77,12 @@ class LocalBackend(Backend):
     # --- plan ------------------------------------------------------------------------
     def plan(self, spec: JobSpec) -> Plan:
         spec.check()
+        if spec.world_size > MAX_LOCAL_RANKS:
+            raise UsageError(
+                f"the job asks for {spec.world_size} ranks ({spec.nodes} nodes x"
+                f" {spec.ranks_per_node}); the local backend starts at most {MAX_LOCAL_RANKS}",
+                hint="ask for fewer --nodes or --procs-per-node, or use the slurm backend",
+            )
         layout = place(spec, list(range(spec.total_gpus)), {})
         assert isinstance(layout, Placement)
         rows = [f"{'RANK':>4} {'NODE':>4} {'LOCAL':>5}  {'GPUS':<10} COMMAND"]
@@ -130,13 +139,16 @@ class LocalBackend(Backend):
     def schedule(self, plan: Plan) -> JobStatus:
         """Store the job (the quota check in the same transaction: two submissions cannot
         both slip under a limit), then start its supervisor."""
+        from dolmen.jobs.local.tree import new_marker
+
         spec = plan.spec
         user = spec.user or current_user()
         quotas = self.quotas()
+        options = {k: v for k, v in self.options.items() if v is not None}
         job_id = self.store.create(
             spec,
             user,
-            {k: v for k, v in self.options.items() if v is not None},
+            {**options, "marker": new_marker()},
             before=lambda: check(quotas, spec, user),
         )
         self._start_supervisor(job_id, spec.workdir or os.getcwd())
@@ -197,34 +209,45 @@ class LocalBackend(Backend):
         return [self._status(self._reconcile(j)) for j in self.store.jobs()]
 
     def cancel(self, job_id: str) -> JobStatus:
-        from dolmen.host.process import pid_alive, send_signal
-        from dolmen.jobs.audit import audit
+        from dolmen.jobs.audit import change
 
         job = self._reconcile(self.store.get(job_id))
         if job.state.done:
             return self._status(job)
-        audit(
-            "jobs.cancel",
-            f"job {job.id}",
-            details={"backend": self.name, "user": job.user, "name": job.spec.name},
-        )
+        details = {"backend": self.name, "user": job.user, "name": job.spec.name}
+        with change("jobs.cancel", f"job {job.id}", details) as extra:
+            left = self._cancel(job)
+            if left:
+                extra["survivors"] = sorted(left)
+        return self.status(str(job.id))
+
+    def _cancel(self, job: JobRow) -> set[int]:
+        """Ask the supervisor to stop the job, wait for it (bounded), then kill whatever of
+        the job's tree is left, with or without a supervisor; the pids that survived."""
+        from dolmen.host.process import pid_alive, send_signal
+        from dolmen.jobs.local.tree import tree
+
         self.store.request_cancel(job.id)
+        grace = float(job.options.get("stop_grace") or 10.0)
         pid = job.supervisor_pid
         if pid and send_signal(pid, signal.SIGTERM):
-            grace = float(job.options.get("stop_grace") or 10.0)
             deadline = time.monotonic() + grace + 10.0
             while time.monotonic() < deadline and pid_alive(pid):
                 if self.store.get(job.id).state.done:
                     break
                 time.sleep(0.05)
+        procs = tree(job)
+        left = procs.kill(grace) if procs is not None else set()
         job = self.store.get(job.id)
         if not job.state.done:  # no supervisor to do it: stop the ranks here
             for r in self.store.ranks(job.id):
                 if r.pid and r.exit_code is None:
                     send_signal(r.pid, signal.SIGKILL)
-            self.store.update(job.id, state=JobState.CANCELLED, reason="cancelled by the user")
+            self.store.update(
+                job.id, state=JobState.CANCELLED, reason="cancelled by the user", gpus=[]
+            )
             self.store.event(job.id, "cancelled", "cancelled by the user (no live supervisor)")
-        return self.status(str(job.id))
+        return left
 
     def logs(self, job_id: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
         job = self.store.get(job_id)
@@ -278,7 +301,14 @@ class LocalBackend(Backend):
         fresh = self.store.get(job.id)  # it may have finished between the two reads
         if fresh.state not in ACTIVE:
             return fresh
+        from dolmen.jobs.local.tree import tree
+
+        # Its ranks' children may still run on the GPUs the store is about to free.
+        procs = tree(job)
+        left = procs.kill(float(job.options.get("stop_grace") or 10.0)) if procs else set()
         reason = f"supervisor (pid {pid}) is gone; see supervisor.log"
+        if left:
+            reason += f"; processes that would not die: {sorted(left)}"
         self.store.update(job.id, state=JobState.FAILED, reason=reason, gpus=[])
         self.store.event(job.id, "failed", reason)
         return self.store.get(job.id)

@@ -4,6 +4,11 @@ One file, ``<state dir>/jobs/jobs.db``, in WAL mode so the CLI reads while a
 supervisor writes; every write is one ``BEGIN IMMEDIATE`` transaction (one writer
 at a time, the others wait up to ``BUSY_TIMEOUT_S``). Per-job files (rank logs,
 the supervisor's own log) live in ``<state dir>/jobs/<id>/``.
+
+The database is the only record of ids, users and quotas: a missing or empty
+``jobs.db`` beside existing job folders is refused, not silently recreated (the
+quotas would vanish and job 1's logs would be appended to the old job 1's), and a
+new job never takes a folder that exists (ids are numbered after the folders).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +142,7 @@ class JobStore:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.path = self.root / "jobs.db"
+            self._refuse_lost_database()
             self._db = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
@@ -152,20 +158,52 @@ class JobStore:
                 hint="set DOLMEN_STATE_DIR to a folder you can write, or run as root",
             ) from e
 
+    def _refuse_lost_database(self) -> None:
+        """EnvironmentProblem when jobs.db is missing or empty while job folders exist."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size:
+            return
+        folders = self._job_folders()
+        if not folders:
+            return
+        raise EnvironmentProblem(
+            f"the job store {self.path} is {'empty' if self.path.exists() else 'missing'}"
+            f" but {len(folders)} job folders exist (up to {self.root / str(max(folders))}):"
+            " refusing to start a new store over them",
+            hint="restore jobs.db from a backup, or move the numbered job folders away",
+        )
+
+    def _job_folders(self) -> list[int]:
+        return [int(p.name) for p in self.root.iterdir() if p.name.isdigit() and p.is_dir()]
+
     def close(self) -> None:
         """Close the database connection."""
         self._db.close()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (BEGIN IMMEDIATE) so writers queue."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction, taken at once (BEGIN IMMEDIATE) so writers queue.
+        A write the disk refuses (full, read-only) is an EnvironmentProblem (exit 3)."""
         try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as e:
+            if self._db.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            raise EnvironmentProblem(
+                f"cannot write the job store {self.root / 'jobs.db'}: {e}",
+                hint="free space on the state folder's disk, or fix its permissions",
+            ) from e
 
     def job_dir(self, job_id: int) -> Path:
         """``<state dir>/jobs/<id>``: rank logs and the supervisor's log."""
@@ -187,10 +225,14 @@ class JobStore:
         with self.write() as db:
             if before is not None:
                 before()
+            # Number after every folder there is: a log folder is never reused.
+            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+            next_id = max([int(row[0]) if row else 0, *self._job_folders()]) + 1
             cur = db.execute(
-                "INSERT INTO jobs (name, user, spec, options, state, nodes, created, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs (id, name, user, spec, options, state, nodes, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    next_id,
                     spec.name,
                     user,
                     spec_to_json(spec),
@@ -203,7 +245,13 @@ class JobStore:
             )
             job_id = int(cur.lastrowid or 0)
             self._event(db, job_id, "submitted", f"{spec.world_size} ranks by {user}")
-        self.job_dir(job_id).mkdir(parents=True, exist_ok=True)
+            try:  # inside the transaction: no job without its own, new folder
+                self.job_dir(job_id).mkdir(parents=True, exist_ok=False)
+            except OSError as e:
+                raise EnvironmentProblem(
+                    f"cannot create the job folder {self.job_dir(job_id)}: {e.strerror or e}",
+                    hint="free space on the state folder's disk, or fix its permissions",
+                ) from e
         return job_id
 
     def get(self, job_id: int | str) -> JobRow:

@@ -14,6 +14,11 @@ starts it with ``dolmen.host.process.spawn_detached``) until the job ends:
    the bad GPU out for the rest of the job, and restart from the latest complete
    checkpoint with DOLMEN_RESTART_COUNT + 1 (audit ``jobs.restart``), up to
    ``max_restarts`` times; then fail with the reason (audit ``jobs.fail``).
+
+Stopping the ranks stops the job's whole process tree (``tree.py``): the
+supervisor is a child subreaper, each rank joins the job's cgroup where the machine
+allows and carries the job's marker, so what the ranks forked goes with them; a new
+supervisor of the same job first kills what an earlier one left behind.
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dolmen.host.process import Child, SpawnError, free_port, spawn
+from dolmen.host.process import (
+    Child,
+    JobTree,
+    SpawnError,
+    become_subreaper,
+    free_port,
+    reap_orphans,
+    spawn,
+)
 from dolmen.jobs import checkpoint
 from dolmen.jobs.audit import SUPERVISOR, audit
 from dolmen.jobs.backend import JobState
@@ -35,6 +48,7 @@ from dolmen.jobs.env import rank_env
 from dolmen.jobs.local.health import GpuHealth, judge
 from dolmen.jobs.local.placement import NoRoom, Placement, Slot, place
 from dolmen.jobs.local.store import JobStore, RankRow
+from dolmen.jobs.local.tree import MARKER_ENV, tree
 from dolmen.values.duration import human
 
 
@@ -77,6 +91,8 @@ class Supervisor:
         self.children: list[tuple[Slot, Child]] = []
         self.signalled: int | None = None
         self.noted: set[str] = set()
+        self.tree: JobTree | None = tree(job)
+        self.marker = str(job.options.get("marker") or "")
 
     # --- the loop --------------------------------------------------------------------
     def run(self) -> JobState:
@@ -84,8 +100,14 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        become_subreaper()
         self.store.update(self.id, supervisor_pid=os.getpid())
         self._event("supervisor", f"pid {os.getpid()}")
+        if self.tree is not None:  # what an earlier supervisor of this job left behind
+            earlier = self.tree.pids()
+            if earlier:
+                self._event("cleanup", f"killing {len(earlier)} processes left by an earlier run")
+                self.tree.kill(self.opts.stop_grace)
         while True:
             placement = self._allocate()
             if placement is None:
@@ -150,8 +172,15 @@ class Supervisor:
         folder = self.store.job_dir(self.id)
         folder.mkdir(parents=True, exist_ok=True)
         base = {**os.environ, **self.spec.env}
-        rows = []
+        if self.marker:
+            base[MARKER_ENV] = self.marker
+        cgroup = self.tree.make_cgroup() if self.tree is not None else None
+        rows: list[RankRow] = []
         for slot in placement.slots:
+            # Starting many ranks takes time: a cancel must not wait for the last one.
+            if self.signalled is not None or (slot.rank % 16 == 15 and self._cancelled()):
+                self.store.set_ranks(self.id, rows)
+                return Fault(self._cancel_reason(), {}, retry=False)
             env = rank_env(
                 job_id=str(self.id),
                 rank=slot.rank,
@@ -175,7 +204,11 @@ class Supervisor:
                 )
             try:
                 child = spawn(
-                    self.spec.command, env={**base, **env}, cwd=self.spec.workdir, log=log
+                    self.spec.command,
+                    env={**base, **env},
+                    cwd=self.spec.workdir,
+                    log=log,
+                    cgroup=cgroup,
                 )
             except SpawnError as e:
                 return Fault(f"rank {slot.rank} could not start: {e.strerror}", {}, retry=False)
@@ -191,6 +224,7 @@ class Supervisor:
     def _watch(self, placement: Placement) -> Fault | None:
         started = time.monotonic()
         next_health = started + self.opts.health_interval
+        next_reap = started + 1.0
         limit = self.spec.time_limit_s
         while True:
             if self._cancelled():
@@ -206,6 +240,9 @@ class Supervisor:
             if all(c == 0 for _, c in codes):
                 return None
             now = time.monotonic()
+            if now >= next_reap:  # adopted orphans that exited: a subreaper collects them
+                next_reap = now + 1.0
+                reap_orphans({child.pid for _, child in self.children})
             if limit is not None and now - started >= limit:
                 return Fault(f"time limit {human(limit)} reached", {}, retry=False)
             if placement.gpus and now >= next_health:
@@ -229,6 +266,11 @@ class Supervisor:
         for _, child in live:
             child.signal(signal.SIGKILL)
             child.wait(5)
+        if self.tree is not None:  # what the ranks forked, wherever it went
+            ranks = [c.pid for _, c in self.children]
+            left = self.tree.kill(0.0 if live else self.opts.stop_grace, keep=ranks)
+            if left:
+                self._event("stop", f"processes still alive after SIGKILL: {sorted(left)}")
         if self.children:
             attempt = self.store.get(self.id).restarts
             self.store.set_ranks(

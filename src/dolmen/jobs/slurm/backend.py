@@ -31,9 +31,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dolmen.errors import UsageError
-from dolmen.jobs.audit import audit
+from dolmen.jobs.audit import change
 from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
-from dolmen.jobs.slurm.sbatch import SbatchOptions, output_path, render
+from dolmen.jobs.slurm.sbatch import SbatchOptions, check_options, output_path, render
 from dolmen.jobs.spec import JobSpec
 from dolmen.slurm import parse
 from dolmen.slurm.client import SlurmClient, SlurmCommandError, command_error
@@ -83,6 +83,7 @@ class SlurmBackend(Backend):
     # --- plan and submit -------------------------------------------------------------
     def plan(self, spec: JobSpec) -> Plan:
         spec.check()
+        check_options(self.options)
         script = render(spec, self.options)
         summary = (
             f"sbatch: {spec.nodes} node(s) x {spec.gpus_per_node} GPU(s), "
@@ -179,8 +180,8 @@ class SlurmBackend(Backend):
 
     def cancel(self, job_id: str) -> JobStatus:
         self.status(job_id)  # UsageError for an unknown id
-        audit("jobs.cancel", f"slurm:{job_id}")
-        self.client.out(["scancel", job_id])
+        with change("jobs.cancel", f"slurm:{job_id}", {"backend": self.name}):
+            self.client.out(["scancel", job_id])
         deadline = time.monotonic() + 10
         st = self.status(job_id)
         while not st.state.done and time.monotonic() < deadline:

@@ -32,12 +32,22 @@ class SlurmQuotaStore(QuotaStore):
         """Every Slurm account, by name."""
         return self.accounting.accounts()
 
-    def add_user(self, name: str, groups: Sequence[str]) -> User:
+    def validate_user(self, name: str, groups: Sequence[str]) -> None:
         if not groups:
             raise UsageError(
                 f"on Slurm a user needs at least one group (a Slurm account): {name}",
                 hint="dolmen users add NAME --group ACCOUNT",
             )
+
+    def validate_quota(self, subject: Subject) -> None:
+        if subject.kind is Kind.USER and not self.accounting.has_user(subject.name):
+            raise UsageError(
+                f"unknown Slurm user {subject.name!r}",
+                hint="dolmen users add NAME --group ACCOUNT first",
+            )
+
+    def add_user(self, name: str, groups: Sequence[str]) -> User:
+        self.validate_user(name, groups)
         self.accounting.set_user_accounts(name, groups)
         return User(name, tuple(groups))
 

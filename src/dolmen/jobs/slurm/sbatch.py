@@ -18,7 +18,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dolmen.jobs.spec import JobSpec
+from dolmen.errors import UsageError
+from dolmen.jobs.spec import CONTROL, CONTROL_QUOTED, ENV_KEY, JobSpec
 from dolmen.values.duration import slurm_time
 
 LAUNCHER = "dolmen.jobs.launch"
@@ -36,6 +37,25 @@ class SbatchOptions:
     exclude: Sequence[str] = ()  # known-bad nodes, added to the spec's
     extra: Sequence[str] = ()  # more #SBATCH lines, verbatim ("--qos=high")
     env: Mapping[str, str] = field(default_factory=dict)
+
+
+def check_options(opts: SbatchOptions) -> None:
+    """Refuse a site option that would write a line of its own into the script (a
+    control character; an environment key that is not a variable name), naming it."""
+    fields = [("python", opts.python, CONTROL), ("log_dir", opts.log_dir, CONTROL)]
+    fields += [(f"exclude[{i}]", x, CONTROL) for i, x in enumerate(opts.exclude)]
+    fields += [(f"extra[{i}]", x, CONTROL) for i, x in enumerate(opts.extra)]
+    fields += [(f"env.{k}", v, CONTROL_QUOTED) for k, v in opts.env.items()]
+    for key in opts.env:
+        if not ENV_KEY.match(key):
+            raise UsageError(f"[jobs] env key {key!r} is not a variable name")
+    for name, value, bad in fields:
+        found = bad.search(value)
+        if found:
+            raise UsageError(
+                f"slurm option {name} holds a control character (U+{ord(found.group()):04X})",
+                hint="fix it in dolmen.toml: it would write a line into the sbatch script",
+            )
 
 
 def signal_lead(time_limit_s: int, lead: int | None = None) -> int:
