@@ -295,6 +295,11 @@ class JobTree:
         if self.cgroup is not None and not live:
             with contextlib.suppress(OSError):
                 self.cgroup.rmdir()
+            # the shared parent goes with the last job (rmdir fails while another job's
+            # folder is in it), so nothing of dolmen stays in the cgroup tree when idle; a
+            # job whose mkdir races this falls back to its marker, which still finds it
+            with contextlib.suppress(OSError):
+                self.cgroup.parent.rmdir()
         return live
 
     @staticmethod
