@@ -172,7 +172,7 @@ def test_rollback_fails_unless_every_original_reads_back(
 def test_a_folder_apply_created_that_is_not_empty_is_not_back(
     config: Path, pristine_host: Path, tmp_path: Path, capsys
 ) -> None:
-    tree, path = applied(capsys, pristine_host, tmp_path)
+    tree, _ = applied(capsys, pristine_host, tmp_path)
     foreign = tree / "etc/default/grub.d/50-site.cfg"
     foreign.write_text("# someone else's\n")
     rc, out, err = run(capsys, tree, "rollback", "--yes")
