@@ -8,8 +8,10 @@
     dolmen tune status | profiles | show PROFILE | recommend
 
 Every command takes ``--root DIR`` to work on a host tree exactly as on the live
-host. Exit codes: 0 done/in sync, 1 drift, 2 bad input or usage, 3 the host
-refused (not root, a write refused: rolled back), 4 the audit log is unwritable.
+host. Exit codes: 0 done/in sync, 1 drift, 2 bad input or usage (a damaged journal:
+file and line), 3 the host refused (not root, a write refused: rolled back; an original
+not back), 4 the audit log or the journal is unwritable (rolled back), 130 SIGINT or
+SIGTERM (rolled back).
 """
 
 from __future__ import annotations

@@ -212,7 +212,13 @@ def is_locked(folder: Path) -> bool:
     path = folder / "lock"
     if not path.exists():
         return False
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise EnvironmentProblem(
+            f"cannot read the tune lock {path}: {e.strerror or e}",
+            hint="dolmen's state is root's: run it with sudo",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

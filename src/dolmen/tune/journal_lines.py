@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dolmen.errors import InputError
+from dolmen.errors import EnvironmentProblem, InputError
 
 FORMAT = 2
 MAX_BYTES = 64 << 20  # a journal of thousands of steps is a few MiB
@@ -67,8 +67,14 @@ def damaged(path: Path, line: int, why: str) -> InputError:
 
 def decode(path: Path) -> Decoded:
     """Every record of ``path``, checked line by line (module docstring)."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_BYTES + 1)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise EnvironmentProblem(
+            f"cannot read the tune journal {path}: {e.strerror or e}",
+            hint="dolmen's state is root's: run it with sudo",
+        ) from None
     if len(data) > MAX_BYTES:
         raise damaged(path, 1, f"larger than {MAX_BYTES >> 20} MiB")
     *whole, tail = data.split(b"\n")
