@@ -29,6 +29,8 @@ import hashlib
 import json
 import os
 import secrets
+import signal
+import threading
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -120,6 +122,10 @@ class Journal:
         if self.fmt < 2:
             rec.pop("format", None)
         line, digest = encode(rec, self._sum, self.fmt)
+        with _signals_blocked():
+            self._write(line, digest, best_effort)
+
+    def _write(self, line: bytes, digest: str, best_effort: bool) -> None:
         try:
             if self.lost is not None:
                 raise OSError(errno.EIO, "an earlier line could not be written")
@@ -144,6 +150,20 @@ class Journal:
     def view(self) -> JournalView:
         """The journal's records (as written, or as kept in memory), checked."""
         return JournalView.from_records(self.path, self.records)
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """SIGINT/SIGTERM wait while a line is written and mirrored in memory: an exception
+    raised between the two (interrupt.py) would make the next line repeat a ``seq``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _write_all(fd: int, data: bytes, offset: int) -> None:

@@ -121,7 +121,9 @@ def _torn_or_damaged(path: Path, line: int, tail: bytes) -> None:
     if not tail.startswith(b"{"):
         raise damaged(path, line, "the last line has no newline and is not a record's start")
     try:
-        json.JSONDecoder().raw_decode(tail.decode())
+        # Decoded leniently: a flipped newline can be any byte, and the record before it
+        # is still whole (the writer's JSON is ASCII, so a real tear never splits a char).
+        json.JSONDecoder().raw_decode(tail.decode("utf-8", "replace"))
     except ValueError:
         return  # torn: the action it announced had not started (journal.py)
     raise damaged(path, line, "the last record is whole but its newline is missing")
