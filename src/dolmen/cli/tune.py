@@ -131,22 +131,27 @@ def _apply_exit(res: ApplyResult) -> None:
     if res.interrupted:
         exit_with(130)
     if res.state_error:
-        _state_refused(res.state_error)
+        _state_refused(res.state_error, res.rollback is None or res.rollback.complete)
     if not res.ok:
         exit_with(int(ExitCode.ENVIRONMENT))
 
 
 def _rollback_exit(res: RollbackResult) -> None:
     if res.journal_lost:
-        _state_refused(res.journal_lost)
+        _state_refused(res.journal_lost, res.complete)
     if not res.complete:
         exit_with(int(ExitCode.ENVIRONMENT))
 
 
-def _state_refused(why: str) -> None:
+def _state_refused(why: str, restored: bool) -> None:
+    if restored:
+        raise AuditUnavailable(
+            f"{why}; every original was put back",
+            hint="free space on the state disk or make it writable, then `dolmen tune status`",
+        )
     raise AuditUnavailable(
-        f"{why}; what was written was rolled back",
-        hint="free space on the state disk or make it writable, then `dolmen tune status`",
+        f"{why}; and not every original could be put back",
+        hint="free space on the state disk, then `dolmen tune recover --rollback` retries",
     )
 
 
