@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from tests.conftest import recording
@@ -126,19 +127,23 @@ def writable(root: Path) -> None:
     root.chmod(root.stat().st_mode | 0o200)
 
 
-def snapshot(root: Path) -> dict[str, tuple[str, bytes | str]]:
-    """Every entry of a tree: files by bytes, links by target, folders by name."""
-    out: dict[str, tuple[str, bytes | str]] = {}
+def snapshot(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
+    """A whole-tree fingerprint: every entry's type and permission bits, files by bytes,
+    links by target, so an extra folder, a stray temporary or a changed mode shows."""
+    out: dict[str, tuple[str, int, bytes | str]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             p = Path(dirpath) / name
             rel = str(p.relative_to(root))
-            if p.is_symlink():
-                out[rel] = ("link", os.readlink(p))
-            elif p.is_dir():
-                out[rel] = ("dir", "")
+            mode = p.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                out[rel] = ("link", 0, os.readlink(p))
+            elif stat.S_ISDIR(mode):
+                out[rel] = ("dir", stat.S_IMODE(mode), "")
+            elif stat.S_ISREG(mode):
+                out[rel] = ("file", stat.S_IMODE(mode), p.read_bytes())
             else:
-                out[rel] = ("file", p.read_bytes())
+                out[rel] = ("other", stat.S_IFMT(mode), "")
     return out
 
 

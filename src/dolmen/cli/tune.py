@@ -8,8 +8,10 @@
     dolmen tune status | profiles | show PROFILE | recommend
 
 Every command takes ``--root DIR`` to work on a host tree exactly as on the live
-host. Exit codes: 0 done/in sync, 1 drift, 2 bad input or usage, 3 the host
-refused (not root, a write refused: rolled back), 4 the audit log is unwritable.
+host. Exit codes: 0 done/in sync, 1 drift, 2 bad input or usage (a damaged journal:
+file and line), 3 the host refused (not root, a write refused: rolled back; an original
+not back), 4 the audit log or the journal is unwritable (rolled back), 130 SIGINT or
+SIGTERM (rolled back).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from dolmen.cli.main import exit_with
-from dolmen.errors import EnvironmentProblem, ExitCode, UsageError
+from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, InputError, UsageError
 
 if TYPE_CHECKING:
     from dolmen.host import Host
     from dolmen.tune.profile import Profile
+    from dolmen.tune.results import ApplyResult, RollbackResult
     from dolmen.tune.verify import TuneStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,6 +79,8 @@ def _host(root: str | None, *, change: bool = False) -> Host:
     from dolmen.host import open_host
 
     host = open_host(root)
+    # A snapshot archive is extracted to a temporary folder: remove it when the command ends.
+    click.get_current_context().call_on_close(host.close)
     if change and host.kind not in ("live", "tree"):
         raise UsageError(f"a {host.kind} host cannot be changed; extract it to a folder first")
     return host
@@ -121,8 +126,37 @@ def _confirm(question: str, yes: bool) -> None:
         raise click.Abort()
 
 
+def _apply_exit(res: ApplyResult) -> None:
+    """130 when a signal stopped it, 4 when the state disk refused, 3 when the host did."""
+    if res.interrupted:
+        exit_with(130)
+    if res.state_error:
+        _state_refused(res.state_error, res.rollback is None or res.rollback.complete)
+    if not res.ok:
+        exit_with(int(ExitCode.ENVIRONMENT))
+
+
+def _rollback_exit(res: RollbackResult) -> None:
+    if res.journal_lost:
+        _state_refused(res.journal_lost, res.complete)
+    if not res.complete:
+        exit_with(int(ExitCode.ENVIRONMENT))
+
+
+def _state_refused(why: str, restored: bool) -> None:
+    if restored:
+        raise AuditUnavailable(
+            f"{why}; every original was put back",
+            hint="free space on the state disk or make it writable, then `dolmen tune status`",
+        )
+    raise AuditUnavailable(
+        f"{why}; and not every original could be put back",
+        hint="free space on the state disk, then `dolmen tune recover --rollback` retries",
+    )
+
+
 def _interrupted_line(st: TuneStatus) -> str:
-    from dolmen.tune.journal import State
+    from dolmen.tune.journal_view import State
 
     assert st.journal is not None
     what = "an apply" if st.journal.state is State.APPLYING else "a rollback"
@@ -141,7 +175,7 @@ def _warn_interrupted(st: TuneStatus) -> None:
 def _recover(host: Host, st: TuneStatus, choice: str | None, yes: bool) -> None:
     """Roll back or complete an interrupted journal, as the user chooses."""
     from dolmen.tune.engine import complete, journal_plan, require_root, rollback
-    from dolmen.tune.journal import State
+    from dolmen.tune.journal_view import State
     from dolmen.tune.render import render_apply, render_rollback
 
     assert st.journal is not None
@@ -164,13 +198,11 @@ def _recover(host: Host, st: TuneStatus, choice: str | None, yes: bool) -> None:
     if choice == "complete":
         res = complete(host, st.journal, st.folder)
         render_apply(res, _console())
-        if not res.ok:
-            exit_with(int(ExitCode.ENVIRONMENT))
+        _apply_exit(res)
         return
     rb = rollback(host, st.journal, st.folder, reason="interrupted journal rolled back")
     render_rollback(rb, _console())
-    if not rb.complete:
-        exit_with(int(ExitCode.ENVIRONMENT))
+    _rollback_exit(rb)
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -185,17 +217,23 @@ def plan(profile: str | None, root: str | None, config_path: str | None, as_json
 
     host = _host(root)
     prof = _profile(profile, config_path, host)
-    st = tune_status(host)
-    _warn_interrupted(st)
+    try:
+        st: TuneStatus | None = tune_status(host)
+    except InputError as e:  # planning never writes: say it, and show the plan
+        click.echo(f"dolmen: warning: {e.message}", err=True)
+        st = None
+    if st is not None:
+        _warn_interrupted(st)
+    active = st.active if st is not None else None
     result = plan_profile(host, prof)
     if as_json:
-        _emit({**result.to_json(), "active": st.active, "read_only": prof.read_only})
+        _emit({**result.to_json(), "active": active, "read_only": prof.read_only})
         return
     header = []
     if prof.read_only:
         header.append(f"{prof.name} is a read-only reference: this shows how the host differs")
-    if st.active and st.active != prof.name:
-        header.append(f"active now: {st.active} (apply rolls it back first)")
+    if active and active != prof.name:
+        header.append(f"active now: {active} (apply rolls it back first)")
     render_plan(result, _console(), header=header)
 
 
@@ -239,16 +277,14 @@ def apply(
         rb = rollback(host, st.journal, st.folder, reason=f"switching to {prof.name}")
         if not as_json:
             render_rollback(rb, _console())
-        if not rb.complete:
-            exit_with(int(ExitCode.ENVIRONMENT))
+        _rollback_exit(rb)
         result = plan_profile(host, prof)
     res = apply_plan(host, result, st.folder, extra={"profile_path": prof.path})
     if as_json:
         _emit(res.to_json())
     else:
         render_apply(res, _console())
-    if not res.ok:
-        exit_with(int(ExitCode.ENVIRONMENT))
+    _apply_exit(res)
 
 
 @tune.command()
@@ -277,20 +313,30 @@ def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool
         _emit(res.to_json())
     else:
         render_rollback(res, _console())
-    if not res.complete:
-        exit_with(int(ExitCode.ENVIRONMENT))
+    _rollback_exit(res)
 
 
 @tune.command()
 @_common
-@click.option("--rollback", "choice", flag_value="rollback", help="Restore the originals.")
-@click.option("--complete", "choice", flag_value="complete", help="Finish the apply.")
+@click.option("--rollback", "to_rollback", is_flag=True, help="Restore the originals.")
+@click.option("--complete", "to_complete", is_flag=True, help="Finish the apply.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask (then --rollback or --complete).")
 def recover(
-    root: str | None, config_path: str | None, as_json: bool, choice: str | None, yes: bool
+    root: str | None,
+    config_path: str | None,
+    as_json: bool,
+    to_rollback: bool,
+    to_complete: bool,
+    yes: bool,
 ) -> None:
     """Roll back or complete an apply that was interrupted (killed, power lost)."""
     from dolmen.tune.verify import tune_status
+
+    if to_rollback and to_complete:
+        raise UsageError(
+            "--rollback and --complete contradict each other", hint="choose one of them"
+        )
+    choice = "rollback" if to_rollback else "complete" if to_complete else None
 
     host = _host(root, change=True)
     st = tune_status(host)

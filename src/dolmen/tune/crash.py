@@ -11,6 +11,9 @@ signal nothing can catch or clean up after, when it reaches point ``n``:
     rollback:  0 after the rollback record; k+1 after the k-th revert (before
                its record is written).
 
+A third field names another signal to send instead (``5:SIGTERM``, ``rollback:2:SIGINT``):
+the tests of an apply that is asked to stop (Ctrl-C, a service manager) use it.
+
 Never set it outside tests: it exists so that a crash can be placed exactly.
 """
 
@@ -26,13 +29,17 @@ class CrashPoints:
     """Kills the process at the configured point of one phase (see module docstring)."""
 
     def __init__(self, phase: str) -> None:
-        spec = os.environ.get(ENV, "").strip()
-        want_phase, _, n = spec.rpartition(":")
+        parts = os.environ.get(ENV, "").strip().split(":")
+        if parts and parts[0].isdigit():
+            parts.insert(0, "apply")
         self.point: int | None = None
-        if spec and (want_phase or "apply") == phase and n.isdigit():
-            self.point = int(n)
+        self.signal = signal.SIGKILL
+        if len(parts) >= 2 and parts[0] == phase and parts[1].isdigit():
+            self.point = int(parts[1])
+            if len(parts) == 3 and parts[2] in ("SIGINT", "SIGTERM"):
+                self.signal = signal.Signals[parts[2]]
 
     def at(self, n: int) -> None:
-        """SIGKILL this process if ``n`` is the configured point."""
+        """Signal this process (SIGKILL by default) if ``n`` is the configured point."""
         if self.point == n:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), self.signal)

@@ -4,11 +4,12 @@ apply:    audit intent -> journal ``begin`` (the whole plan) -> for each step:
           journal the original (``save``, fsync) -> write -> read back ->
           journal ``done`` -> ``commit`` -> audit result. A write the host
           refuses stops the apply and rolls back what it did, at once.
-rollback: in reverse order, read what is there now (reporting values someone
-          else changed since), restore the original, read it back; then
-          ``end``. Restoring is idempotent, so a rollback killed halfway
-          simply runs again.
+rollback: restore.py: stray temporaries first, then in reverse order each
+          original restored and read back; ``end`` only when all are back.
 complete: the steps an interrupted apply had not finished, then ``commit``.
+
+SIGINT/SIGTERM during the steps roll back on the spot (interrupt.py); a state disk
+that refuses the journal (full, read-only) rolls back from memory, exit 4.
 
 Each step's original is durable before its write starts, so whatever point
 a process dies at (``crash.py``), the journal holds every original needed.
@@ -18,113 +19,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
-from dolmen.errors import EnvironmentProblem, NeedsRoot
+from dolmen.errors import AuditUnavailable, EnvironmentProblem, NeedsRoot
 from dolmen.host import Host
 from dolmen.tune import events
 from dolmen.tune.crash import CrashPoints
-from dolmen.tune.journal import Journal, JournalView, State, locked, open_journal
+from dolmen.tune.interrupt import Interrupted, Signals
+from dolmen.tune.journal import Journal, JournalUnwritable, locked, open_journal
+from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.model import Action, ApplyFailed, Change, Plan, StepSkipped
+from dolmen.tune.restore import describe, remove_stray_temporaries, restore, summary
+from dolmen.tune.results import ApplyResult, RollbackResult, StepResult
 from dolmen.tune.settings import SETTINGS
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """How one step of an apply went."""
-
-    change: Change
-    status: str  # done | skipped | failed
-    after: str | None = None
-    held: bool = True  # the value read back is the one written
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Restored:
-    """One original put back by a rollback."""
-
-    change: Change
-    found: str | None  # what was there before restoring
-    had_set: str | None  # what dolmen had written (None: never written)
-    before: str | None  # the original value
-    restored: str | None  # what is there now
-    by_others: bool  # someone changed it after dolmen did
-    exact: bool  # restored equals the original
-    error: str = ""
-
-
-@dataclass
-class RollbackResult:
-    """What a rollback restored; ``complete`` False when a revert failed (rerun it)."""
-
-    journal: Path
-    profile: str
-    restored: list[Restored] = field(default_factory=list)
-    complete: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``dolmen.tune.rollback/1`` document."""
-        return {
-            "schema": "dolmen.tune.rollback/1",
-            "profile": self.profile,
-            "journal": str(self.journal),
-            "complete": self.complete,
-            "restored": [
-                {
-                    "target": r.change.target.name,
-                    "found": r.found,
-                    "had_set": r.had_set,
-                    "original": r.before,
-                    "restored": r.restored,
-                    "changed_by_others": r.by_others,
-                    "exact": r.exact,
-                    "error": r.error or None,
-                }
-                for r in self.restored
-            ],
-        }
-
-
-@dataclass
-class ApplyResult:
-    """What an apply did; on failure, ``error`` and the rollback that followed."""
-
-    journal: Path
-    profile: str
-    steps: list[StepResult] = field(default_factory=list)
-    error: str | None = None
-    rollback: RollbackResult | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the profile is now active."""
-        return self.error is None
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``dolmen.tune.apply/1`` document."""
-        doc: dict[str, Any] = {
-            "schema": "dolmen.tune.apply/1",
-            "profile": self.profile,
-            "journal": str(self.journal),
-            "ok": self.ok,
-            "error": self.error,
-            "steps": [
-                {
-                    "target": s.change.target.name,
-                    "status": s.status,
-                    "after": s.after,
-                    "held": s.held,
-                }
-                for s in self.steps
-            ],
-        }
-        if self.rollback is not None:
-            doc["rollback"] = self.rollback.to_json()
-        return doc
 
 
 def require_root(host: Host, plan: Plan, *, doing: str = "applying") -> None:
@@ -151,7 +60,7 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply every step of ``plan`` (see module docstring)."""
     require_root(host, plan)
-    with locked(folder):
+    with locked(folder), Signals(armed=False) as sig:
         if open_journal(folder) is not None:
             raise EnvironmentProblem(
                 "a profile is active or an apply was interrupted on this host",
@@ -175,38 +84,72 @@ def apply_plan(
         result = ApplyResult(journal.path, plan.profile)
         crash = CrashPoints("apply")
         crash.at(0)
-        _run_steps(host, journal, list(plan.changes), crash, result)
-        return _finish(host, journal, result, crash, "tune.apply", detail)
+        _guarded(host, journal, list(plan.changes), crash, result, sig)
+        return _finish(host, journal, result, "tune.apply", detail)
 
 
 def complete(host: Host, view: JournalView, folder: Path) -> ApplyResult:
     """Finish an interrupted apply: the steps it had not done, then commit."""
     if view.state is not State.APPLYING:
         raise EnvironmentProblem(f"the journal of {view.profile} is {view.state}, not interrupted")
-    with locked(folder):
+    with locked(folder), Signals(armed=False) as sig:
         detail = {"choice": "complete", "journal": view.path.name}
         events.intent("tune.recover", view.profile, detail)
         journal = Journal(view.path)
+        view = journal.view()
+        # The killed process may have left a temporary beside a file: the clean apply has none.
+        remove_stray_temporaries(host, [view.changes[i] for i in view.steps])
         result = ApplyResult(view.path, view.profile)
         crash = CrashPoints("apply")
-        _run_steps(host, journal, view.changes, crash, result, view)
-        return _finish(host, journal, result, crash, "tune.recover", detail)
+        _guarded(host, journal, view.changes, crash, result, sig, view)
+        return _finish(host, journal, result, "tune.recover", detail)
 
 
 def rollback(host: Host, view: JournalView, folder: Path, *, reason: str) -> RollbackResult:
-    """Restore every original this journal saved, newest first; then close it."""
+    """Restore every original this journal saved, newest first; then close it.
+
+    SIGINT and SIGTERM wait until it is done: a rollback is what stopping should lead to.
+    """
     if view.state is State.CLOSED:
         raise EnvironmentProblem(f"the journal of {view.profile} is already closed")
     action = "tune.rollback" if view.state is State.ACTIVE else "tune.recover"
     detail = {"reason": reason, "journal": view.path.name, "from": view.state.value}
-    with locked(folder):
+    with locked(folder), Signals(armed=False):
         events.intent(action, view.profile, detail)
-        res = _rollback(host, view, reason)
-        events.result(action, view.profile, res.complete, {**detail, **_summary(res)})
+        journal = Journal(view.path)
+        res = restore(host, journal.view(), journal, reason)
+        try:
+            events.result(action, view.profile, res.complete, {**detail, **summary(res)})
+        except AuditUnavailable as e:
+            res.journal_lost = res.journal_lost or e.message
         return res
 
 
 # --- the steps ---------------------------------------------------------------------------------
+def _guarded(
+    host: Host,
+    journal: Journal,
+    changes: Sequence[Change],
+    crash: CrashPoints,
+    result: ApplyResult,
+    sig: Signals,
+    view: JournalView | None = None,
+) -> None:
+    """Run the steps with SIGINT/SIGTERM armed; a signal or an unwritable journal stops
+    them and leaves ``result.error`` set, for ``_finish`` to roll back."""
+    try:
+        try:
+            sig.arm()
+            _run_steps(host, journal, changes, crash, result, view)
+        finally:
+            sig.hold()
+    except Interrupted as e:
+        result.error = f"interrupted by {e}: rolled back"
+        result.interrupted = str(e)
+    except JournalUnwritable as e:
+        result.error = result.state_error = e.message
+
+
 def _run_steps(
     host: Host,
     journal: Journal,
@@ -233,7 +176,7 @@ def _run_steps(
             result.steps.append(StepResult(change, "skipped", note=str(e)))
             continue
         except (OSError, ApplyFailed) as e:
-            msg = f"{change.target.name}: {_describe(e)}"
+            msg = f"{change.target.name}: {describe(e)}"
             journal.append({"type": "failed", "step": i, "error": msg})
             result.steps.append(StepResult(change, "failed", note=msg))
             result.error = msg
@@ -248,103 +191,30 @@ def _run_steps(
 
 
 def _finish(
-    host: Host,
-    journal: Journal,
-    result: ApplyResult,
-    crash: CrashPoints,
-    action: str,
-    detail: dict[str, Any],
+    host: Host, journal: Journal, result: ApplyResult, action: str, detail: dict[str, Any]
 ) -> ApplyResult:
+    """Commit, or roll back what was written (signals are held here).
+
+    A commit or an audit result the state disk refuses is a failed apply too: a change
+    dolmen cannot record must not stand (exit 4), so it is rolled back, from memory if
+    the journal cannot take another line.
+    """
     if result.error is None:
-        journal.append({"type": "commit"})
-        events.result(action, result.profile, True, {**detail, "journal": journal.path.name})
-        return result
-    result.rollback = _rollback(host, journal.view(), f"apply failed: {result.error}")
-    events.result(
-        action,
-        result.profile,
-        False,
-        {**detail, "error": result.error, **_summary(result.rollback)},
-    )
-    return result
-
-
-def _rollback(host: Host, view: JournalView, reason: str) -> RollbackResult:
-    journal = Journal(view.path)
-    if view.rollback is None:
-        journal.append({"type": "rollback", "reason": reason})
-    crash = CrashPoints("rollback")
-    crash.at(0)
-    res = RollbackResult(view.path, view.profile)
-    for n, i in enumerate(sorted(view.saved, reverse=True)):
-        if i in view.reverted:
-            continue
-        change = view.changes[i]
-        setting = SETTINGS[change.target.setting]
-        found = setting.read(host, change.target).value
-        had_set = view.done.get(i, {}).get("after")
-        before = view.before.get(i)
-        by_others = (
-            i in view.done
-            and not _same(setting, found, had_set)
-            and not _same(setting, found, before)
-        )
-        error = ""
         try:
-            setting.revert(host, change, view.saved[i])
-        except (OSError, ApplyFailed) as e:
-            error = _describe(e)
-            res.complete = False
-        restored = setting.read(host, change.target).value
-        exact = not error and _same(setting, restored, before)
-        crash.at(n + 1)
-        if not error:
-            journal.append(
-                {
-                    "type": "reverted",
-                    "step": i,
-                    "found": found,
-                    "restored": restored,
-                    "by_others": by_others,
-                    "exact": exact,
-                }
-            )
-        res.restored.append(
-            Restored(change, found, had_set, before, restored, by_others, exact, error)
+            journal.append({"type": "commit"})
+            events.result(action, result.profile, True, {**detail, "journal": journal.path.name})
+            return result
+        except AuditUnavailable as e:
+            result.error = result.state_error = e.message
+    result.rollback = restore(host, journal.view(), journal, f"apply failed: {result.error}")
+    result.state_error = result.state_error or result.rollback.journal_lost
+    try:
+        events.result(
+            action,
+            result.profile,
+            False,
+            {**detail, "error": result.error, **summary(result.rollback)},
         )
-    if res.complete:
-        _remove_stray_temporaries(host, [view.changes[i] for i in view.saved])
-        journal.append({"type": "end", "state": "rolled-back"})
-    return res
-
-
-def _same(setting: Any, a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return bool(setting.same(a, b)) or a == b
-
-
-def _remove_stray_temporaries(host: Host, changes: list[Change]) -> None:
-    """A process killed inside an atomic write leaves ``.<name>.dolmen-tmp-<pid>``: remove it."""
-    for c in changes:
-        path = c.target.path
-        if not path or path.startswith(("proc/", "sys/")):
-            continue
-        folder, _, name = path.rpartition("/")
-        for tmp in host.glob(f"{folder}/.{name}.dolmen-tmp-*"):
-            host.remove(tmp)
-
-
-def _summary(res: RollbackResult) -> dict[str, Any]:
-    return {
-        "restored": len(res.restored),
-        "changed_by_others": [r.change.target.name for r in res.restored if r.by_others],
-        "not_exact": [r.change.target.name for r in res.restored if not r.exact],
-        "complete": res.complete,
-    }
-
-
-def _describe(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.strerror:
-        return f"{e.strerror} (errno {e.errno})"
-    return str(e) or e.__class__.__name__
+    except AuditUnavailable as e:
+        result.state_error = result.state_error or e.message
+    return result

@@ -13,40 +13,35 @@ so after a crash or a power loss the file says exactly how far the apply got:
     {"type": "reverted", "step": 0, "found": ..., "restored": ...}
     {"type": "end", "state": "rolled-back"}                    closed
 
-A torn last line (power lost while writing it) is ignored: the action it
-announced had not started, since actions wait for the fsync. Every line
-carries ``seq`` and ``time``.
+Every line carries ``seq``, ``time`` and a chained checksum (``journal_lines``); the
+records are checked against each other (``journal_view``). A torn last line (power lost
+while writing it) is ignored and cut off before the next append: the action it
+announced had not started, since actions wait for the fsync. Anything else damaged
+stops every command that relies on the journal, with the file and the line (exit 2).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import secrets
+import signal
+import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.errors import AuditUnavailable, EnvironmentProblem
 from dolmen.fsutil import fsync_dir
 from dolmen.host import Host
 from dolmen.paths import state_dir
-from dolmen.tune.model import Change
-
-
-class State(StrEnum):
-    """Where a journal stands."""
-
-    APPLYING = "applying"  # begun, not committed: interrupted unless its process still runs
-    ACTIVE = "active"  # committed: the profile is in force
-    ROLLING_BACK = "rolling-back"  # rollback begun, not finished: interrupted
-    CLOSED = "closed"  # rolled back (or recovered) completely
+from dolmen.tune.journal_lines import FORMAT, decode, encode
+from dolmen.tune.journal_view import JournalView, State
 
 
 def tune_dir(host: Host) -> Path:
@@ -65,121 +60,125 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class JournalUnwritable(AuditUnavailable):
+    """The journal could not be written (a full or read-only state disk): exit 4, as for
+    the audit log, since a change dolmen cannot journal is a change it cannot undo."""
+
+
 class Journal:
-    """An append-only, fsync'd JSON-lines file (see module docstring)."""
+    """An append-only, fsync'd JSON-lines file (see module docstring).
+
+    ``records`` mirrors every line made durable, so that when the state disk fills up
+    halfway through an apply the engine can still roll back what it wrote, from memory.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._seq = sum(1 for _ in _lines(path)) if path.exists() else 0
+        got = decode(path)
+        self.records = got.records
+        self.fmt = got.fmt
+        self._size = got.good_bytes
+        self._sum = got.last_sum
+        self.lost: str | None = None  # why a best-effort append could not be written
 
     @classmethod
     def create(cls, folder: Path, begin: Mapping[str, Any]) -> Journal:
-        """A new journal whose first line is ``begin``."""
+        """A new journal whose first line is ``begin``, created whole: a temporary file
+        linked into place, so no journal is ever seen empty or without its begin line."""
         journals = folder / "journals"
-        journals.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         path = journals / f"{stamp}-{secrets.token_hex(3)}.jsonl"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        fsync_dir(journals)
-        j = cls(path)
-        j.append({"type": "begin", **begin})
-        return j
+        rec = {"type": "begin", **begin, "format": FORMAT, "seq": 0, "time": now()}
+        line, _ = encode(rec, "", FORMAT)
+        tmp = journals / f".{path.name}.tmp"
+        try:
+            journals.mkdir(parents=True, exist_ok=True)
+            for old in journals.glob(".*.tmp"):  # left by a process killed here
+                old.unlink()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                _write_all(fd, line, 0)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(tmp, path)
+            tmp.unlink()
+            fsync_dir(journals)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise _unwritable(journals, e) from None
+        return cls(path)
 
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Write one line and make it durable before returning."""
-        line = json.dumps({"seq": self._seq, "time": now(), **record}, sort_keys=True)
-        with open(self.path, "ab", buffering=0) as f:
-            f.write(line.encode() + b"\n")
-            os.fsync(f.fileno())
-        self._seq += 1
+    def append(self, record: Mapping[str, Any], *, best_effort: bool = False) -> None:
+        """Write one line and make it durable before returning.
+
+        A torn last line (see journal_lines) is cut off first, so the new line never
+        lands after a fragment. JournalUnwritable when the disk refuses; with
+        ``best_effort`` (a rollback from memory) the record is kept in ``records`` only
+        and ``lost`` says why.
+        """
+        rec = {"seq": len(self.records), "time": now(), **record}
+        if self.fmt < 2:
+            rec.pop("format", None)
+        line, digest = encode(rec, self._sum, self.fmt)
+        with _signals_blocked():
+            self._write(line, digest, best_effort)
+
+    def _write(self, line: bytes, digest: str, best_effort: bool) -> None:
+        try:
+            if self.lost is not None:
+                raise OSError(errno.EIO, "an earlier line could not be written")
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                if os.fstat(fd).st_size != self._size:
+                    os.ftruncate(fd, self._size)
+                _write_all(fd, line, self._size)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            err = _unwritable(self.path, e)
+            if not best_effort:
+                raise err from None
+            self.lost = self.lost or err.message
+        else:
+            self._size += len(line)
+        self._sum = digest
+        self.records.append(json.loads(line))
 
     def view(self) -> JournalView:
-        """The journal's records, parsed."""
-        return JournalView.read(self.path)
+        """The journal's records (as written, or as kept in memory), checked."""
+        return JournalView.from_records(self.path, self.records)
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, "rb") as f:
-        for raw in f:
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                return  # a torn last line: see module docstring
-            if not isinstance(rec, dict) or not raw.endswith(b"\n"):
-                return
-            yield rec
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """SIGINT/SIGTERM wait while a line is written and mirrored in memory: an exception
+    raised between the two (interrupt.py) would make the next line repeat a ``seq``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-@dataclass
-class JournalView:
-    """What a journal says: the plan, how far apply and rollback got."""
+def _write_all(fd: int, data: bytes, offset: int) -> None:
+    """pwrite until all of ``data`` is on disk: a full disk writes short before it fails."""
+    while data:
+        n = os.pwrite(fd, data, offset)
+        data, offset = data[n:], offset + n
 
-    path: Path
-    begin: dict[str, Any]
-    changes: list[Change]
-    saved: dict[int, dict[str, Any]] = field(default_factory=dict)
-    before: dict[int, str | None] = field(default_factory=dict)  # value read before the save
-    done: dict[int, dict[str, Any]] = field(default_factory=dict)
-    skipped: dict[int, str] = field(default_factory=dict)
-    reverted: dict[int, dict[str, Any]] = field(default_factory=dict)
-    committed: str | None = None
-    rollback: dict[str, Any] | None = None
-    ended: str | None = None
 
-    @classmethod
-    def read(cls, path: Path) -> JournalView:
-        """Parse a journal file; InputError when its first line is not a begin record."""
-        records = list(_lines(path))
-        if not records or records[0].get("type") != "begin":
-            raise InputError("not a dolmen tune journal (no begin record)", path=str(path))
-        begin = records[0]
-        try:
-            changes = [Change.from_json(c) for c in begin.get("changes", [])]
-        except (KeyError, ValueError, TypeError) as e:
-            raise InputError(f"journal plan is malformed: {e}", path=str(path)) from e
-        v = cls(path, begin, changes)
-        for r in records[1:]:
-            kind, step = r.get("type"), r.get("step")
-            if kind == "save" and isinstance(step, int):
-                v.saved[step] = dict(r.get("original", {}))
-                b = r.get("before")
-                v.before[step] = None if b is None else str(b)
-            elif kind == "done" and isinstance(step, int):
-                v.done[step] = r
-            elif kind == "skipped" and isinstance(step, int):
-                v.skipped[step] = str(r.get("reason", ""))
-            elif kind == "reverted" and isinstance(step, int):
-                v.reverted[step] = r
-            elif kind == "commit":
-                v.committed = str(r.get("time", ""))
-            elif kind == "rollback":
-                v.rollback = r
-            elif kind == "end":
-                v.ended = str(r.get("state", "closed"))
-        return v
-
-    @property
-    def state(self) -> State:
-        """See ``State``."""
-        if self.ended is not None:
-            return State.CLOSED
-        if self.rollback is not None:
-            return State.ROLLING_BACK
-        if self.committed is not None:
-            return State.ACTIVE
-        return State.APPLYING
-
-    @property
-    def profile(self) -> str:
-        """The profile this journal applied."""
-        return str(self.begin.get("profile", "?"))
-
-    @property
-    def progress(self) -> str:
-        """``3 of 7 steps written``, for messages."""
-        steps = len(self.begin.get("steps", []))
-        return f"{len(self.done) + len(self.skipped)} of {steps} steps written"
+def _unwritable(path: Path, e: OSError) -> JournalUnwritable:
+    return JournalUnwritable(
+        f"cannot write the tune journal {path}: {e.strerror or e}",
+        hint="free space on the state disk or make it writable ($DOLMEN_STATE_DIR, "
+        "default /var/lib/dolmen); then `dolmen tune status`",
+    )
 
 
 def journals(folder: Path) -> list[Path]:
@@ -189,12 +188,13 @@ def journals(folder: Path) -> list[Path]:
 
 
 def open_journal(folder: Path) -> JournalView | None:
-    """The journal that is not closed (active, or interrupted), if any; the newest wins."""
+    """The journal that is not closed (active, or interrupted), if any; the newest wins.
+
+    A journal that cannot be read is an error (InputError with file and line), not a
+    journal to skip: skipping it would say "no profile active" while the host is tuned.
+    """
     for path in reversed(journals(folder)):
-        try:
-            v = JournalView.read(path)
-        except InputError:
-            continue
+        v = JournalView.read(path)
         if v.state is not State.CLOSED:
             return v
     return None
@@ -203,8 +203,11 @@ def open_journal(folder: Path) -> JournalView | None:
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
     """Hold ``<folder>/lock`` for the duration: one dolmen tune change at a time per host."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as e:
+        raise _unwritable(folder / "lock", e) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -214,8 +217,11 @@ def locked(folder: Path) -> Iterator[None]:
                 f"another dolmen tune is changing this host (pid {holder or '?'})",
                 hint="wait for it to finish",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid is a courtesy for the message above; the flock is the lock
         yield
     finally:
         os.close(fd)
@@ -226,7 +232,13 @@ def is_locked(folder: Path) -> bool:
     path = folder / "lock"
     if not path.exists():
         return False
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise EnvironmentProblem(
+            f"cannot read the tune lock {path}: {e.strerror or e}",
+            hint="dolmen's state is root's: run it with sudo",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

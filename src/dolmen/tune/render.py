@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from dolmen.tune.engine import ApplyResult, RollbackResult
 from dolmen.tune.model import Action, Change, Effect, Plan
 from dolmen.tune.profile import Profile
+from dolmen.tune.results import ApplyResult, RollbackResult
 from dolmen.tune.settings import SETTINGS
 
 STYLE = {
@@ -153,9 +153,9 @@ def render_rollback(res: RollbackResult, console: Console) -> None:
         if r.by_others:
             note.append("[yellow]changed by someone else since the apply[/]")
         if r.error:
-            note.append(f"[red]{r.error}[/]")
+            note.append(f"[red]not back: {r.error}[/]")
         elif not r.exact:
-            note.append(f"[yellow]not the original ({_cell(r.before, s)})[/]")
+            note.append(f"[red]not the original ({_cell(r.before, s)})[/]")
         table.add_row(
             r.change.target.name,
             _cell(r.found, s),
@@ -164,10 +164,18 @@ def render_rollback(res: RollbackResult, console: Console) -> None:
             "; ".join(note),
         )
     console.print(table)
+    if res.journal_lost:
+        console.print(f"[red]journal not written[/] ({res.journal_lost}): restored from memory")
     if res.complete:
-        console.print(f"{res.profile} rolled back: {len(res.restored)} originals restored")
-    else:
-        console.print("[red]rollback incomplete[/]: rerun `dolmen tune recover` to retry")
+        n = len(res.restored)
+        console.print(f"{res.profile} rolled back: {n} originals restored and read back")
+        return
+    bad = res.not_back
+    console.print(
+        f"[red]rollback incomplete[/]: {len(bad)} of {len(res.restored)} originals are not "
+        f"back ({bad[0].change.target.name}: {bad[0].error or 'differs'}); the journal stays "
+        "open: fix the cause, then `dolmen tune recover --rollback` retries them"
+    )
 
 
 def render_profile(profile: Profile, console: Console) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.tune.journal import JournalView, State, is_locked, open_journal, tune_dir
+from dolmen.tune.journal import is_locked, open_journal, tune_dir
+from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.model import Action, Change
 from dolmen.tune.settings import SETTINGS
 
