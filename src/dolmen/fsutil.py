@@ -158,6 +158,8 @@ def read_regular(path: Path | str, limit: int) -> bytes:
         raise NotRegularFile(
             errno.EINVAL, f"not a regular file ({kind_of(st.st_mode)[2:]})", str(path)
         )
+    if st.st_size > limit:  # refused unread; sizes that lie (procfs says 0) stop at the cap
+        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
