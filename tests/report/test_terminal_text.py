@@ -62,7 +62,11 @@ def test_hostname_and_log_line_are_escaped() -> None:
     v = Verdict(
         "gpu01\x1b]0;owned\x07",
         "quick",
-        (_finding("gpu:0000:86:00.0", "Xid 79 at line 3: GPU has fallen\x1b[2J\roff [/] [link=x]"),),
+        (
+            _finding(
+                "gpu:0000:86:00.0", "Xid 79 at line 3: GPU has fallen\x1b[2J\roff [/] [link=x]"
+            ),
+        ),
         "2026-11-30T03:00:00Z",
         0.1,
     )
@@ -134,9 +138,7 @@ def test_bundle_text_through_validate(
         dmesg_path.write_text(dmesg.replace("fallen off the bus\n", f"fallen off {hostile_line}\n"))
         xml = originals[xml_path].decode()
         model_text = "".join(model).replace("&", "&amp;").replace("<", "&lt;")
-        xml_path.write_text(
-            re.sub(r"<product_name>[^<]*", f"<product_name>H100{model_text}", xml)
-        )
+        xml_path.write_text(re.sub(r"<product_name>[^<]*", f"<product_name>H100{model_text}", xml))
         rc, text = _validate(xid_tree)
     finally:
         for p, data in originals.items():

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dolmen.cli.logs_input import LogInput, open_log
-from dolmen.cli.logs_json import SCHEMA, Tally, _iso, _Spool, _write_document
+from dolmen.cli.logs_json import SCHEMA, Spool, Tally, iso, write_document
 from dolmen.cli.main import exit_with
 from dolmen.errors import ExitCode
 from dolmen.values.duration import parse_duration
@@ -80,11 +80,11 @@ def scan(files: tuple[str, ...], as_json: bool, since: str | None) -> None:
         with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
             # JSON events go to a spool as they are found, so memory stays bounded whatever
             # the log's size; the terminal report groups events, so it keeps its rows.
-            sink = _Spool(spool) if as_json else None
+            sink = Spool(spool) if as_json else None
             scanned = [_scan_one(log, catalogue, window, now, tally, sink) for log in opened]
             code = int(ExitCode.UNHEALTHY if tally.critical else ExitCode.OK)
             if sink is not None:
-                _write_document(sys.stdout.write, scanned, sink, tally, since, code)
+                write_document(sys.stdout.write, scanned, sink, tally, since, code)
             else:
                 _render(scanned, tally)
     finally:
@@ -110,7 +110,7 @@ def _scan_one(
     window: timedelta | None,
     now: datetime,
     tally: Tally,
-    sink: _Spool | None,
+    sink: Spool | None,
 ) -> Scanned:
     from dolmen.facts.kernel_log.scan import LogScanner
 
@@ -196,7 +196,7 @@ def _render(scanned: list[Scanned], tally: Tally) -> None:
         name, facts, rows = item.name, item.facts, item.rows
         span = ""
         if facts.first_time or facts.last_time:
-            span = f", {_iso(facts.first_time)} .. {_iso(facts.last_time)}"
+            span = f", {iso(facts.first_time)} .. {iso(facts.last_time)}"
         elif facts.first_boot_seconds is not None:
             span = f", [{facts.first_boot_seconds:.3f}] .. [{facts.last_boot_seconds or 0:.3f}]"
         out.line(f"{name}: {facts.format or 'empty'}, {facts.lines} lines{span}", "bold")

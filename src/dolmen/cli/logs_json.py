@@ -32,7 +32,7 @@ def _event_doc(name: str, r: Row) -> dict[str, Any]:
         "bus_id": ev.bus_id,
         "device": ev.device,
         "interface": ev.interface,
-        "time": _iso(ev.time),
+        "time": iso(ev.time),
         "clock": ev.clock,
         "boot_seconds": ev.boot_seconds,
         "pid": ev.pid,
@@ -47,7 +47,7 @@ def _event_doc(name: str, r: Row) -> dict[str, Any]:
     }
 
 
-class _Spool:
+class Spool:
     """The JSON text of each event, in a temporary file until the document is written."""
 
     def __init__(self, file: IO[str]) -> None:
@@ -91,10 +91,10 @@ class Tally:
         }
 
 
-def _write_document(
+def write_document(
     write: Callable[[str], object],
     scanned: list[Scanned],
-    spool: _Spool,
+    spool: Spool,
     tally: Tally,
     since: str | None,
     code: int,
@@ -105,8 +105,8 @@ def _write_document(
             "path": s.name,
             "format": s.facts.format,
             "lines": s.facts.lines,
-            "first_time": _iso(s.facts.first_time),
-            "last_time": _iso(s.facts.last_time),
+            "first_time": iso(s.facts.first_time),
+            "last_time": iso(s.facts.last_time),
             "first_boot_seconds": s.facts.first_boot_seconds,
             "last_boot_seconds": s.facts.last_boot_seconds,
             "events": s.kept,
@@ -133,5 +133,6 @@ def _nested(value: object, level: int) -> str:
     return json.dumps(value, indent=2).replace("\n", "\n" + "  " * level)
 
 
-def _iso(t: datetime | None) -> str | None:
+def iso(t: datetime | None) -> str | None:
+    """A time as the document writes it: ISO 8601, or null."""
     return None if t is None else t.isoformat()
