@@ -231,8 +231,8 @@ def test_host_text_in_log_lines_is_shown_not_obeyed(
     line = recording(DBE).read_text().splitlines()[0]
     # (\r and \x85 end a line, for logs scan as for validate: they never reach a message)
     log.write_text(line + " \x1b]0;owned\x07\x1b[2J\b\x9b\u202e\n")
-    rc, out, _ = run(capsys, str(log))
+    _, out, _ = run(capsys, str(log))
     assert not any(c in out for c in "\x1b\x07\b\x9b\u202e")
     assert "\\x1b]0;owned\\x07\\x1b[2J\\x08\\x9b\\u202e" in out
-    rc, doc = scan_json(capsys, str(log))  # JSON stays exact data
+    _, doc = scan_json(capsys, str(log))  # JSON stays exact data
     assert any("\x1b]0;owned" in e["message"] for e in doc["events"])
