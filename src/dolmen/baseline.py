@@ -21,8 +21,10 @@ from typing import Any
 from dolmen import __version__
 from dolmen.errors import InputError
 from dolmen.frozen import frozen
+from dolmen.fsutil import read_regular
 
 SCHEMA = "dolmen.baseline/1"
+MAX_BASELINE_BYTES = 16 << 20  # a baseline is a few KiB; 16 MiB is far past any real one
 
 # PCI functions whose link capability is part of a node's build (vendor, class prefix).
 _TRACKED = (("15b3", ""), ("", "0108"), ("10de", "0680"))  # Mellanox NICs, NVMe, NVSwitch
@@ -162,10 +164,14 @@ def load_baseline(path: str | Path) -> Baseline:
     p = Path(path)
     hint = "make one on a known-good node: dolmen baseline capture -o FILE"
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        # A baseline is a few KiB; a FIFO or a device given as one must not block or fill memory.
+        doc = json.loads(read_regular(p, MAX_BASELINE_BYTES).decode("utf-8"))
     except FileNotFoundError as e:
         raise InputError("no such baseline file", path=str(p), hint=hint) from e
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise InputError(f"not a readable baseline ({why})", path=str(p), hint=hint) from e
+    except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"not a readable baseline ({e})", path=str(p), hint=hint) from e
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__

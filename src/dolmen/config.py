@@ -26,6 +26,7 @@ from typing import Any
 
 from dolmen.errors import ConfigError
 from dolmen.frozen import frozen
+from dolmen.fsutil import read_regular
 from dolmen.paths import config_dir
 
 # section -> key -> accepted Python type(s). Add a section here with the feature that reads it.
@@ -267,13 +268,20 @@ def _limit_error(key: str, value: Any, default: Any) -> str | None:
 # choices the same way.
 
 
+# Configurations, job files and profiles are a few KiB; a MiB is far past any real one.
+MAX_TEXT_BYTES = 1 << 20
+
+
 def read_text(path: Path, what: str) -> str:
     """A UTF-8 file's text; ConfigError naming ``what`` when it is absent or unreadable."""
     try:
-        return path.read_text(encoding="utf-8")
+        # Regular files only, and bounded: `--file /dev/zero` once filled the machine.
+        return read_regular(path, MAX_TEXT_BYTES).decode("utf-8")
     except FileNotFoundError as e:
         raise ConfigError(f"no such {what}", path=str(path)) from e
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise ConfigError(f"cannot read the {what}: {e.strerror or e}", path=str(path)) from e
+    except UnicodeDecodeError as e:
         raise ConfigError(f"cannot read the {what}: {e}", path=str(path)) from e
 
 

@@ -9,6 +9,7 @@ there, never replaces a device, FIFO, socket or folder (as root, a rename over
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -119,3 +120,64 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """A read of something that is not a regular file (a FIFO would block for ever, a
+    character device would stream without end), refused before it is opened for reading."""
+
+
+class TooLarge(OSError):
+    """A read of a file larger than the reader's cap (a sparse gigabyte, a runaway log)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words (``a FIFO``, ``a character device``)."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a regular file"
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; OSError otherwise.
+
+    Inputs (host trees, configurations, baselines, profiles) may hold anything: a FIFO
+    would block the read for ever and ``/dev/zero`` would fill memory. The file is
+    ``stat``'d before it is opened, opened non-blocking, checked again on the open
+    descriptor (it may have been swapped in between), and read in chunks up to
+    ``limit + 1`` bytes, so neither a lying ``st_size`` (procfs says 0) nor a growing
+    file costs more than ``limit``. Refusals are ``NotRegularFile`` (``EINVAL``) and
+    ``TooLarge`` (``EFBIG``): an ``except OSError`` that reports ``strerror`` reads
+    "not a regular file (a FIFO)" or "larger than 64 MiB".
+    """
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(
+            errno.EINVAL, f"not a regular file ({kind_of(st.st_mode)[2:]})", str(path)
+        )
+    if st.st_size > limit:  # refused unread; sizes that lie (procfs says 0) stop at the cap
+        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
+    return b"".join(chunks)
+
+
+def _amount(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"

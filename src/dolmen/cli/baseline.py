@@ -48,18 +48,25 @@ def show(file: str) -> None:
     from dolmen.baseline import load_baseline
 
     b = load_baseline(file)
-    click.echo(f"captured from {b.captured_from} at {b.created}")
-    click.echo(f"driver {b.driver_version}  CUDA {b.cuda_version}")
+    _shown(f"captured from {b.captured_from} at {b.created}")
+    _shown(f"driver {b.driver_version}  CUDA {b.cuda_version}")
     mem = f"{b.memory_bytes / 2**30:.0f} GiB" if b.memory_bytes else "-"
-    click.echo(f"memory {mem}  CPU {b.cpu_model} x{b.cpu_threads}  NVMe {b.nvme_count}")
+    _shown(f"memory {mem}  CPU {b.cpu_model} x{b.cpu_threads}  NVMe {b.nvme_count}")
     for g in b.gpus:
-        click.echo(
+        _shown(
             f"gpu {g.bus_id}  {g.model}  VBIOS {g.vbios}  Gen{g.pcie_gen_max} "
             f"x{g.pcie_width_max}  NVLinks {g.nvlinks}"
         )
     for p in b.ib_ports:
-        click.echo(f"ib {p.device}/{p.port}  {p.rate_gbps} Gb/s  {p.link_layer}  fw {p.fw_version}")
+        _shown(f"ib {p.device}/{p.port}  {p.rate_gbps} Gb/s  {p.link_layer}  fw {p.fw_version}")
     for link in b.pcie:
-        click.echo(
+        _shown(
             f"pci {link.bdf}  {link.vendor_id}:{link.class_id}  Gen{link.generation} x{link.width}"
         )
+
+
+def _shown(line: str) -> None:
+    """A line of host text (models, firmware, names): control characters escaped."""
+    from dolmen.values.text import printable
+
+    click.echo(printable(line))

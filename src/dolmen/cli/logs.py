@@ -31,25 +31,25 @@ with only boot-relative times cannot be dated, are kept, and are counted as
 
 from __future__ import annotations
 
-import json
 import sys
-from collections import Counter
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from dolmen.cli.logs_input import LogInput, open_log
+from dolmen.cli.logs_json import SCHEMA, Spool, Tally, iso, write_document
 from dolmen.cli.main import exit_with
-from dolmen.errors import ExitCode, InputError
+from dolmen.errors import ExitCode
 from dolmen.values.duration import parse_duration
+from dolmen.values.text import printable
 
 if TYPE_CHECKING:
     from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
     from dolmen.kb.xids import Assessment, XidCatalogue
 
-SCHEMA = "dolmen.logscan/1"
-MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
 _STYLE = {"critical": "bold red", "warn": "yellow", "info": "dim"}
 
 
@@ -67,28 +67,72 @@ def scan(files: tuple[str, ...], as_json: bool, since: str | None) -> None:
 
     Exit codes: 0 no critical event, 1 critical events found, 2 unreadable input.
     """
-    from dolmen.facts.kernel_log import scan_kernel_log
     from dolmen.kb.xids import load_xids
 
     window = parse_duration(since, what="--since") if since else None
-    texts = [(name, read_log(name)) for name in files]  # every file readable, or exit 2
-    catalogue = load_xids()
-    now = datetime.now()
-    scanned: list[tuple[str, KernelLogFacts, list[Row]]] = []
-    for name, text in texts:
-        facts = scan_kernel_log(text, source=name, now=now)
-        rows = [Row(ev, assess(catalogue, ev)) for ev in facts.events or ()]
-        if window is not None:
-            rows = [r for r in rows if _recent(r.event, window, now)]
-        scanned.append((name, facts, rows))
-    rows_all = [r for _, _, rows in scanned for r in rows]
-    critical = any(r.verdict.severity == "critical" for r in rows_all)
-    code = int(ExitCode.UNHEALTHY if critical else ExitCode.OK)
-    if as_json:
-        sys.stdout.write(json.dumps(_document(scanned, since, code), indent=2) + "\n")
-    else:
-        _render(scanned)
+    opened: list[LogInput] = []
+    try:
+        for name in files:  # every file opens and starts as text, or exit 2 before any output
+            opened.append(open_log(name))
+        catalogue = load_xids()
+        now = datetime.now()
+        tally = Tally()
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+            # JSON events go to a spool as they are found, so memory stays bounded whatever
+            # the log's size; the terminal report groups events, so it keeps its rows.
+            sink = Spool(spool) if as_json else None
+            scanned = [_scan_one(log, catalogue, window, now, tally, sink) for log in opened]
+            code = int(ExitCode.UNHEALTHY if tally.critical else ExitCode.OK)
+            if sink is not None:
+                write_document(sys.stdout.write, scanned, sink, tally, since, code)
+            else:
+                _render(scanned, tally)
+    finally:
+        for log in opened:
+            log.close()
     exit_with(code)
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """One file's facts, its rows (terminal only), and how many events were kept."""
+
+    name: str
+    facts: KernelLogFacts
+    rows: list[Row]
+    kept: int
+    filtered: int
+
+
+def _scan_one(
+    log: LogInput,
+    catalogue: XidCatalogue,
+    window: timedelta | None,
+    now: datetime,
+    tally: Tally,
+    sink: Spool | None,
+) -> Scanned:
+    from dolmen.facts.kernel_log.scan import LogScanner
+
+    rows: list[Row] = []
+    seen = [0, 0]  # events found, events kept
+
+    def found(ev: KernelEvent) -> None:
+        seen[0] += 1
+        if window is not None and not _recent(ev, window, now):
+            return
+        seen[1] += 1
+        row = Row(ev, assess(catalogue, ev))
+        tally.add(row)
+        if sink is not None:
+            sink.add(log.name, row)
+        else:
+            rows.append(row)
+
+    scanner = LogScanner(now=now, on_event=found)
+    scanner.feed_all(log.lines())
+    facts = scanner.facts(source=log.name)
+    return Scanned(log.name, facts, rows, seen[1], seen[0] - seen[1])
 
 
 @dataclass(frozen=True)
@@ -129,56 +173,6 @@ def assess(catalogue: XidCatalogue, ev: KernelEvent) -> Assessment:
     return catalogue.assess(ev.kind, ev.xid, fatal=ev.fatal, recovery=ev.recovery)
 
 
-def read_log(name: str) -> str:
-    """The text of a log file (``-``: stdin; gzip is unpacked); InputError when unreadable."""
-    if name == "-":
-        data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        where = "<stdin>"
-    else:
-        where = name
-        try:
-            with open(name, "rb") as f:
-                data = f.read(MAX_BYTES + 1)
-        except FileNotFoundError:
-            raise InputError("no such file", path=name) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a log file", path=name) from None
-        except OSError as e:
-            raise InputError(f"cannot read it ({e.strerror or e})", path=name) from None
-    if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, where)
-    if len(data) > MAX_BYTES:
-        raise InputError("larger than 1 GiB: not a kernel log", path=where)
-    return _text(data, where)
-
-
-def _gunzip(data: bytes, where: str) -> bytes:
-    import gzip
-    import io
-    import zlib
-
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
-            return z.read(MAX_BYTES + 1)
-    except (OSError, EOFError, zlib.error) as e:
-        raise InputError(f"damaged gzip data ({e})", path=where) from None
-
-
-def _text(data: bytes, where: str) -> str:
-    head = data[: 1 << 16]
-    text = data.decode("utf-8", errors="replace")
-    sample = text[: 1 << 16]
-    junk = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\t\n\r\f"))
-    if b"\x00" in head or (sample and junk > len(sample) // 20):
-        raise InputError(
-            "binary data, not a text log",
-            path=where,
-            hint="for a systemd journal file: journalctl --file FILE -k -o short-iso | "
-            "dolmen logs scan -",
-        )
-    return text
-
-
 def _recent(ev: KernelEvent, window: timedelta, now: datetime) -> bool:
     if ev.time is None:
         return True  # boot-relative only: cannot be dated, kept (and counted as undated)
@@ -195,87 +189,14 @@ def _time(ev: KernelEvent) -> str:
     return "-"
 
 
-def _document(
-    scanned: list[tuple[str, KernelLogFacts, list[Row]]], since: str | None, code: int
-) -> dict[str, Any]:
-    files = []
-    events = []
-    for name, facts, rows in scanned:
-        files.append(
-            {
-                "path": name,
-                "format": facts.format,
-                "lines": facts.lines,
-                "first_time": _iso(facts.first_time),
-                "last_time": _iso(facts.last_time),
-                "first_boot_seconds": facts.first_boot_seconds,
-                "last_boot_seconds": facts.last_boot_seconds,
-                "events": len(rows),
-                "filtered": len(facts.events or ()) - len(rows),
-            }
-        )
-        for r in rows:
-            ev, v = r.event, r.verdict
-            events.append(
-                {
-                    "file": name,
-                    "line": ev.line_no,
-                    "kind": ev.kind,
-                    "code": ev.xid,
-                    "label": r.label,
-                    "group": r.group,
-                    "bus_id": ev.bus_id,
-                    "device": ev.device,
-                    "interface": ev.interface,
-                    "time": _iso(ev.time),
-                    "clock": ev.clock,
-                    "boot_seconds": ev.boot_seconds,
-                    "pid": ev.pid,
-                    "process": ev.process,
-                    "fatal": ev.fatal,
-                    "detail": ev.detail,
-                    "severity": v.severity,
-                    "action": v.action,
-                    "meaning": v.meaning,
-                    "known": v.known,
-                    "message": ev.message,
-                }
-            )
-    rows_all = [r for _, _, rows in scanned for r in rows]
-    return {
-        "schema": SCHEMA,
-        "since": since,
-        "files": files,
-        "events": events,
-        "summary": _summary(rows_all),
-        "exit_code": code,
-    }
-
-
-def _summary(rows: list[Row]) -> dict[str, Any]:
-    sev = Counter(r.verdict.severity for r in rows)
-    return {
-        "events": len(rows),
-        "critical": sev["critical"],
-        "warn": sev["warn"],
-        "info": sev["info"],
-        "undated": sum(1 for r in rows if r.event.time is None),
-        "by_code": dict(Counter(r.label for r in rows).most_common()),
-        "by_group": dict(Counter(r.group for r in rows).most_common()),
-    }
-
-
-def _iso(t: datetime | None) -> str | None:
-    return None if t is None else t.isoformat()
-
-
-def _render(scanned: list[tuple[str, KernelLogFacts, list[Row]]]) -> None:
+def _render(scanned: list[Scanned], tally: Tally) -> None:
     """Plain lines on a pipe; rich colours only when stdout is a terminal."""
     out = _Printer()
-    for name, facts, rows in scanned:
+    for item in scanned:
+        name, facts, rows = item.name, item.facts, item.rows
         span = ""
         if facts.first_time or facts.last_time:
-            span = f", {_iso(facts.first_time)} .. {_iso(facts.last_time)}"
+            span = f", {iso(facts.first_time)} .. {iso(facts.last_time)}"
         elif facts.first_boot_seconds is not None:
             span = f", [{facts.first_boot_seconds:.3f}] .. [{facts.last_boot_seconds or 0:.3f}]"
         out.line(f"{name}: {facts.format or 'empty'}, {facts.lines} lines{span}", "bold")
@@ -299,8 +220,7 @@ def _render(scanned: list[tuple[str, KernelLogFacts, list[Row]]]) -> None:
                 )
                 for r in same:
                     out.line(f"      {_time(r.event)}  line {r.event.line_no}: {r.event.message}")
-    rows_all = [r for _, _, rows in scanned for r in rows]
-    s = _summary(rows_all)
+    s = tally.summary()
     codes = ", ".join(f"{k} x{n}" for k, n in s["by_code"].items()) or "none"
     groups = ", ".join(f"{k} x{n}" for k, n in s["by_group"].items()) or "none"
     out.line(
@@ -324,6 +244,8 @@ class _Printer:
             self._console = Console(highlight=False)
 
     def line(self, text: str, style: str | None = None) -> None:
+        # Log lines, device and file names are someone else's bytes: shown, never obeyed.
+        text = printable(text)
         if self._console is None:
             sys.stdout.write(text + "\n")
         else:

@@ -37,6 +37,14 @@ def open_host(source: str | Path | None = None) -> Host:
         from dolmen.host.archive import ArchiveHost
 
         return _looks_like_a_host(ArchiveHost(path), str(path))
+    if path.exists():  # a FIFO, a device, a socket: tarfile would block or stream for ever
+        from dolmen.fsutil import kind_of
+
+        raise InputError(
+            f"{kind_of(path.stat().st_mode)}, not a host tree or snapshot",
+            path=str(path),
+            hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+        )
     raise InputError(
         "no such host tree or snapshot",
         path=str(path),

@@ -14,10 +14,16 @@ import zlib
 from pathlib import Path
 
 from dolmen.errors import InputError
+from dolmen.host.base import MAX_READ
 from dolmen.host.tree import SNAPSHOT_META, TreeHost
 
-MAX_BYTES = 4 << 30  # a support bundle is megabytes; refuse decompression bombs
-MAX_MEMBERS = 500_000
+# A support bundle is megabytes: `dolmen snapshot` keeps files up to 16 MiB, and a host
+# tree's reads stop at host.base.MAX_READ (64 MiB), so a larger member could never be
+# read anyway. Bounds are checked on the headers, before anything is extracted: a 38 KB
+# .tar.gz can hold a 1 GB sparse file, and a member list alone can exhaust memory.
+MAX_MEMBER_BYTES = MAX_READ
+MAX_BYTES = 1 << 30
+MAX_MEMBERS = 100_000
 
 
 class ArchiveHost(TreeHost):
@@ -46,15 +52,8 @@ def _extract(archive: Path, dest: Path) -> Path:
     hint = "make a fresh one with `dolmen snapshot -o FILE` on the host"
     try:
         with tarfile.open(archive, "r:*") as tar:
-            total = 0
-            for count, member in enumerate(tar, start=1):
-                total += max(member.size, 0)
-                if count > MAX_MEMBERS or total > MAX_BYTES:
-                    raise InputError(
-                        "snapshot is larger than any support bundle should be; refused",
-                        path=str(archive),
-                        hint=hint,
-                    )
+            members = _bounded_members(tar, archive, hint)
+            for member in members:
                 try:
                     tar.extract(member, dest, filter="data")
                 except tarfile.FilterError as e:
@@ -76,3 +75,31 @@ def _extract(archive: Path, dest: Path) -> Path:
     if len(entries) == 1 and entries[0].is_dir() and (entries[0] / SNAPSHOT_META).exists():
         return entries[0]
     return dest
+
+
+def _bounded_members(tar: tarfile.TarFile, archive: Path, hint: str) -> list[tarfile.TarInfo]:
+    """Every member header, read before any is extracted; InputError past a bound.
+
+    ``size`` of a sparse member is its apparent size (what extraction would write),
+    so a sparse gigabyte is refused here whatever its compressed size.
+    """
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    while (member := tar.next()) is not None:
+        members.append(member)
+        size = max(member.size, 0)
+        total += size
+        why = None
+        if len(members) > MAX_MEMBERS:
+            why = f"more than {MAX_MEMBERS} members"
+        elif size > MAX_MEMBER_BYTES:
+            why = f"member {member.name!r} is {size} bytes, over {MAX_MEMBER_BYTES >> 20} MiB"
+        elif total > MAX_BYTES:
+            why = f"more than {MAX_BYTES >> 30} GiB in all"
+        if why is not None:
+            raise InputError(
+                f"snapshot is larger than any support bundle should be ({why}); refused",
+                path=str(archive),
+                hint=hint,
+            )
+    return members

@@ -17,13 +17,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dolmen.fsutil import atomic_write, fsync_dir
+from dolmen.fsutil import atomic_write, fsync_dir, read_regular
 from dolmen.host.command import CommandResult
 
 if TYPE_CHECKING:
     from dolmen.host.gpu.model import GpuInventory
 
 DEFAULT_TIMEOUT = 10.0
+# The most one read takes in. `dolmen snapshot` keeps files up to 16 MiB and the largest
+# recordings (lspci -vvv, procfs fixtures) are about 1 MiB; the kernel's log buffer is at
+# most 32 MiB (CONFIG_LOG_BUF_SHIFT=25), so `commands/dmesg` fits too.
+MAX_READ = 64 << 20
 
 
 class Host(ABC):
@@ -40,9 +44,10 @@ class Host(ABC):
         """The real path of ``rel`` (host-relative, no leading slash), confined to the root."""
 
     def read_bytes(self, rel: str) -> bytes:
-        """The bytes of a file; raises OSError (FileNotFoundError, PermissionError...)."""
-        with open(self.path(rel), "rb") as f:
-            return f.read()
+        """The bytes of a regular file of at most ``MAX_READ``; raises OSError otherwise
+        (FileNotFoundError, PermissionError, and ``fsutil.NotRegularFile`` or ``TooLarge``
+        for a FIFO that would block for ever or a device that never ends)."""
+        return read_regular(self.path(rel), MAX_READ)
 
     def read(self, rel: str) -> str:
         """The text of a file (UTF-8, undecodable bytes replaced); raises OSError."""

@@ -40,7 +40,7 @@ class CommandResult:
         cmd = " ".join(self.argv)
         if self.status is RunStatus.OK:
             return f"{cmd}: ok"
-        if self.status is RunStatus.FAILED:
+        if self.status is RunStatus.FAILED and self.rc is not None:
             first = (self.stderr.strip() or self.stdout.strip()).splitlines()[:1]
             tail = f": {first[0]}" if first else ""
             return f"{cmd}: exit {self.rc}{tail}"

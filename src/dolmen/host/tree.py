@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import InputError
+from dolmen.fsutil import NotRegularFile, TooLarge
 from dolmen.host.base import DEFAULT_TIMEOUT, Host
 from dolmen.host.command import CommandResult, RunStatus, command_key
 
@@ -105,11 +106,20 @@ class TreeHost(Host):
             out = self.read(base)
         except IsADirectoryError:
             return CommandResult(args, RunStatus.MISSING, reason=f"{base} is not a file")
+        except (NotRegularFile, TooLarge) as e:
+            # Recorded, but not as output can be: unreadable (an unknown), never "absent".
+            return CommandResult(args, RunStatus.FAILED, reason=f"unreadable: {base}: {e.strerror}")
         except OSError:
             why = self.not_captured.get(name, "not recorded in this host tree")
             return CommandResult(args, RunStatus.MISSING, reason=why)
         err = self.read_opt(base + ".err") or ""
-        rc_text = (self.read_opt(base + ".rc") or "0").strip()
+        try:
+            rc_text = self.read(base + ".rc").strip()
+        except (NotRegularFile, TooLarge) as e:
+            reason = f"unreadable: {base}.rc: {e.strerror}"
+            return CommandResult(args, RunStatus.FAILED, out, err, reason=reason)
+        except OSError:
+            rc_text = "0"  # no .rc: the command exited 0 (snapshot writes .rc only for others)
         try:
             rc = int(rc_text)
         except ValueError:
@@ -128,6 +138,10 @@ class TreeHost(Host):
         """``dolmen-snapshot.json``, or {} when the tree has none (hand-made test trees)."""
         try:  # not self.read: that consults this metadata's list of unreadable files
             text = Host.read_bytes(self, SNAPSHOT_META).decode("utf-8", errors="replace")
+        except (NotRegularFile, TooLarge) as e:
+            raise InputError(
+                f"{SNAPSHOT_META} is unreadable: {e.strerror}", path=str(self.root / SNAPSHOT_META)
+            ) from e
         except OSError:
             return {}
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dolmen.checks.verdict import Health, Verdict
+from dolmen.values.text import printable
 
 PREFIX = "dolmen:"
 
@@ -23,7 +24,8 @@ def one_line_reason(v: Verdict, max_len: int = 80) -> str:
     parts: list[str] = []
     seen: set[str] = set()
     for f in problems:
-        item = f.check if f.subject == "host" else f"{f.check} {f.subject}"
+        # A subject names a host's thing (mount:<path>, nic:<name>): one line, no escapes.
+        item = f.check if f.subject == "host" else f"{f.check} {printable(f.subject)}"
         if item not in seen:
             seen.add(item)
             parts.append(item)

@@ -1,4 +1,10 @@
-"""The terminal report: findings grouped by category, problems first, with remedies."""
+"""The terminal report: findings grouped by category, problems first, with remedies.
+
+Every string that came from the host (its name, subjects, summaries quoting a log
+line or a model name) goes through ``values.text.printable`` and into a rich ``Text``,
+never into markup: a bundle's bytes are shown, not obeyed (no terminal escapes, no
+``[link=...]`` markup, no ``[/]`` that would crash the renderer).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from rich.text import Text
 
 from dolmen.checks.model import Finding, Status
 from dolmen.checks.verdict import Health, Verdict
+from dolmen.values.text import printable
 
 STYLE = {
     Status.PASS: "green",
@@ -46,15 +53,15 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
         for f in shown:
             table.add_row(
                 Text(f.status.value.upper(), style=STYLE[f.status]),
-                f.check,
-                f.subject,
-                f.summary,
+                _plain(f.check),
+                _plain(f.subject),
+                _plain(f.summary),
             )
             if f.remedy and f.status in (Status.FAIL, Status.WARN, Status.UNKNOWN, Status.ERROR):
-                table.add_row("", "", "", Text(f"fix: {f.remedy}", style="cyan"))
+                table.add_row("", "", "", _plain(f"fix: {f.remedy}", style="cyan"))
         passes = sum(f.status is Status.PASS for f in rows)
         skips = sum(f.status is Status.SKIP for f in rows)
-        head = Text(f"{category}", style="bold")
+        head = _plain(category, style="bold")
         head.append(f"  {passes} pass, {skips} skip", style="dim")
         console.print(head)
         if shown:
@@ -73,7 +80,7 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
     c = v.counts
     unread = sum(f.status in (Status.UNKNOWN, Status.ERROR) and f.gating for f in v.findings)
     advisory = c["unknown"] + c["error"] - unread
-    line = Text(f"{v.host}: ", style="bold")
+    line = _plain(f"{v.host}: ", style="bold")
     line.append(v.health.value.upper(), style=HEALTH_STYLE[v.health])
     line.append(
         f"  ({c['fail']} fail, {unread} unknown, {c['warn']} warn, {c['pass']} pass, "
@@ -82,6 +89,11 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
         + f"; level {v.level}, {v.duration_s:.2f} s)"
     )
     console.print(line)
+
+
+def _plain(text: str, *, style: str = "") -> Text:
+    """Host text as rich shows it: control characters escaped, no markup."""
+    return Text(printable(text), style=style)
 
 
 def _worth_showing(f: Finding) -> bool:

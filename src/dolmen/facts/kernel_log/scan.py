@@ -1,9 +1,15 @@
-"""``scan_kernel_log(text)``: the facts of a kernel log's text, pure and linear."""
+"""``scan_kernel_log(text)``: the facts of a kernel log's text, pure and linear.
+
+``LogScanner`` is the same scan fed one line at a time, for logs too large to hold
+(``dolmen logs scan`` on a rotated syslog of hundreds of MB): it keeps the current
+record, the first record heads and a window of the last lines, never the whole log,
+and hands each event to ``on_event`` as soon as its record ends.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from dolmen.facts.kernel_log.events import NEEDLES, extract_event
@@ -11,6 +17,9 @@ from dolmen.facts.kernel_log.lines import parse_record
 from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
 
 _SAMPLE = 64  # head lines sampled to name the dominant format
+# Lines kept of one record (a head and its indented continuation lines). A real record
+# has a few; a log of nothing but indented lines must not become one record in memory.
+_RECORD_LINES = 1024
 
 
 def scan_kernel_log(
@@ -22,56 +31,88 @@ def scan_kernel_log(
     records whose lines contain an event word (``NEEDLES``) are parsed in full. ``now``
     dates yearless syslog lines (``dolmen.facts.kernel_log.lines``).
     """
-    lines = text.splitlines()
     events: list[KernelEvent] = []
-    start = -1  # index of the current record's first line
-    hit = False
-    for i, line in enumerate(lines):
-        if start >= 0 and line[:1] in (" ", "\t") and line.strip():
-            hit = hit or NEEDLES.search(line) is not None
-            continue
-        if hit:
-            _emit(events, lines, start, i, now)
+    scanner = LogScanner(now=now, on_event=events.append)
+    scanner.feed_all(text.splitlines())
+    return scanner.facts(source=source, events=events)  # the list is complete once it ends
+
+
+class LogScanner:
+    """``scan_kernel_log`` one line at a time (see module docstring)."""
+
+    def __init__(
+        self, *, now: datetime | None = None, on_event: Callable[[KernelEvent], None]
+    ) -> None:
+        self._now = now
+        self._on_event = on_event
+        self.lines = 0
+        self._record: list[str] = []  # the current record's lines; [] between records
+        self._start = -1  # index of the current record's first line
+        self._hit = False
+        self._first: list[int] = []  # indexes of the first _SAMPLE heads
+        self._first_lines: list[str] = []
+        self._last: deque[tuple[int, str]] = deque(maxlen=_SAMPLE * 4)
+
+    def feed_all(self, lines: Iterable[str]) -> None:
+        """Feed every line of ``lines`` (each without its line ending)."""
+        for line in lines:
+            self.feed(line)
+
+    def feed(self, line: str) -> None:
+        """One more line of the log, without its line ending."""
+        i = self.lines
+        self.lines += 1
+        if i < _SAMPLE * 4 and len(self._first) < _SAMPLE and _is_head(line):
+            self._first.append(i)
+            self._first_lines.append(line)
+        self._last.append((i, line))
+        if self._start >= 0 and line[:1] in (" ", "\t") and line.strip():
+            self._hit = self._hit or NEEDLES.search(line) is not None
+            if len(self._record) < _RECORD_LINES:
+                self._record.append(line)
+            return
+        self._end_record()
         if line.strip():
-            start, hit = i, NEEDLES.search(line) is not None
-        else:
-            start, hit = -1, False
-    if hit:
-        _emit(events, lines, start, len(lines), now)
-    heads = _heads(lines, now)
-    first, last = (heads[0], heads[-1]) if heads else (None, None)
-    fmt = Counter(r.fmt for r in heads).most_common(1)[0][0] if heads else None
-    return KernelLogFacts(
-        source=source,
-        format=fmt,
-        lines=len(lines),
-        events=tuple(events),
-        first_time=_first_time(heads),
-        last_time=_first_time(reversed(heads)),
-        first_boot_seconds=first.boot_seconds if first else None,
-        last_boot_seconds=last.boot_seconds if last else None,
-    )
+            self._start, self._hit, self._record = i, NEEDLES.search(line) is not None, [line]
 
+    def facts(
+        self, *, source: str | None = None, events: Sequence[KernelEvent] | None = None
+    ) -> KernelLogFacts:
+        """The facts of the lines fed so far, ``events`` as collected (this call ends the
+        last record first, so an ``on_event`` list is complete when it is read here)."""
+        self._end_record()
+        heads = self._heads()
+        first, last = (heads[0], heads[-1]) if heads else (None, None)
+        fmt = Counter(r.fmt for r in heads).most_common(1)[0][0] if heads else None
+        return KernelLogFacts(
+            source=source,
+            format=fmt,
+            lines=self.lines,
+            events=None if events is None else tuple(events),
+            first_time=_first_time(heads),
+            last_time=_first_time(reversed(heads)),
+            first_boot_seconds=first.boot_seconds if first else None,
+            last_boot_seconds=last.boot_seconds if last else None,
+        )
 
-def _emit(
-    events: list[KernelEvent], lines: list[str], start: int, end: int, now: datetime | None
-) -> None:
-    group = [ln for ln in lines[start:end] if ln.strip()]
-    ev = extract_event(parse_record(group, start + 1, now=now))
-    if ev is not None:
-        events.append(ev)
+    def _end_record(self) -> None:
+        if self._hit:
+            group = [ln for ln in self._record if ln.strip()]
+            ev = extract_event(parse_record(group, self._start + 1, now=self._now))
+            if ev is not None:
+                self._on_event(ev)
+        self._start, self._hit, self._record = -1, False, []
 
-
-def _heads(lines: list[str], now: datetime | None) -> list[LogRecord]:
-    """Parsed records of the first and last ``_SAMPLE`` record heads (span and format)."""
-    idx = [i for i in range(min(len(lines), _SAMPLE * 4)) if _is_head(lines[i])][:_SAMPLE]
-    tail: list[int] = []
-    for i in range(len(lines) - 1, max(-1, len(lines) - 1 - _SAMPLE * 4), -1):
-        if len(tail) == _SAMPLE or (idx and i <= idx[-1]):
-            break
-        if _is_head(lines[i]):
-            tail.append(i)
-    return [parse_record([lines[i]], i + 1, now=now) for i in [*idx, *reversed(tail)]]
+    def _heads(self) -> list[LogRecord]:
+        """Parsed records of the first and last ``_SAMPLE`` record heads (span and format)."""
+        tail: list[tuple[int, str]] = []
+        for i, line in reversed(self._last):
+            if len(tail) == _SAMPLE or (self._first and i <= self._first[-1]):
+                break
+            if _is_head(line):
+                tail.append((i, line))
+        picked = [*zip(self._first, self._first_lines, strict=True), *reversed(tail)]
+        return [parse_record([line], i + 1, now=self._now) for i, line in picked]
 
 
 def _is_head(line: str) -> bool:

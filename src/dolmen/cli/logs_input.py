@@ -1,0 +1,153 @@
+"""Reading the logs ``dolmen logs scan`` is given: streamed, never held whole.
+
+A rotated syslog can be hundreds of MB (one of 184 MB once took 11 GB as one string,
+its lines and its events). A log is read in 1 MiB chunks, gzip unpacked as it goes,
+and split into the lines ``str.splitlines`` would give (what validate reads from a
+bundle), so memory stays bounded whatever the log's size. The first 64 KiB decide
+whether it is text at all; a run of NUL bytes, what a crash leaves, is text.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
+
+from dolmen.errors import InputError
+
+MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
+MAX_LINE = 1 << 16  # printk lines are at most 1 KiB; a longer "line" is cut here
+_HEAD = 1 << 16  # bytes sampled to tell text from binary
+
+
+class LogInput:
+    """An opened log: its first bytes checked as text, the rest streamed line by line."""
+
+    def __init__(self, name: str, where: str, head: bytes, rest: _Rejoined, raw: BinaryIO) -> None:
+        self.name = name
+        self.where = where
+        self._head = head
+        self._rest = rest
+        self._raw = raw
+
+    def lines(self) -> Iterator[str]:
+        """Every line, as ``str.splitlines`` splits the whole text (what validate reads), a
+        line longer than ``MAX_LINE`` cut there; InputError when the input goes bad."""
+        for raw in _split(self._chunks()):
+            text = raw.decode("utf-8", errors="replace")
+            yield from text.splitlines() or [""]
+
+    def _chunks(self) -> Iterator[bytes]:
+        total = len(self._head)
+        yield self._head
+        while True:
+            try:
+                chunk = self._rest.read(1 << 20)
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(f"damaged gzip data ({e})", path=self.where) from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > MAX_BYTES:
+                raise InputError("larger than 1 GiB: not a kernel log", path=self.where)
+            yield chunk
+
+    def close(self) -> None:
+        if self._raw is not sys.stdin.buffer:
+            self._raw.close()
+
+
+def open_log(name: str) -> LogInput:
+    """A log file (``-``: stdin; gzip is unpacked as it is read); InputError when unreadable."""
+    raw: BinaryIO
+    if name == "-":
+        raw, where = sys.stdin.buffer, "<stdin>"
+    else:
+        where = name
+        try:
+            raw = open(name, "rb")  # noqa: SIM115 - closed by LogInput.close
+        except FileNotFoundError:
+            raise InputError("no such file", path=name) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a log file", path=name) from None
+        except OSError as e:
+            raise InputError(f"cannot read it ({e.strerror or e})", path=name) from None
+    try:
+        head = raw.read(_HEAD)
+        rest = _Rejoined(b"", raw)
+        if head[:2] == b"\x1f\x8b":
+            import gzip
+
+            try:
+                unpacked = gzip.GzipFile(mode="rb", fileobj=_Rejoined(head, raw))
+                head = unpacked.read(_HEAD)
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(f"damaged gzip data ({e})", path=where) from None
+            rest = _Rejoined(b"", unpacked)
+        _check_text(head, where)
+    except BaseException:
+        if raw is not sys.stdin.buffer:
+            raw.close()
+        raise
+    except OSError as e:  # pragma: no cover - a read error after a good open
+        raise InputError(f"cannot read it ({e.strerror or e})", path=where) from None
+    return LogInput(name, where, head, rest, raw)
+
+
+class _Rejoined:
+    """Bytes already read, then the rest of a stream: a file object for gzip and lines."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        self._head = head
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            n = len(self._head) if size < 0 else size
+            part, self._head = self._head[:n], self._head[n:]
+            return part
+        data: bytes = self._stream.read(size)
+        return data
+
+    def seek(self, offset: int, /) -> int:
+        """Streams are read forward only (gzip seeks only to rewind, which a scan never does)."""
+        raise OSError(f"cannot seek a log stream to {offset}")
+
+
+def _split(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines of a byte stream split at ``\\n``, each cut at ``MAX_LINE`` bytes (the rest of
+    an overlong line is dropped, so line numbers stay those of the file)."""
+    pending = bytearray()
+    full = False  # pending holds MAX_LINE bytes: drop the rest of this line
+    for chunk in chunks:
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            if not full:
+                pending += chunk[start:nl]
+            yield bytes(pending[:MAX_LINE])
+            pending.clear()
+            full = False
+            start = nl + 1
+        if not full:
+            pending += chunk[start:]
+            if len(pending) >= MAX_LINE:
+                del pending[MAX_LINE:]
+                full = True
+    if pending:
+        yield bytes(pending)
+
+
+def _check_text(head: bytes, where: str) -> None:
+    """InputError when the first bytes are not text. A run of NUL bytes is text: it is what
+    a crash leaves in a log file (blocks allocated, never written), and validate reads
+    such a log; the rest of the sample must still be text."""
+    sample = head.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    junk = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\t\n\r\f"))
+    if sample and junk > len(sample) // 20:
+        raise InputError(
+            "binary data, not a text log",
+            path=where,
+            hint="for a systemd journal file: journalctl --file FILE -k -o short-iso | "
+            "dolmen logs scan -",
+        )
