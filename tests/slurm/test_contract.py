@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
 from dolmen.checks.verdict import Health
-from dolmen.errors import EnvironmentProblem, ServiceUnavailable, UsageError
+from dolmen.errors import DolmenError, EnvironmentProblem, ServiceUnavailable, UsageError
 from dolmen.host import CommandResult, RunStatus
+from dolmen.host.command import command_key
 from dolmen.host.tree import TreeHost
 from dolmen.slurm import probe
 from dolmen.slurm.accounting import assoc_rows, grp_gpus, usage_rows
@@ -173,3 +175,37 @@ def test_watcher_requeues_on_a_fault_only(
     if requeued:
         assert [f.node for f in w.recoveries[0].faults] == ["n2"]
         assert w.check_once() is None and len(w.recoveries) == 1  # once per run
+
+
+def _restart_events() -> list[tuple[str, str | None]]:
+    from dolmen.audit.reader import read_entries
+
+    log = Path(os.environ["DOLMEN_STATE_DIR"]) / "audit" / "audit.log"
+    found = []
+    for e in read_entries(log) if log.exists() else []:
+        if e.event is not None and e.event.action == "jobs.restart":
+            details = e.event.details
+            found.append((str(details.get("phase")), details.get("result")))
+    return found
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["requeued", "requeue-refused"])
+def test_watcher_records_intent_then_what_slurm_did(tmp_path: Path, fails: bool) -> None:
+    from dolmen.slurm.watch import RecoveryWatcher
+
+    host = _watch_tree(tmp_path, "RUNNING", "MIXED+DRAIN", REASON)
+    if fails:  # slurmctld refuses the requeue: the intent stays, the outcome says failed
+        rc = tmp_path / "commands" / f"{command_key(['scontrol', 'requeue', '1'])}.rc"
+        rc.write_text("1\n")
+        (rc.parent / f"{command_key(['scontrol', 'requeue', '1'])}.err").write_text(
+            "scontrol: error: Access/permission denied\n"
+        )
+    before = len(_restart_events())
+    w = RecoveryWatcher(SlurmClient(host), "1", probe_slurmd=False)
+    if fails:
+        with pytest.raises(DolmenError):
+            w.check_once()
+    else:
+        w.check_once()
+    want = [("intent", None), ("outcome", "failed" if fails else "success")]
+    assert _restart_events()[before:] == want

@@ -102,14 +102,10 @@ def drain_if_unhealthy(
     action = f"nodes.{decision.action.value}"
     target = events.node_target(name)
     details = {"reason": decision.reason, "health": verdict.health.value}
-    lost = events.intent(action, target, details)
-    try:
-        if decision.action is Action.DRAIN:
-            client.set_node(name, "drain", decision.reason)
-        else:
-            client.set_node(name, "resume")
-    except BaseException as e:
-        events.outcome(action, target, details, error=getattr(e, "message", None) or str(e))
-        raise
-    lost = events.outcome(action, target, details) or lost
+    if decision.action is Action.DRAIN:
+        _, lost = events.acting(
+            action, target, details, lambda: client.set_node(name, "drain", decision.reason)
+        )
+    else:
+        _, lost = events.acting(action, target, details, lambda: client.set_node(name, "resume"))
     return decision.why + (f" (not audited: {lost})" if lost else "")

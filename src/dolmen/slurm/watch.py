@@ -28,12 +28,14 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from dolmen.errors import DolmenError
 from dolmen.report.reason import PREFIX
 from dolmen.slurm import events, parse, probe
 from dolmen.slurm.client import SlurmClient
 from dolmen.slurm.drain import held_by_someone_else
+from dolmen.slurm.events import T
 
 SLURMD_PORT = 6818
 SLURMD_DEAD = f"{PREFIX} slurmd not responding"
@@ -140,13 +142,13 @@ class RecoveryWatcher:
                 if result == "refused" or self._timeouts[n.name] >= 2:
                     found[n.name] = Fault(n.name, SLURMD_DEAD)
                     if not held_by_someone_else(n):
-                        self.client.set_node(n.name, "down", SLURMD_DEAD)
-                        self.log(f"set {n.name} DOWN: {SLURMD_DEAD}")
-                        self._record(
+                        self._act(
                             "nodes.drain",
                             events.node_target(n.name),
                             {"state": "down", "reason": SLURMD_DEAD, "job": self.job_id},
+                            partial(self.client.set_node, n.name, "down", SLURMD_DEAD),
                         )
+                        self.log(f"set {n.name} DOWN: {SLURMD_DEAD}")
         return list(found.values())
 
     def recover(self, faults: Sequence[Fault], restarts: int) -> Recovery | None:
@@ -156,21 +158,23 @@ class RecoveryWatcher:
         if self.max_restarts is not None and restarts >= self.max_restarts:
             self.log(f"job {self.job_id}: {what}; not requeued: {restarts} restarts already")
             return None
-        requeued = self.client.requeue(self.job_id)
-        rec = Recovery(time.time(), tuple(faults), restarts, requeued)
-        self.recoveries.append(rec)
-        self.log(f"job {self.job_id}: {what}; requeued (restart {restarts + 1})")
-        self._record(
+        requeued = self._act(
             "jobs.restart",
             f"slurm:{self.job_id}",
             {"faults": [f.__dict__ for f in faults], "restart": restarts + 1},
+            lambda: self.client.requeue(self.job_id),
         )
+        rec = Recovery(time.time(), tuple(faults), restarts, requeued)
+        self.recoveries.append(rec)
+        self.log(f"job {self.job_id}: {what}; requeued (restart {restarts + 1})")
         return rec
 
-    def _record(self, action: str, target: str, details: dict[str, object]) -> None:
-        lost = events.record(action, target, details, actor=events.WATCHER)
+    def _act(self, action: str, target: str, details: dict[str, object], do: Callable[[], T]) -> T:
+        """Ask Slurm through ``do``, recorded as intent then outcome (events.acting)."""
+        result, lost = events.acting(action, target, details, do, actor=events.WATCHER)
         if lost:
             self.log(f"{action} {target} not audited: {lost}")
+        return result
 
     def _probe(self, addr: str) -> str:
         target = f"{addr}:{self.slurmd_port}"
