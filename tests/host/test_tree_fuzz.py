@@ -118,3 +118,15 @@ def test_hostile_files_never_hang_crash_or_invent_a_fault(
         assert not invented, (planted, invented)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["loop", "self-link"])
+def test_a_snapshot_description_behind_a_bad_link_is_refused(
+    clean: tuple[Path, dict[tuple[str, str], str]], tmp_path: Path, kind: str
+) -> None:
+    """Found by the fuzz above: a link loop at dolmen-snapshot.json read as "no metadata"."""
+    tree = tmp_path / "t"
+    shutil.copytree(clean[0], tree, symlinks=True)
+    _plant(tree / META, kind)
+    done = _validate(tree)
+    assert done.returncode == 2 and done.stderr.startswith("dolmen: error:"), done.stderr

@@ -142,8 +142,16 @@ class TreeHost(Host):
             raise InputError(
                 f"{SNAPSHOT_META} is unreadable: {e.strerror}", path=str(self.root / SNAPSHOT_META)
             ) from e
-        except OSError:
-            return {}
+        except OSError as e:
+            # absent: a hand-made tree; there but unreadable (a link loop, a link to
+            # nothing, no permission): the tree's own description is lost, refuse it
+            if not os.path.lexists(self.root / SNAPSHOT_META):
+                return {}
+            looped = e.errno in (errno.ENOENT, errno.ELOOP)
+            why = "a link loop or a link to nothing" if looped else e.strerror
+            raise InputError(
+                f"{SNAPSHOT_META} is unreadable: {why}", path=str(self.root / SNAPSHOT_META)
+            ) from e
         try:
             data = json.loads(text)
         except ValueError as e:
