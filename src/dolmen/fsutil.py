@@ -49,18 +49,23 @@ def output_target(path: Path, *, what: str = "output") -> Path:
             if test(st.st_mode):
                 raise UsageError(f"{what} {path} is {kind}, not a regular file", hint=_ONLY_FILES)
     real = Path(os.path.realpath(path))
-    folder = real.parent
+    output_folder(real.parent, what=f"{what} {path}:")
+    return real
+
+
+def output_folder(folder: Path, *, what: str = "output") -> Path:
+    """An existing folder dolmen may write in (a tree goes there); never created."""
     if not folder.is_dir():
         raise UsageError(
-            f"{what} {path}: folder {folder} does not exist",
+            f"{what} folder {folder} does not exist",
             hint="create it first (dolmen does not create folders for its outputs)",
         )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise EnvironmentProblem(
-            f"{what} {path}: cannot write in {folder} (permission denied)",
+            f"{what} cannot write in {folder} (permission denied)",
             hint="run as a user who may write there, or name another path",
         )
-    return real
+    return folder
 
 
 def write_output(path: Path, payload: bytes, *, what: str = "output") -> None:

@@ -49,21 +49,9 @@ def snapshot(output: str | None, only: tuple[str, ...]) -> None:
 def _check_output(out: Path, *, as_tree: bool) -> None:
     """Refuse a bad -o before the capture: a tree goes into an existing folder, an archive
     onto a regular file (or a new one) in an existing folder (STYLE.md rule 21)."""
-    import os
+    from dolmen.fsutil import output_folder, output_target
 
-    from dolmen.errors import EnvironmentProblem, UsageError
-    from dolmen.fsutil import output_target
-
-    if not as_tree:
+    if as_tree:
+        output_folder(out, what="-o")
+    else:
         output_target(out, what="-o")
-        return
-    if not out.is_dir():
-        raise UsageError(
-            f"-o {out}: folder does not exist",
-            hint="create it first (dolmen does not create folders for its outputs)",
-        )
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise EnvironmentProblem(
-            f"-o {out}: cannot write in it (permission denied)",
-            hint="run as a user who may write there, or name another folder",
-        )
