@@ -292,15 +292,21 @@ class JobTree:
             time.sleep(0.02)
             reap_orphans(set(keep))
             live = self.pids()
-        if self.cgroup is not None and not live:
-            with contextlib.suppress(OSError):
-                self.cgroup.rmdir()
-            # the shared parent goes with the last job (rmdir fails while another job's
-            # folder is in it), so nothing of dolmen stays in the cgroup tree when idle; a
-            # job whose mkdir races this falls back to its marker, which still finds it
-            with contextlib.suppress(OSError):
-                self.cgroup.parent.rmdir()
+        if not live:
+            self.release()
         return live
+
+    def release(self) -> None:
+        """Remove the job's cgroup folder once it is empty, and the shared parent with the
+        last job (rmdir fails while another job's folder is in it), so nothing of dolmen
+        stays in the cgroup tree when idle; a job whose mkdir races this falls back to its
+        marker, which still finds it. A folder that still holds processes stays."""
+        if self.cgroup is None:
+            return
+        with contextlib.suppress(OSError):
+            self.cgroup.rmdir()
+        with contextlib.suppress(OSError):
+            self.cgroup.parent.rmdir()
 
     @staticmethod
     def _signal(pids: set[int], sig: int) -> None:

@@ -371,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         sup._stop_ranks()
         sup._finish(JobState.FAILED, f"supervisor error: {e.__class__.__name__}: {e}")
         raise
+    finally:
+        if sup.tree is not None:  # the ranks are reaped now: their cgroup can go
+            sup.tree.release()
     return 0 if state is JobState.COMPLETED else 1
 
 
