@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("dolmen.cli.validate:validate", "Tell whether this host is ready for AI work."),
     "facts": ("dolmen.cli.facts:facts", "Print what dolmen knows about a host."),
     "snapshot": ("dolmen.cli.snapshot:snapshot", "Capture this host as a support bundle."),
+    "demo": ("dolmen.cli.demo:demo", "Write a sample bundle to try dolmen without a GPU."),
     "baseline": ("dolmen.cli.baseline:baseline", "Record or compare a known-good host."),
     "logs": ("dolmen.cli.logs:logs", "Explain XID/SXID/IB events in kernel logs."),
     "kb": ("dolmen.cli.kb:kb", "Query the knowledge base (CUDA, GPUs, XIDs)."),
