@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from dolmen.host.tree import TreeHost
-from dolmen.tune.model import Action, Change, Effect, Reading, Target
+from dolmen.tune.model import Action, ApplyFailed, Change, Effect, Reading, Target
 from dolmen.tune.settings import SETTINGS
+from dolmen.tune.settings.base import Entry
 from dolmen.tune.settings.boot import boot_targets
 from dolmen.tune.settings.cmdline import IN_EFFECT, PENDING, arg_text, options_line, with_option
 from dolmen.tune.settings.hugepages import size_kb, spread
@@ -166,6 +167,21 @@ def test_cmdline_states_plan() -> None:
     change = s.plan(t, Reading("absent"))
     assert change.action is Action.CHANGE and change.effect is Effect.REBOOT
     assert arg_text("nosmt", "true") == "nosmt" and arg_text("iommu", "pt") == "iommu=pt"
+
+
+def test_cmdline_in_effect_without_a_boot_loader_configuration(tmp_path: Path) -> None:
+    """A bundle (or a PXE/UKI boot) with no /etc/default/grub and no BLS entries: a parameter
+    the running kernel has is in effect, never "absent, add it by hand" (issue 17)."""
+    cmdline = "BOOT_IMAGE=/vmlinuz ro iommu=pt init_on_alloc=0\n"
+    host = TreeHost(make_tree(tmp_path, files={"proc/cmdline": cmdline}))
+    s = SETTINGS["cmdline"]
+    [target] = s.targets(host, Entry("cmdline", "iommu", "pt", "test", ""))
+    change = s.plan(target, s.read(host, target))
+    assert (change.current, change.action) == (IN_EFFECT, Action.OK)
+    missing = s.targets(host, Entry("cmdline", "nosmt", "true", "test", ""))
+    assert isinstance(missing, str) and "add nosmt to the boot loader by hand" in missing
+    with pytest.raises(ApplyFailed, match="no boot loader configuration"):
+        s.apply(host, change)
 
 
 def test_limits_files() -> None:

@@ -170,6 +170,22 @@ class Cmdline(Setting):
                     {"loader": "grub"},
                 )
             ]
+        if arg in (host.read_opt("proc/cmdline") or "").split():
+            # Booted with it, and no loader configuration here to say where it came from (a
+            # bundle without /boot and /etc/default/grub, a PXE or UKI boot): in effect,
+            # never "absent" with advice to add what the kernel already runs with.
+            return [
+                Target(
+                    self.section,
+                    entry.key,
+                    arg,
+                    arg,
+                    "proc/cmdline",
+                    entry.origin,
+                    entry.source,
+                    {"loader": "none"},
+                )
+            ]
         return f"no GRUB configuration or BLS entries here: add {arg} to the boot loader by hand"
 
     def read(self, host: Host, target: Target) -> Reading:
@@ -178,7 +194,9 @@ class Cmdline(Setting):
             return Reading(None, skip="unknown: /proc/cmdline is unreadable")
         arg = target.desired
         booted = arg in cmdline.split()
-        if target.extra.get("loader") == "bls":
+        if target.extra.get("loader") == "none":
+            staged = booted  # no loader to stage in: the running command line is all there is
+        elif target.extra.get("loader") == "bls":
             found = options_line(host.read_opt(target.path) or "")
             staged = found is not None and arg in found[1]
         else:
@@ -210,6 +228,8 @@ class Cmdline(Setting):
 
     def apply(self, host: Host, change: Change) -> None:
         t = change.target
+        if t.extra.get("loader") == "none":  # planned OK: only a command line changed since
+            raise ApplyFailed(f"no boot loader configuration here to stage {t.desired} in")
         if t.extra.get("loader") == "bls":
             host.write(t.path, with_option(host.read(t.path), t.desired))
             return
