@@ -59,6 +59,29 @@ def test_junit_is_valid_and_counts() -> None:
     assert root.find("testsuite[@name='interconnect']/testcase/skipped") is not None
 
 
+def test_junit_shows_warnings_and_readable_evidence() -> None:
+    """A warn stays a passing case (JUnit has no warning) but is marked: a dolmen.status
+    property and WARN text on stderr; evidence is JSON, never a Python repr (issue 17)."""
+    warn = Finding(
+        "gpu.temperature",
+        "gpu",
+        Status.WARN,
+        "gpu:0",
+        "hot",
+        "cool it",
+        {"temps": {"gpu": 84, "slowdown": 87}, "who": ["a"]},
+    )
+    root = ET.fromstring(render_junit(_verdict(warn)).split("\n", 1)[1])
+    case = root.find("testsuite/testcase")
+    assert case is not None and case.find("failure") is None
+    prop = case.find("properties/property[@name='dolmen.status']")
+    assert prop is not None and prop.get("value") == "warn"
+    err = case.findtext("system-err") or ""
+    assert err.startswith("WARN: hot | fix: cool it")
+    assert 'temps: {"gpu": 84, "slowdown": 87}' in err and 'who: ["a"]' in err
+    assert "{'gpu'" not in err
+
+
 def test_prometheus_parses_with_the_official_parser() -> None:
     v = _verdict(
         _f("gpu.ecc.volatile_dbe", Status.FAIL, 'gpu:0"x'),

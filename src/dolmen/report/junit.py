@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
@@ -48,8 +49,18 @@ def render_junit(v: Verdict) -> str:
                 )
             elif f.status is Status.SKIP:
                 ET.SubElement(case, "skipped", message=f.summary)
+            elif f.status is Status.PASS:
+                ET.SubElement(case, "system-out").text = f"pass: {f.summary}"
             else:
-                ET.SubElement(case, "system-out").text = f"{f.status.value}: {f.summary}"
+                # JUnit has no "warning": a warn (or an advisory unknown) stays a passing case,
+                # marked where every reader shows it: a status property and stderr text.
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="dolmen.status", value=f.status.value)
+                text = f"{f.status.value.upper()}: {message}"
+                evidence = _evidence(f)
+                ET.SubElement(case, "system-err").text = text + (
+                    f"\n{evidence}" if evidence else ""
+                )
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
 
@@ -64,4 +75,9 @@ def _is_error(f: Finding) -> bool:
 
 
 def _evidence(f: Finding) -> str:
-    return "\n".join(f"{k}: {v}" for k, v in f.evidence.items() if k != "traceback")
+    """One ``key: value`` line per item; lists and mappings as JSON, never a Python repr."""
+    return "\n".join(
+        f"{k}: {v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True)}"
+        for k, v in f.evidence.items()
+        if k != "traceback"
+    )
