@@ -47,6 +47,8 @@ LEAN = [
     ["validate", "--level", "quick", "--from", "{T}", "--json", "--npd"],
     ["validate", "--level", "quick", "--from", "{T}", "--slurm", "--npd"],
     ["validate", "--level", "quick", "--from", "{T}/nope", "--json"],
+    ["validate", "--level", "quick", "--from", "{T}", "--only", "gpu.eccc", "--slurm"],
+    ["validate", "--level", "quick", "--from", "{T}", "--only", "workload", "--json"],
     ["validate", "--level", "quick", "--from", "{T}", "--baseline", "{T}/nope.json"],
     ["validate", "--level", "quick", "--from", "{T}", "--config", "{T}/nope.toml", "--npd"],
     [
@@ -63,6 +65,31 @@ def test_lean_and_click_agree(
     args = [a.replace("{T}", str(tree)) for a in argv]
     assert parse(args) is not None, "the lean entry should take this invocation"
     assert _run(capsys, args, tree, lean=True) == _run(capsys, args, tree, lean=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--only", "gpu.eccc"], "--only: unknown check 'gpu.eccc'"),
+        (["--only", "nope", "--slurm"], "--only: unknown check 'nope'"),
+        (["--only", "workload"], "no check at level quick"),
+    ],
+)
+def test_only_names_real_checks(
+    tree: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """A typo in --only ran zero checks and said HEALTHY, exit 0: a Slurm health check that
+    never drains and even resumes a node (issue 17). Now it is a usage error, exit 2."""
+    assert main(["validate", "--level", "quick", "--from", str(tree), *argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and ("dolmen validate --list" in err or "add --level full" in err)
+
+
+def test_site_disable_names_real_checks(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tree.parent / "disable.toml"
+    conf.write_text('[validate]\ndisable = ["tuning.thpp"]\n')
+    assert main(["validate", "--from", str(tree), "--config", str(conf)]) == 2
+    assert "did you mean tuning.thp" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

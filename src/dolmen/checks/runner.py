@@ -5,11 +5,12 @@ from __future__ import annotations
 import signal
 import threading
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from dolmen.checks.context import PREDICATES, Context
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
+from dolmen.errors import UsageError
 from dolmen.facts import FactError
 
 CHECK_TIME_LIMIT = 5.0  # seconds of pure computation per check; commands have their own limits
@@ -29,6 +30,29 @@ def select(
     if only:
         chosen = [s for s in chosen if any(_matches(s.id, o) for o in only)]
     return sorted(chosen, key=lambda s: s.id)
+
+
+def matches(check_id: str, names: Sequence[str]) -> bool:
+    """Whether ``check_id`` is one of ``names`` or in one of them (a category, a prefix)."""
+    return any(_matches(check_id, n) for n in names)
+
+
+def refuse_unknown(names: Sequence[str], known: Mapping[str, CheckSpec], where: str) -> None:
+    """UsageError for a name that is no check id, category or id prefix: ``--only gpu.eccc``
+    would otherwise select nothing, and a health check would pass a broken node."""
+    for name in names:
+        if not any(_matches(i, name) for i in known):
+            import difflib  # only on this error path: the quick tier never loads it
+
+            parts = [i.split(".") for i in known]
+            ids = sorted({".".join(p[:n]) for p in parts for n in range(1, len(p) + 1)})
+            close = difflib.get_close_matches(name, ids, n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            cats = ", ".join(sorted({i.split(".", 1)[0] for i in known}))
+            raise UsageError(
+                f"{where}: unknown check {name!r}",
+                hint=f"{hint}categories: {cats}; every id: dolmen validate --list",
+            )
 
 
 def run_checks(

@@ -11,9 +11,10 @@ from dolmen import __version__
 from dolmen.checks import load_registry
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level
-from dolmen.checks.runner import run_checks, select
+from dolmen.checks.runner import matches, refuse_unknown, run_checks, select
 from dolmen.checks.verdict import Verdict
 from dolmen.config import Config, check_thresholds
+from dolmen.errors import UsageError
 from dolmen.host import Host
 
 if TYPE_CHECKING:
@@ -32,11 +33,21 @@ def validate(
     config = config or Config()
     if config.sections.get("thresholds"):  # ids and keys exist only in the full registry
         check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
+    disabled = [str(d) for d in config.get("validate", "disable", [])]
+    if only or disabled:  # a typo must not run zero checks and call the host healthy
+        known = load_registry()
+        refuse_unknown(only, known, "--only")
+        refuse_unknown(disabled, known, "[validate] disable")
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     ctx = Context(host, config=config, baseline=baseline)
     specs = select(load_registry(level).values(), level, only)
-    disabled = [str(d) for d in config.get("validate", "disable", [])]
+    if only and not specs:
+        above = sorted({known[i].level.name.lower() for i in known if matches(i, only)})
+        raise UsageError(
+            f"--only {', '.join(only)}: no check at level {level.name.lower()}",
+            hint=f"those checks run at level {', '.join(above)}: add --level {above[-1]}",
+        )
     findings = run_checks(ctx, specs, disabled)
     return Verdict(
         host=host.hostname,
