@@ -140,3 +140,15 @@ def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
     ).stdout
     assert out.splitlines()[-1] == "0 []"
+
+
+def test_list_honours_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--list --json`` is a document scripts can read, not the table (issue 17)."""
+    from dolmen.checks import load_registry
+
+    assert main(["validate", "--list", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "dolmen.checks/1"
+    assert [c["id"] for c in doc["checks"]] == sorted(load_registry())
+    ecc = next(c for c in doc["checks"] if c["id"] == "gpu.ecc.volatile_uncorrectable")
+    assert ecc["level"] == "quick" and ecc["category"] == "gpu" and "gpu" in ecc["needs"]

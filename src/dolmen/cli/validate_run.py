@@ -54,7 +54,7 @@ def run_validate(
     except ValueError as e:
         raise UsageError(str(e)) from None
     if list_checks:
-        _list(lvl)
+        _list(as_json)
         return 0
     baseline = None
     baseline_path = baseline_path or _site_baseline(config)
@@ -143,10 +143,31 @@ def _slurm(host: Host, verdict: Verdict) -> str:
     return drain_if_unhealthy(host, verdict)
 
 
-def _list(level: object) -> None:
+def _list(as_json: bool) -> None:
+    """Every check: a table, or with --json the ``dolmen.checks/1`` document scripts read."""
     from dolmen.checks import load_registry
 
-    for spec in sorted(load_registry().values(), key=lambda s: s.id):
+    specs = sorted(load_registry().values(), key=lambda s: s.id)
+    if as_json:
+        import json
+
+        rows = [
+            {
+                "id": s.id,
+                "category": s.category,
+                "level": s.level.name.lower(),
+                "title": s.title,
+                "gating": s.gating,
+                "needs": list(s.needs),
+                "when": list(s.when),
+                "limits": dict(s.limits),
+                "source": s.source,
+            }
+            for s in specs
+        ]
+        _echo(json.dumps({"schema": "dolmen.checks/1", "checks": rows}, indent=2, default=str))
+        return
+    for spec in specs:
         limits = ", ".join(f"{k}={v}" for k, v in spec.limits.items())
         _echo(
             f"{spec.id:<40} {spec.level.name.lower():<9} {spec.title}"
