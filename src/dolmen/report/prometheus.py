@@ -1,7 +1,13 @@
-"""``--prometheus FILE``: the node_exporter textfile-collector format, written atomically."""
+"""``--prometheus FILE``: the node_exporter textfile-collector format, written atomically.
+
+Every series carries the run's ``level``: a site that writes the quick tier from the health
+check and the standard tier from cron into one textfile folder gets two sets of series, not
+duplicates (node_exporter fails the whole scrape on a duplicate series).
+"""
 
 from __future__ import annotations
 
+import platform
 from datetime import datetime
 
 from dolmen.checks.model import Status
@@ -12,34 +18,42 @@ HEALTH_VALUE = {Health.HEALTHY: 0, Health.DEGRADED: 1, Health.UNHEALTHY: 2, Heal
 
 def render_prometheus(v: Verdict) -> str:
     """Metrics for one run. Status per check and subject is a 0/1 gauge per status label."""
+    level = f'level="{_esc(v.level)}"'
     lines = [
+        "# HELP dolmen_build_info The dolmen that wrote these series (always 1).",
+        "# TYPE dolmen_build_info gauge",
+        f'dolmen_build_info{{{level},version="{_esc(v.version)}",'
+        f'python="{_esc(platform.python_version())}"}} 1',
         "# HELP dolmen_health Verdict of the last dolmen validate run "
         "(0 healthy, 1 degraded, 2 unhealthy, 3 undecided).",
         "# TYPE dolmen_health gauge",
-        f'dolmen_health{{level="{_esc(v.level)}"}} {HEALTH_VALUE[v.health]}',
+        f"dolmen_health{{{level}}} {HEALTH_VALUE[v.health]}",
         "# HELP dolmen_findings Findings of the last run by status.",
         "# TYPE dolmen_findings gauge",
     ]
-    lines += [f'dolmen_findings{{status="{s}"}} {n}' for s, n in v.counts.items()]
+    lines += [f'dolmen_findings{{{level},status="{s}"}} {n}' for s, n in v.counts.items()]
     lines += [
         "# HELP dolmen_check_status 1 for the status each check reported for each subject.",
         "# TYPE dolmen_check_status gauge",
     ]
+    seen: set[tuple[str, str, Status]] = set()
     for f in sorted(v.findings, key=lambda f: (f.check, f.subject)):
-        if f.status is Status.SKIP:
+        key = (f.check, f.subject, f.status)
+        if f.status is Status.SKIP or key in seen:
             continue
+        seen.add(key)  # two outcomes alike for one subject are one series, never a duplicate
         lines.append(
-            f'dolmen_check_status{{check="{_esc(f.check)}",subject="{_esc(f.subject)}",'
+            f'dolmen_check_status{{{level},check="{_esc(f.check)}",subject="{_esc(f.subject)}",'
             f'status="{f.status.value}"}} 1'
         )
     started = datetime.fromisoformat(v.started.replace("Z", "+00:00")).timestamp()
     lines += [
         "# HELP dolmen_validate_duration_seconds Wall time of the last run.",
         "# TYPE dolmen_validate_duration_seconds gauge",
-        f"dolmen_validate_duration_seconds {v.duration_s:.6f}",
+        f"dolmen_validate_duration_seconds{{{level}}} {v.duration_s:.6f}",
         "# HELP dolmen_validate_timestamp_seconds When the last run started (Unix time).",
         "# TYPE dolmen_validate_timestamp_seconds gauge",
-        f"dolmen_validate_timestamp_seconds {started:.0f}",
+        f"dolmen_validate_timestamp_seconds{{{level}}} {started:.0f}",
     ]
     return "\n".join(lines) + "\n"
 
