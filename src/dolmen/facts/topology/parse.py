@@ -34,7 +34,8 @@ MAX_LINE = 1 << 16
 AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _FIELDS = {"CPU Affinity": "cpus", "NUMA Affinity": "numa_node", "GPU NUMA ID": "gpu_numa_id"}
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Terminal escapes: CSI (the header's underline, colours) and OSC (a window title).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)")
 _LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
 _CELL = re.compile(r"X|NV([0-9]{1,3})|PIX|PXB|PHB|NODE|SYS|SOC")
 _NIC_LEGEND = re.compile(r"\s*(NIC[0-9]{1,4})\s*:\s*([A-Za-z0-9_.:-]{1,64})\s*")
@@ -187,7 +188,13 @@ class _Rows:
         assert self.columns is not None
         n = len(self.columns)
         # nvidia-smi prints two tabs before "GPU NUMA ID" (an empty cell there).
-        if tabbed and len(cells) > n and self.columns[-1] == "GPU NUMA ID" and cells[-2] == "":
+        if (
+            tabbed
+            and n
+            and len(cells) > n
+            and self.columns[-1] == "GPU NUMA ID"
+            and cells[-2] == ""
+        ):
             del cells[-2]
         while len(cells) > n and cells[-1] == "":
             cells.pop()
