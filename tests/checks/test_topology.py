@@ -145,20 +145,20 @@ def test_not_in_the_bundle_skips_and_a_failure_is_unknown(h100: Path) -> None:
 
 
 def _l40s(tmp_path: Path, local_cpulist: str | None) -> list[Finding]:
-    """One L40S (the real XML), the topo -m of the real L40S capture (CPUs 0-7, node 0)."""
-    capture = recording(
-        "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt"
-    )
-    section = capture.read_text().split("# $ nvidia-smi topo -m\n", 1)[1].split("\n", 1)[1]
+    """One L40S (the real XML), the topo -m of the real L40S capture (CPUs 0-7, node 0), and
+    the GPU's sysfs folder when ``local_cpulist`` is given."""
+    name = "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt"
+    section = recording(name).read_text().split("# $ nvidia-smi topo -m\n", 1)[1]
+    matrix = section.split("\n", 1)[1].split("\n####")[0]
     xml = recording("nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml").read_text()
-    root = make_tree(
-        tmp_path,
-        commands={"nvidia-smi -q -x": xml, "nvidia-smi topo -m": section.split("\n####")[0]},
-    )
+    files: dict[str, str] = {}
     if local_cpulist is not None:
-        pci = {"bdf": "0000:30:00.0", "device": "0x26b9", "class": "0x030200"}
-        scenarios._write_pci(root, {**pci, "driver": "nvidia", "local_cpulist": local_cpulist})
-    return run_check(root, CHECK)
+        dev = "sys/bus/pci/devices/0000:30:00.0"
+        values = {"vendor": "0x10de", "device": "0x26b9", "class": "0x030200", "numa_node": "0"}
+        files = {f"{dev}/{k}": f"{v}\n" for k, v in values.items()}
+        files[f"{dev}/local_cpulist"] = f"{local_cpulist}\n"
+    commands = {"nvidia-smi -q -x": xml, "nvidia-smi topo -m": matrix}
+    return run_check(make_tree(tmp_path, files=files, commands=commands), CHECK)
 
 
 def test_single_desktop_gpu(tmp_path: Path) -> None:
@@ -171,3 +171,23 @@ def test_single_desktop_gpu(tmp_path: Path) -> None:
     assert f.status is Status.PASS and "CPUs 0-7, NUMA node 0 as sysfs" in f.summary
     (f,) = _l40s(tmp_path / "other", "0-3")
     assert f.status is Status.WARN and "CPUs 0-7 in topo -m, 0-3 in local_cpulist" in f.summary
+
+
+def test_gpus_bridged_two_by_two_are_a_design_not_a_fault(h100: Path) -> None:
+    """NVLink only within pairs (NVLink bridges on PCIe cards, a mesh): no GPU reaches most
+    of its peers by NVLink, so the PCIe paths between pairs are not missing NVLink."""
+    cells = {(a, b): "NV12" if a // 2 == b // 2 else "SYS" for a in range(8) for b in range(8)}
+    found = _with(h100, hgx({k: v for k, v in cells.items() if k[0] != k[1]}))
+    assert not [f for f in found.values() if f.status is Status.FAIL]
+    assert found[SUBJECTS[0]].status is Status.PASS
+    assert "NV12 to 1 of 7 peers" in found[SUBJECTS[0]].summary
+
+
+def test_two_gpus_of_a_model_without_nvlink(tmp_path: Path) -> None:
+    xml = recording("nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml").read_text()
+    matrix = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tPHB\t0-11\nGPU1\tPHB\t X \t0-11\n"
+    root = make_tree(tmp_path, commands={"nvidia-smi -q -x": xml, "nvidia-smi topo -m": matrix})
+    findings = run_check(root, CHECK)
+    assert len(findings) == 2 and {f.status for f in findings} == {Status.SKIP}
+    assert "NVLink paths not judged" in findings[0].summary or "no NVLink" in findings[0].summary
+    assert "not in this bundle: sys/bus/pci" in findings[0].summary

@@ -129,8 +129,14 @@ def _nvlink_notes(
             notes[b].append((Status.WARN, text, NVLINK_REMEDY))
     for label in judged:
         if not notes[label]:
-            peers = sorted({str(p) for k, p in nv.items() if label in k})
-            notes[label].append((Status.PASS, f"{'/'.join(peers)} to every peer", ""))
+            mine = [p for k, p in nv.items() if label in k]
+            kinds = "/".join(sorted({str(p) for p in mine}))
+            peers = len(judged) - 1
+            to = "every peer" if len(mine) == peers else f"{len(mine)} of {peers} peers"
+            if mine:
+                notes[label].append((Status.PASS, f"{kinds} to {to}", ""))
+            else:  # no peer of it reaches most GPUs by NVLink either: nothing to hold it to
+                notes[label].append((None, "no NVLink to any peer", ""))
     return notes
 
 
@@ -232,6 +238,11 @@ def _index(label: str) -> int:
 def _no_nvlink(ctx: Context, m: TopoMatrix, gpu: Gpu | None) -> str:
     if len(m.gpus) < 2:
         return "one GPU"
-    if not _kb_links(ctx, gpu):
-        return "NVLink paths not judged (a model without NVLink in the KB)"
+    if gpu is None or not gpu.name:
+        return "NVLink paths not judged (the driver's inventory does not name this GPU)"
+    model = ctx.kb.gpus.match(gpu.name)
+    if model is None:
+        return f"NVLink paths not judged ({gpu.name} is not in the KB)"
+    if not model.nvlink_links:
+        return f"no NVLink expected ({model.name} has none in the KB)"
     return "no NVLink between any GPUs in the matrix (see interconnect.nvlink.state)"
