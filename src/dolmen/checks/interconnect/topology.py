@@ -179,21 +179,29 @@ def _affinity_note(ctx: Context, m: TopoMatrix, label: str, gpu: Gpu | None) -> 
         return (status, f"affinity not read ({why})", AFFINITY_REMEDY)
     dev = ctx.pci.by_bdf().get(gpu.pci_address) if gpu and gpu.pci_address else None
     if dev is None:
-        where = "not in this bundle: sys/bus/pci" if not ctx.pci.devices else "GPU not in sysfs"
+        bundle = ctx.host.kind != "live"
+        where = "not in this bundle: sys/bus/pci" if bundle else "no sys/bus/pci on this host"
+        if ctx.pci.devices:
+            where = "the GPU is not in sys/bus/pci"
         return (None, f"affinity not compared ({where})", "")
     problems: list[str] = []
+    agreed: list[str] = []
     # numa_node -1: the firmware gives the GPU no node, and nvidia-smi may still print one.
     sysfs_node = dev.numa_node if dev.numa_node is not None and dev.numa_node >= 0 else None
-    if aff.numa_node is not None and sysfs_node is not None and aff.numa_node != sysfs_node:
-        problems.append(f"NUMA node {aff.numa_node} in topo -m, {sysfs_node} in sysfs")
+    if aff.numa_node is not None and sysfs_node is not None:
+        if aff.numa_node != sysfs_node:
+            problems.append(f"NUMA node {aff.numa_node} in topo -m, {sysfs_node} in sysfs")
+        agreed.append(f"NUMA node {sysfs_node}")
     local = dev.local_cpus
-    if aff.cpus is not None and local is not None and tuple(aff.cpus) != tuple(local):
-        problems.append(f"CPUs {aff.cpus} in topo -m, {format_cpulist(local)} in local_cpulist")
+    if aff.cpus is not None and local is not None:
+        if tuple(aff.cpus) != tuple(local):
+            problems.append(f"CPUs {aff.cpus} in topo -m, {format_cpulist(local)} in local_cpulist")
+        agreed.insert(0, f"CPUs {aff.cpus}")
     if problems:
         return (Status.WARN, "; ".join(problems), AFFINITY_REMEDY)
-    if dev.numa_node is None and dev.local_cpus is None:
-        return (None, "affinity not compared (sysfs gives neither)", "")
-    return (Status.PASS, f"CPUs {aff.cpus}, NUMA node {aff.numa_node} as sysfs", "")
+    if not agreed:
+        return (None, "affinity not compared (no value both in topo -m and sysfs)", "")
+    return (Status.PASS, f"{', '.join(agreed)} as sysfs", "")
 
 
 def _outcome(
