@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dolmen.facts.security import SecurityFacts
     from dolmen.facts.stack import StackFacts
     from dolmen.facts.storage import StorageFacts
+    from dolmen.facts.topology import TopologyFacts
     from dolmen.facts.tuning import TuningFacts
     from dolmen.kb import KnowledgeBase
 
@@ -126,6 +127,10 @@ class Context:
     @property
     def infiniband(self) -> InfinibandFacts:
         return self.facts("infiniband")  # type: ignore[no-any-return]
+
+    @property
+    def topology(self) -> TopologyFacts:
+        return self.facts("topology")  # type: ignore[no-any-return]
 
     @property
     def network(self) -> NetworkFacts:

@@ -27,6 +27,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.interconnect.nic": 1,
     "dolmen.checks.interconnect.nvlink": 1,
     "dolmen.checks.interconnect.roce": 1,
+    "dolmen.checks.interconnect.topology": 2,
     "dolmen.checks.security.boot": 2,
     "dolmen.checks.security.ima": 2,
     "dolmen.checks.security.kernel": 2,

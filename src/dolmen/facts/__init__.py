@@ -34,6 +34,7 @@ SUBSYSTEMS: dict[str, str] = {
         "gpu",
         "kernel_log",
         "infiniband",
+        "topology",
         "network",
         "storage",
         "stack",

@@ -2114,6 +2114,182 @@ def _dolmen_facts_storage_StorageFacts__hash__():
     return __hash__
 
 
+def _dolmen_facts_topology_model_GpuAffinity__init__(_type_cpus, _type_numa_node, _type_gpu_numa_id, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu_numa_id, _return_type):
+    def __init__(self,cpus:_type_cpus,numa_node:_type_numa_node,gpu_numa_id:_type_gpu_numa_id=_dflt_gpu_numa_id)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
+        __dataclass_builtins_object__.__setattr__(self,'numa_node',numa_node)
+        __dataclass_builtins_object__.__setattr__(self,'gpu_numa_id',gpu_numa_id)
+    return __init__
+
+
+def _dolmen_facts_topology_model_GpuAffinity__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(cpus={self.cpus!r}, numa_node={self.numa_node!r}, gpu_numa_id={self.gpu_numa_id!r})"
+    return __repr__
+
+
+def _dolmen_facts_topology_model_GpuAffinity__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.cpus,self.numa_node,self.gpu_numa_id,)==(other.cpus,other.numa_node,other.gpu_numa_id,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_topology_model_GpuAffinity__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('cpus','numa_node','gpu_numa_id',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_topology_model_GpuAffinity__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('cpus','numa_node','gpu_numa_id',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_topology_model_GpuAffinity__hash__():
+    def __hash__(self):
+        return hash((self.cpus,self.numa_node,self.gpu_numa_id,))
+    return __hash__
+
+
+def _dolmen_facts_topology_model_Path__init__(_type_kind, _type_links, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _return_type):
+    def __init__(self,kind:_type_kind,links:_type_links=_dflt_links)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+        __dataclass_builtins_object__.__setattr__(self,'links',links)
+    return __init__
+
+
+def _dolmen_facts_topology_model_Path__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(kind={self.kind!r}, links={self.links!r})"
+    return __repr__
+
+
+def _dolmen_facts_topology_model_Path__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.kind,self.links,)==(other.kind,other.links,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_topology_model_Path__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('kind','links',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_topology_model_Path__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('kind','links',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_topology_model_Path__hash__():
+    def __hash__(self):
+        return hash((self.kind,self.links,))
+    return __hash__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__init__(_type_devices, _type_paths, _type_affinity, _type_nic_names, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_paths, _dflt_affinity, _dflt_nic_names, _dflt_problems, _return_type):
+    def __init__(self,devices:_type_devices,paths:_type_paths=_HAS_DEFAULT_FACTORY,affinity:_type_affinity=_HAS_DEFAULT_FACTORY,nic_names:_type_nic_names=_HAS_DEFAULT_FACTORY,problems:_type_problems=_dflt_problems)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'devices',devices)
+        __dataclass_builtins_object__.__setattr__(self,'paths',_dflt_paths() if paths is _HAS_DEFAULT_FACTORY else paths)
+        __dataclass_builtins_object__.__setattr__(self,'affinity',_dflt_affinity() if affinity is _HAS_DEFAULT_FACTORY else affinity)
+        __dataclass_builtins_object__.__setattr__(self,'nic_names',_dflt_nic_names() if nic_names is _HAS_DEFAULT_FACTORY else nic_names)
+        __dataclass_builtins_object__.__setattr__(self,'problems',problems)
+    return __init__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(devices={self.devices!r}, paths={self.paths!r}, affinity={self.affinity!r}, nic_names={self.nic_names!r}, problems={self.problems!r})"
+    return __repr__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.devices,self.paths,self.affinity,self.nic_names,self.problems,)==(other.devices,other.paths,other.affinity,other.nic_names,other.problems,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('devices','paths','affinity','nic_names','problems',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('devices','paths','affinity','nic_names','problems',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_topology_model_TopoMatrix__hash__():
+    def __hash__(self):
+        return hash((self.devices,self.paths,self.affinity,self.nic_names,self.problems,))
+    return __hash__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__init__(_type_matrix, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_matrix, _dflt_unread, _return_type):
+    def __init__(self,matrix:_type_matrix=_dflt_matrix,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'matrix',matrix)
+        __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+    return __init__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(matrix={self.matrix!r}, unread={self.unread!r})"
+    return __repr__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.matrix,self.unread,)==(other.matrix,other.unread,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('matrix','unread',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('matrix','unread',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_topology_model_TopologyFacts__hash__():
+    def __hash__(self):
+        return hash((self.matrix,self.unread,))
+    return __hash__
+
+
 def _dolmen_facts_tuning_model_HugePagePool__init__(_type_total, _type_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
     def __init__(self,total:_type_total,free:_type_free)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'total',total)
@@ -2308,6 +2484,10 @@ RECORDS = {
     'dolmen.facts.storage.Mount': ('order=False;post_init=False;device:str:False;mountpoint:str:False;fstype:str:False;options:tuple[str, ...]:False;read_only:bool:False;kind:str:False;size_bytes:int | None:True;used_bytes:int | None:True;available_bytes:int | None:True;inodes_total:int | None:True;inodes_used:int | None:True;inodes_free:int | None:True', (('__init__', _dolmen_facts_storage_Mount__init__, ('_type_device', '_type_mountpoint', '_type_fstype', '_type_options', '_type_read_only', '_type_kind', '_type_size_bytes', '_type_used_bytes', '_type_available_bytes', '_type_inodes_total', '_type_inodes_used', '_type_inodes_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_size_bytes', '_dflt_used_bytes', '_dflt_available_bytes', '_dflt_inodes_total', '_dflt_inodes_used', '_dflt_inodes_free', '_return_type')), ('__repr__', _dolmen_facts_storage_Mount__repr__, ()), ('__eq__', _dolmen_facts_storage_Mount__eq__, ()), ('__setattr__', _dolmen_facts_storage_Mount__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_Mount__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_Mount__hash__, ()),)),
     'dolmen.facts.storage.NvmeController': ('order=False;post_init=False;name:str:False;model:str | None:False;firmware_rev:str | None:False;state:str | None:False;transport:str | None:False;address:str | None:False', (('__init__', _dolmen_facts_storage_NvmeController__init__, ('_type_name', '_type_model', '_type_firmware_rev', '_type_state', '_type_transport', '_type_address', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_storage_NvmeController__repr__, ()), ('__eq__', _dolmen_facts_storage_NvmeController__eq__, ()), ('__setattr__', _dolmen_facts_storage_NvmeController__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_NvmeController__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_NvmeController__hash__, ()),)),
     'dolmen.facts.storage.StorageFacts': ('order=False;post_init=False;mounts:tuple[Mount, ...]:True;fstab:tuple[FstabEntry, ...] | None:True;nvme:tuple[NvmeController, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_storage_StorageFacts__init__, ('_type_mounts', '_type_fstab', '_type_nvme', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_mounts', '_dflt_fstab', '_dflt_nvme', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_storage_StorageFacts__repr__, ()), ('__eq__', _dolmen_facts_storage_StorageFacts__eq__, ()), ('__setattr__', _dolmen_facts_storage_StorageFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_StorageFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_StorageFacts__hash__, ()),)),
+    'dolmen.facts.topology.model.GpuAffinity': ('order=False;post_init=False;cpus:CpuList | None:False;numa_node:int | None:False;gpu_numa_id:int | None:True', (('__init__', _dolmen_facts_topology_model_GpuAffinity__init__, ('_type_cpus', '_type_numa_node', '_type_gpu_numa_id', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu_numa_id', '_return_type')), ('__repr__', _dolmen_facts_topology_model_GpuAffinity__repr__, ()), ('__eq__', _dolmen_facts_topology_model_GpuAffinity__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_GpuAffinity__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_GpuAffinity__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_GpuAffinity__hash__, ()),)),
+    'dolmen.facts.topology.model.Path': ('order=False;post_init=False;kind:PathKind:False;links:int:True', (('__init__', _dolmen_facts_topology_model_Path__init__, ('_type_kind', '_type_links', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_links', '_return_type')), ('__repr__', _dolmen_facts_topology_model_Path__repr__, ()), ('__eq__', _dolmen_facts_topology_model_Path__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_Path__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_Path__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_Path__hash__, ()),)),
+    'dolmen.facts.topology.model.TopoMatrix': ('order=False;post_init=False;devices:tuple[str, ...]:False;paths:Mapping[str, Mapping[str, Path]]:field(False, True, True, True, True, None, None);affinity:Mapping[str, GpuAffinity]:field(False, True, True, True, True, None, None);nic_names:Mapping[str, str]:field(False, True, True, True, True, None, None);problems:tuple[str, ...]:True', (('__init__', _dolmen_facts_topology_model_TopoMatrix__init__, ('_type_devices', '_type_paths', '_type_affinity', '_type_nic_names', '_type_problems', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_paths', '_dflt_affinity', '_dflt_nic_names', '_dflt_problems', '_return_type')), ('__repr__', _dolmen_facts_topology_model_TopoMatrix__repr__, ()), ('__eq__', _dolmen_facts_topology_model_TopoMatrix__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_TopoMatrix__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_TopoMatrix__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_TopoMatrix__hash__, ()),)),
+    'dolmen.facts.topology.model.TopologyFacts': ('order=False;post_init=False;matrix:TopoMatrix | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_topology_model_TopologyFacts__init__, ('_type_matrix', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_matrix', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_topology_model_TopologyFacts__repr__, ()), ('__eq__', _dolmen_facts_topology_model_TopologyFacts__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_TopologyFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_TopologyFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_TopologyFacts__hash__, ()),)),
     'dolmen.facts.tuning.model.HugePagePool': ('order=False;post_init=False;total:int | None:False;free:int | None:False', (('__init__', _dolmen_facts_tuning_model_HugePagePool__init__, ('_type_total', '_type_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_HugePagePool__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_HugePagePool__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_HugePagePool__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_HugePagePool__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_HugePagePool__hash__, ()),)),
     'dolmen.facts.tuning.model.LimitEntry': ('order=False;post_init=False;file:str:False;domain:str:False;type:str:False;item:str:False;value:str:False', (('__init__', _dolmen_facts_tuning_model_LimitEntry__init__, ('_type_file', '_type_domain', '_type_type', '_type_item', '_type_value', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_LimitEntry__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_LimitEntry__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_LimitEntry__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_LimitEntry__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_LimitEntry__hash__, ()),)),
     'dolmen.facts.tuning.model.TuningFacts': ('order=False;post_init=False;cpu_governors:Mapping[str, int] | None:False;cpu_epp:Mapping[str, int] | None:False;cpufreq_drivers:tuple[str, ...] | None:False;thp_enabled:str | None:False;thp_defrag:str | None:False;sysctls:Mapping[str, str]:False;numa_balancing:int | None:False;swappiness:int | None:False;max_map_count:int | None:False;hugepages_default:int | None:False;hugepages:Mapping[int, HugePagePool]:False;irqbalance_running:bool | None:False;irqbalance_service:str | None:False;persistenced_running:bool | None:False;persistenced_service:str | None:False;limits:tuple[LimitEntry, ...]:False;process_limits:Mapping[str, tuple[str, str]] | None:False;cmdline:Mapping[str, tuple[str, ...]] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_tuning_model_TuningFacts__init__, ('_type_cpu_governors', '_type_cpu_epp', '_type_cpufreq_drivers', '_type_thp_enabled', '_type_thp_defrag', '_type_sysctls', '_type_numa_balancing', '_type_swappiness', '_type_max_map_count', '_type_hugepages_default', '_type_hugepages', '_type_irqbalance_running', '_type_irqbalance_service', '_type_persistenced_running', '_type_persistenced_service', '_type_limits', '_type_process_limits', '_type_cmdline', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_TuningFacts__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_TuningFacts__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_TuningFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_TuningFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_TuningFacts__hash__, ()),)),
