@@ -69,9 +69,8 @@ Note = tuple[Status | None, str, str]  # status (None: said, not judged), text, 
     when=("nvidia_gpu",),
     remedy=NVLINK_REMEDY,
     source=(
-        "nvidia-smi topo -m legend (NVIDIA); DGX H100/A100 user guides: all GPU pairs NVLink "
-        "through NVSwitch, one compute NIC per GPU on its PCIe switch; NCCL NCCL_NET_GDR_LEVEL "
-        "(GPUDirect RDMA by default at PXB or closer); azurehpc-health-checks "
+        "nvidia-smi topo -m legend (NVIDIA); NVIDIA GPUDirect RDMA user manual (place the HCA "
+        "and the GPU close on PCIe for GPUDirect RDMA performance); azurehpc-health-checks "
         "azure_hw_topology_check (GPU and NIC placement per NUMA node)"
     ),
 )
