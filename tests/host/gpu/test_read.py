@@ -41,7 +41,11 @@ def test_tree_host_without_the_command(tmp_path: Path) -> None:
     inv = read_gpus(open_host(make_tree(tmp_path, files={"etc/hostname": "n1\n"})))
     assert (inv.source, inv.gpus) == ("none", ())
     assert inv.error == "missing: nvidia-smi -q -x: not recorded in this host tree"
-    assert inv.attempts == {"nvidia-smi": inv.error}
+    assert inv.attempts == {  # each form of nvidia-smi was looked for, in turn
+        "nvidia-smi -q -x": inv.error,
+        "nvidia-smi -q": "missing: nvidia-smi -q: not recorded in this host tree",
+        "nvidia-smi table": "missing: nvidia-smi: not recorded in this host tree",
+    }
 
 
 def test_snapshot_reason_for_an_uncaptured_command(tmp_path: Path) -> None:
@@ -55,12 +59,13 @@ def test_driver_not_loaded_names_exit_code_and_first_line(tmp_path: Path, stream
     out, err = (NO_DRIVER, "") if stream == "stdout" else ("", NO_DRIVER)
     root = make_tree(tmp_path, commands={"nvidia-smi -q -x": (out, 9, err)})
     inv = read_gpus(open_host(root))
-    assert inv.source == "none"
+    assert (inv.source, inv.gpus) == ("nvidia-smi", ())  # nvidia-smi answered: no driver
     assert inv.error == (
         "command failed: nvidia-smi -q -x: exit 9: NVIDIA-SMI has failed because it "
         "couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
         "driver is installed and running."
     )
+    assert inv.attempts == {"nvidia-smi -q -x": inv.error}  # -q would say the same
 
 
 def test_truncated_output_is_malformed(tmp_path: Path) -> None:
@@ -68,7 +73,8 @@ def test_truncated_output_is_malformed(tmp_path: Path) -> None:
     root = make_tree(tmp_path, commands={"nvidia-smi -q -x": text[: len(text) // 3]})
     inv = read_gpus(open_host(root))
     assert inv.source == "none" and inv.error and inv.error.startswith("malformed: ")
-    assert inv.attempts == {"nvidia-smi": inv.error}
+    assert inv.attempts["nvidia-smi -q -x"] == inv.error
+    assert inv.attempts["nvidia-smi -q"].startswith("missing: ")  # looked for, not recorded
 
 
 def test_nonzero_exit_with_a_whole_document_keeps_the_gpus(tmp_path: Path) -> None:
