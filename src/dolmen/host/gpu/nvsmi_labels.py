@@ -10,6 +10,7 @@ keeps in <gpu_power_readings>); ``a/b`` is a leaf the XML nests one level down.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -137,6 +138,7 @@ _REASON_PARENTS = {
 _WORDS = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)  # 8 GPU blocks repeat the same few hundred labels
 def tag_of(parent: str, label: str) -> str | None:
     """The XML tag (or ``a/b`` path) of ``label`` under the element tagged ``parent``
     (``""``: the top of the report); None for a wrapper whose children go to ``parent``."""

@@ -51,7 +51,7 @@ def parse_nvsmi_text(text: str) -> GpuInventory:
         return GpuInventory(source="none", error=f"malformed: {len(text)} characters")
     lines = text.expandtabs().splitlines()
     failures = f.failure_lines(text)
-    top, blocks, note = _blocks(lines)
+    top, blocks, note = _blocks(lines, frozenset(failures))
     if not blocks:
         if failures:
             return GpuInventory(source="nvidia-smi", error=f.describe(failures, "nvidia-smi"))
@@ -88,7 +88,9 @@ def parse_nvsmi_text(text: str) -> GpuInventory:
     return dataclasses.replace(inv, gpus=gpus, unread=unread, error=error)
 
 
-def _blocks(lines: list[str]) -> tuple[list[_Node], list[tuple[str, list[_Node]]], str]:
+def _blocks(
+    lines: list[str], failures: frozenset[str]
+) -> tuple[list[_Node], list[tuple[str, list[_Node]]], str]:
     """The lines before the first GPU block, each block (bus id, its tree), and a note when a
     second report follows (only the first is read: a paste of two would list GPUs twice)."""
     top: list[_Node] = []
@@ -111,8 +113,8 @@ def _blocks(lines: list[str]) -> tuple[list[_Node], list[tuple[str, list[_Node]]
             blocks.append((m[1], []))
             stack, base = [], indent
             continue
-        if f.is_failure_line(stripped):
-            continue
+        if failures and " ".join(stripped.split()) in failures:
+            continue  # read by nvsmi_failure
         m = _LINE.match(stripped)
         node = _Node(stripped, None, indent) if m is None else _Node(m[1], m[2] or "", indent)
         if m is None and not blocks:
