@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.checks.gpu.trees import by_subject, edit_gpu, run, statuses, tree, xml
+from tests.host.gpu.captures import capture_section
 
 GB200 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml"
 DEGRADED = "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml"
@@ -182,3 +183,43 @@ def test_idle_usage_on_real_captures(tmp_path: Path, rel: str, status: str) -> N
     # RTX 3060: 116 MiB, no process listed; A100: MIG mode; V100: four processes running.
     [f] = run(tree(tmp_path, nvsmi=xml(rel), pci={}), "gpu.memory.idle_usage")
     assert f.status.value == status
+
+
+def _idle_edit(used: int, util: str) -> str:
+    """The H100 capture with GPU 1 holding ``used`` MiB at ``util`` utilisation, no process."""
+    text = edit_gpu(xml(), 1, r"(?s)(<fb_memory_usage>.*?<used>)0 MiB<", rf"\g<1>{used} MiB<")
+    return edit_gpu(text, 1, r"<gpu_util>0 %<", f"<gpu_util>{util}<")
+
+
+@pytest.mark.parametrize(
+    ("used", "util", "status", "words"),
+    [
+        (1024, "0 %", "warn", "0% utilisation: a leaked or stuck context"),
+        # A job whose processes nvidia-smi cannot see (another PID namespace): not a leak.
+        (40000, "97 %", "skip", "a job is running"),
+        (1024, "Unknown Error", "unknown", "cannot be told from a leftover context"),
+        (1024, "N/A", "warn", "utilisation not reported by this board"),
+        (10, "Unknown Error", "pass", "10 MiB used"),  # under the limit: nothing held
+    ],
+)
+def test_idle_memory_is_judged_with_utilisation(
+    tmp_path: Path, used: int, util: str, status: str, words: str
+) -> None:
+    f = by_subject(
+        run(tree(tmp_path, nvsmi=_idle_edit(used, util), pci={}), "gpu.memory.idle_usage")
+    )
+    assert (f[GPU1].status.value, f[GPU1].evidence["used_mib"]) == (status, used)
+    assert words in f[GPU1].summary
+
+
+def test_busy_gpu_on_the_real_load_capture_is_not_a_leak(tmp_path: Path) -> None:
+    # The H100 capture under load: 3 processes, 100% busy: skipped, never warned.
+    text = capture_section(
+        "nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt",
+        "load",
+        "nvidia-smi",
+    )
+    [f] = run(
+        tree(tmp_path, nvsmi="", pci={}, commands={"nvidia-smi": text}), "gpu.memory.idle_usage"
+    )
+    assert f.status.value == "skip" and f.evidence["utilization_pct"] == 100

@@ -41,7 +41,11 @@ def test_tree_host_without_the_command(tmp_path: Path) -> None:
     inv = read_gpus(open_host(make_tree(tmp_path, files={"etc/hostname": "n1\n"})))
     assert (inv.source, inv.gpus) == ("none", ())
     assert inv.error == "missing: nvidia-smi -q -x: not recorded in this host tree"
-    assert inv.attempts == {"nvidia-smi": inv.error}
+    assert inv.attempts == {  # each form of nvidia-smi was looked for, in turn
+        "nvidia-smi -q -x": inv.error,
+        "nvidia-smi -q": "missing: nvidia-smi -q: not recorded in this host tree",
+        "nvidia-smi table": "missing: nvidia-smi: not recorded in this host tree",
+    }
 
 
 def test_snapshot_reason_for_an_uncaptured_command(tmp_path: Path) -> None:
@@ -55,12 +59,13 @@ def test_driver_not_loaded_names_exit_code_and_first_line(tmp_path: Path, stream
     out, err = (NO_DRIVER, "") if stream == "stdout" else ("", NO_DRIVER)
     root = make_tree(tmp_path, commands={"nvidia-smi -q -x": (out, 9, err)})
     inv = read_gpus(open_host(root))
-    assert inv.source == "none"
+    assert (inv.source, inv.gpus) == ("nvidia-smi", ())  # nvidia-smi answered: no driver
     assert inv.error == (
         "command failed: nvidia-smi -q -x: exit 9: NVIDIA-SMI has failed because it "
         "couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
         "driver is installed and running."
     )
+    assert inv.attempts == {"nvidia-smi -q -x": inv.error}  # -q would say the same
 
 
 def test_truncated_output_is_malformed(tmp_path: Path) -> None:
@@ -68,7 +73,8 @@ def test_truncated_output_is_malformed(tmp_path: Path) -> None:
     root = make_tree(tmp_path, commands={"nvidia-smi -q -x": text[: len(text) // 3]})
     inv = read_gpus(open_host(root))
     assert inv.source == "none" and inv.error and inv.error.startswith("malformed: ")
-    assert inv.attempts == {"nvidia-smi": inv.error}
+    assert inv.attempts["nvidia-smi -q -x"] == inv.error
+    assert inv.attempts["nvidia-smi -q"].startswith("missing: ")  # looked for, not recorded
 
 
 def test_nonzero_exit_with_a_whole_document_keeps_the_gpus(tmp_path: Path) -> None:
@@ -276,3 +282,117 @@ def test_nvml_gpu_without_a_handle_explains_every_field() -> None:
     (gpu,) = inv.gpus
     assert gpu.lost and gpu.name is None and gpu.power.draw is None
     assert gpu.unread["name"] == gpu.unread["power.draw"] == GPU_LOST
+
+
+# --- the text forms of nvidia-smi, after -q -x ----------------------------------------------
+
+A10_TEXT = "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10"
+H100_TABLE = "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid"
+
+
+def test_tree_with_only_the_q_text(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, commands={"nvidia-smi -q": recording(A10_TEXT).read_text()})
+    inv = open_host(root).gpus
+    assert (inv.source, inv.error, len(inv.gpus)) == ("nvidia-smi -q", None, 1)
+    assert inv.gpus[0].remapped_rows.pending is True
+    assert inv.attempts == {
+        "nvidia-smi -q -x": "missing: nvidia-smi -q -x: not recorded in this host tree"
+    }
+
+
+def test_tree_with_only_the_table(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, commands={"nvidia-smi": recording(H100_TABLE).read_text()})
+    inv = open_host(root).gpus
+    assert (inv.source, inv.error, len(inv.gpus)) == ("nvidia-smi table", None, 8)
+    assert set(inv.attempts) == {"nvidia-smi -q -x", "nvidia-smi -q"}
+
+
+def test_malformed_xml_falls_back_to_the_text(tmp_path: Path) -> None:
+    xml = recording(H100).read_text()
+    commands = {"nvidia-smi -q -x": xml[:5000], "nvidia-smi -q": recording(A10_TEXT).read_text()}
+    inv = open_host(make_tree(tmp_path, commands=commands)).gpus
+    assert (inv.source, len(inv.gpus)) == ("nvidia-smi -q", 1)
+    assert inv.attempts["nvidia-smi -q -x"].startswith("malformed: not well-formed XML")
+
+
+def test_no_fallback_after_nvidia_smi_said_why(tmp_path: Path) -> None:
+    # -q would print the same "couldn't communicate": its recording is not even read.
+    commands = {
+        "nvidia-smi -q -x": (NO_DRIVER, 9),
+        "nvidia-smi -q": recording(A10_TEXT).read_text(),
+    }
+    inv = open_host(make_tree(tmp_path, commands=commands)).gpus
+    assert (inv.source, inv.gpus) == ("nvidia-smi", ())
+    assert list(inv.attempts) == ["nvidia-smi -q -x"]
+
+
+@pytest.mark.parametrize(
+    ("out", "rc", "words"),
+    [
+        ("No devices were found\n", 6, "exit 6: No devices were found"),
+        (
+            "Failed to initialize NVML: Driver/library version mismatch\n"
+            "NVML library version: 580.95\n",
+            18,
+            "exit 18: Failed to initialize NVML: Driver/library version mismatch; "
+            "NVML library version: 580.95",
+        ),
+        (NO_DRIVER, 0, "nvidia-smi -q -x: NVIDIA-SMI has failed"),  # recorded without its rc
+    ],
+)
+def test_failure_texts_become_the_error(tmp_path: Path, out: str, rc: int, words: str) -> None:
+    inv = open_host(make_tree(tmp_path, commands={"nvidia-smi -q -x": (out, rc)})).gpus
+    assert (inv.source, inv.gpus) == ("nvidia-smi", ())
+    assert inv.error and inv.error.startswith("command failed: ") and words in inv.error
+
+
+def test_lost_gpu_line_before_the_xml(tmp_path: Path) -> None:
+    line = "Unable to determine the device handle for GPU 0000:DB:00.0: GPU is lost\n"
+    xml = recording(H100).read_text()
+    inv = open_host(make_tree(tmp_path, commands={"nvidia-smi -q -x": (line + xml, 15)})).gpus
+    assert inv.source == "nvidia-smi" and len(inv.gpus) == 9
+    assert inv.gpus[-1].bus_id == "00000000:DB:00.0" and inv.gpus[-1].lost
+    assert (
+        inv.error
+        == inv.unread["nvidia-smi"]
+        == (
+            "command failed: nvidia-smi -q -x: exit 15: Unable to determine the device handle for "
+            "GPU 0000:DB:00.0: GPU is lost"
+        )
+    )
+
+
+def _fake_nvidia_smi(tmp_path: Path, body: str) -> Path:
+    """A real nvidia-smi stand-in on PATH that logs each call to ``calls``."""
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text(f'#!/bin/sh\necho "$*" >> "{tmp_path}/calls"\n{body}\n')
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    return tool.parent
+
+
+def _no_nvml() -> None:
+    if read_nvml() != "not loaded: NVML Shared Library Not Found":
+        pytest.skip("libnvidia-ml loads here: the live host would use NVML")
+
+
+def test_live_host_runs_only_q_x_when_it_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_nvml()
+    xml = recording(H100)
+    folder = _fake_nvidia_smi(tmp_path, f'[ "$*" = "-q -x" ] && exec cat "{xml}"\nexit 2')
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    assert open_host().gpus.source == "nvidia-smi"
+    assert (tmp_path / "calls").read_text() == "-q -x\n"  # no extra command on a healthy host
+
+
+def test_live_host_falls_back_to_the_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_nvml()
+    text = recording(A10_TEXT)
+    body = f'[ "$*" = "-q -x" ] && {{ echo "<nvidia_smi_log><gpu"; exit 0; }}\n[ "$*" = "-q" ] && exec cat "{text}"\nexit 2'
+    monkeypatch.setenv("PATH", f"{_fake_nvidia_smi(tmp_path, body)}:/usr/bin:/bin")
+    inv = open_host().gpus
+    assert (inv.source, len(inv.gpus)) == ("nvidia-smi -q", 1)
+    assert (tmp_path / "calls").read_text() == "-q -x\n-q\n"
+    assert set(inv.attempts) == {"nvml", "nvidia-smi -q -x"}

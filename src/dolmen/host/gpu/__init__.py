@@ -1,8 +1,12 @@
-"""``dolmen.host.gpu``: the GPU model (``model``) and its two readers (``nvml``, ``nvsmi``).
+"""``dolmen.host.gpu``: the GPU model (``model``) and its readers.
 
-The package re-exports the model, which checks and facts read; ``read.read_gpus``
-(behind ``Host.gpus``) chooses the reader. Imports run one way: model <- build,
-nvsmi_values <- nvsmi_sections <- nvsmi, nvml <- read.
+Readers: NVML (``nvml``), ``nvidia-smi -q -x`` (``nvsmi``), ``nvidia-smi -q`` text
+(``nvsmi_text``, which rebuilds the XML's tree with ``nvsmi_labels`` and reads it with
+``nvsmi``), the default ``nvidia-smi`` table (``nvsmi_table``), and nvidia-smi's own
+failure lines (``nvsmi_failure``). The package re-exports the model, which checks and
+facts read; ``read.read_gpus`` (behind ``Host.gpus``) chooses the reader. Imports run
+one way: model <- build, nvsmi_values <- nvsmi_sections <- nvsmi <- nvsmi_text,
+nvsmi_table, nvsmi_failure <- read; nvml <- read.
 """
 
 from dolmen.host.gpu.model import (

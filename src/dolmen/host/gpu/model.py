@@ -1,8 +1,9 @@
 """The GPU inventory model, one for both readers (a leaf: it imports nothing of dolmen).
 
 NVML (``dolmen.host.gpu.nvml``, live hosts whose libnvidia-ml loads) and
-``nvidia-smi -q -x`` (``dolmen.host.gpu.nvsmi``, every other case, host trees
-included) both build these classes; ``dolmen.host.gpu.read`` picks the reader.
+nvidia-smi (``nvsmi``: ``-q -x``; ``nvsmi_text``: ``-q``; ``nvsmi_table``: the default
+table; every other case, host trees included) all build these classes;
+``dolmen.host.gpu.read`` picks the reader.
 A value that could not be read is None and its key (``"power.draw"``,
 ``"ecc.volatile.uncorrectable"``) maps to the reason in the Gpu's ``unread``,
 using the reason words of docs/architecture.md.
@@ -252,8 +253,10 @@ class Gpu:
 class GpuInventory:
     """Every GPU the driver reports, where the list came from and, when empty, why.
 
-    ``source`` is ``nvml``, ``nvidia-smi`` or ``none`` (nothing could be read: ``error``
-    says why, and ``attempts`` what each reader answered).
+    ``source`` is ``nvml``, ``nvidia-smi`` (``-q -x``, or nvidia-smi's own failure text:
+    ``error`` holds it), ``nvidia-smi -q``, ``nvidia-smi table`` or ``none`` (nothing could
+    be read: ``error`` says why). ``attempts`` says why each source tried before was not
+    used. ``unread["gpus"]`` notes a text that was cut off.
     """
 
     source: str = "none"

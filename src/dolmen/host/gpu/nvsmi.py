@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from typing import Any
 
 from dolmen.host.gpu import nvsmi_sections as s
 from dolmen.host.gpu import nvsmi_values as v
 from dolmen.host.gpu.build import build
-from dolmen.host.gpu.model import Gpu, GpuInventory
+from dolmen.host.gpu.model import ABSENT, Gpu, GpuInventory
 from dolmen.values.busid import BusId
 
 MAX_CHARS = 64 << 20  # an 8-GPU document is ~200 kB; refuse anything absurd before parsing
@@ -32,6 +33,16 @@ def parse_nvsmi_xml(text: str) -> GpuInventory:
     root, error = _root(text)
     if root is None:
         return GpuInventory(source="none", error=error)
+    return from_root(root)
+
+
+def from_root(
+    root: ET.Element, source: str = "nvidia-smi", missing: Sequence[str | None] = ()
+) -> GpuInventory:
+    """The inventory of a ``<nvidia_smi_log>`` element: the XML document's, or the one
+    ``nvsmi_text`` builds from ``nvidia-smi -q`` text. ``missing[i]``, when given, replaces
+    "not in this driver's output" for the i-th GPU: an excerpt (``-d``) or a truncated text
+    does not show what the driver leaves out."""
     top = {child.tag: child for child in root if child.tag != "gpu"}
     values: dict[str, Any] = {}
     unread: dict[str, str] = {}
@@ -44,8 +55,10 @@ def parse_nvsmi_xml(text: str) -> GpuInventory:
     blocks = [c for c in root if c.tag == "gpu"]
     if len(blocks) > MAX_GPUS:
         return GpuInventory(source="none", error=f"malformed: {len(blocks)} <gpu> blocks")
-    gpus = tuple(_gpu(pos, el) for pos, el in enumerate(blocks))
-    return GpuInventory(source="nvidia-smi", gpus=gpus, unread=unread, **values)
+    gpus = tuple(
+        _gpu(pos, el, missing[pos] if pos < len(missing) else None) for pos, el in enumerate(blocks)
+    )
+    return GpuInventory(source=source, gpus=gpus, unread=unread, **values)
 
 
 _ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
@@ -108,7 +121,7 @@ def _index(gpu: ET.Element) -> tuple[dict[str, ET.Element], bool]:
     return idx, lost
 
 
-def _gpu(position: int, el: ET.Element) -> Gpu:
+def _gpu(position: int, el: ET.Element, missing: str | None) -> Gpu:
     idx, lost = _index(el)
     values: dict[str, Any] = {"position": position, "lost": lost}
     unread: dict[str, str] = {}
@@ -137,5 +150,7 @@ def _gpu(position: int, el: ET.Element) -> Gpu:
     values["fabric.health"] = s.fabric_health(idx.get("fabric/health"))
     values["mig.devices"] = s.mig_devices(idx.get("mig_devices"))
     s.processes(idx, values, unread)
+    if missing:
+        unread = {k: missing if why == ABSENT else why for k, why in unread.items()}
     values["unread"] = unread
     return build(Gpu, values)

@@ -29,6 +29,7 @@ _SENTINELS: Mapping[str, str] = {
     "not found": "missing: nvidia-smi printed 'Not Found'",  # cuda_version on 430.x
     "unknown error": "unreadable: nvidia-smi printed 'Unknown Error'",
     "gpu requires reset": "unreadable: the GPU requires a reset",
+    "err!": "unreadable: nvidia-smi printed 'ERR!'",  # the default table's read failure
 }
 
 
