@@ -1,7 +1,8 @@
 """``dolmen.host``: the only package that touches the machine (STYLE.md rule 1).
 
-``open_host(source)`` gives a live host for None or ``/``, a tree for a folder,
-and an extracted snapshot for a ``.tar.gz``.
+``open_host(source)`` gives a live host for None or ``/``, a tree for a folder, an
+extracted snapshot or sosreport for a tar archive, and a partial tree for any other
+single file dolmen reads (``dolmen.host.paste``: what users paste into a ticket).
 """
 
 from __future__ import annotations
@@ -34,37 +35,44 @@ def open_host(source: str | Path | None = None) -> Host:
 
         return _looks_like_a_host(TreeHost(path), str(path))
     if path.is_file():
-        from dolmen.host.archive import ArchiveHost
+        from dolmen.host.paste import is_tar, open_file
 
-        return _looks_like_a_host(ArchiveHost(path), str(path))
+        if is_tar(_head(path)):
+            from dolmen.host.archive import ArchiveHost
+
+            return _looks_like_a_host(ArchiveHost(path), str(path))
+        return open_file(path)
     if path.exists():  # a FIFO, a device, a socket: tarfile would block or stream for ever
         from dolmen.fsutil import kind_of
 
         raise InputError(
-            f"{kind_of(path.stat().st_mode)}, not a host tree or snapshot",
+            f"{kind_of(path.stat().st_mode)}, not a host tree, snapshot or file dolmen reads",
             path=str(path),
-            hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+            hint=_HINT,
         )
-    raise InputError(
-        "no such host tree or snapshot",
-        path=str(path),
-        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
-    )
+    if path.is_symlink():
+        raise InputError("a symbolic link to nothing (or a link loop)", path=str(path), hint=_HINT)
+    raise InputError("no such host tree, snapshot or file", path=str(path), hint=_HINT)
 
 
-# What any host tree has at its root: the snapshot's metadata, or recorded commands, or
-# the kernel's and the system's folders.
-_MARKERS = ("dolmen-snapshot.json", "commands", "proc", "sys", "etc")
+_HINT = (
+    "--from takes a folder or a .tar.gz made by `dolmen snapshot`, a sosreport, "
+    "or one command's output (docs/bundles.md)"
+)
 
 
-def _looks_like_a_host(host: Host, shown: str) -> Host:
-    # An empty folder is a host with nothing recorded (tests build hosts up from one);
-    # a folder of other things (a home folder, a build tree) is a mistake worth a line.
-    if not host.listdir("") or any(host.exists(marker) for marker in _MARKERS):
-        return host
-    host.close()
-    raise InputError(
-        "not a host tree: none of dolmen-snapshot.json, commands/, proc/, sys/, etc/ at its top",
-        path=shown,
-        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
-    )
+def _head(path: Path) -> bytes:
+    """The first 4 KiB of a regular file (enough to tell a tar archive, compressed or not),
+    opened non-blocking: a file swapped for a FIFO since ``is_file()`` does not hang."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            return os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise InputError(
+            f"cannot read it ({e.strerror or e})", path=str(path), hint=_HINT
+        ) from None
