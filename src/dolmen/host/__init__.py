@@ -76,3 +76,21 @@ def _head(path: Path) -> bytes:
         raise InputError(
             f"cannot read it ({e.strerror or e})", path=str(path), hint=_HINT
         ) from None
+
+
+# What any host tree has at its root: the snapshot's metadata, or recorded commands, or
+# the kernel's and the system's folders.
+_MARKERS = ("dolmen-snapshot.json", "commands", "proc", "sys", "etc")
+
+
+def _looks_like_a_host(host: Host, shown: str) -> Host:
+    # An empty folder is a host with nothing recorded (tests build hosts up from one);
+    # a folder of other things (a home folder, a build tree) is a mistake worth a line.
+    if not host.listdir("") or any(host.exists(marker) for marker in _MARKERS):
+        return host
+    host.close()
+    raise InputError(
+        "not a host tree: none of dolmen-snapshot.json, commands/, proc/, sys/, etc/ at its top",
+        path=shown,
+        hint=_HINT,
+    )

@@ -150,9 +150,8 @@ def detect(text: str) -> Detected | None:
         return Detected(KINDS["bug-report"])
     if len(_CAPTURE.findall(head)) >= 2 and head.startswith("#"):
         return Detected(KINDS["capture"], len(_CAPTURE.findall(text)), "section")
-    if stripped.startswith("<"):
-        if _XML_ROOT.search(head):
-            return Detected(KINDS["nvsmi-xml"], len(_XML_GPU.findall(text)), "GPU")
+    if stripped.startswith("<") and _XML_ROOT.search(head):
+        return Detected(KINDS["nvsmi-xml"], len(_XML_GPU.findall(text)), "GPU")
     if stripped.startswith(("{", "[")):
         if _DCGM.search(head):
             return Detected(KINDS["dcgm-diag"])

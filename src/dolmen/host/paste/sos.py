@@ -58,7 +58,7 @@ def map_sosreport(root: Path, archive: Path) -> dict[str, Any]:
             if argv not in best or rank < best[argv][0]:
                 best[argv] = (rank, Path(entry.path), f"{plugin}/{entry.name}")
     placed = Placed()
-    for argv, (_rank_, path, shown) in sorted(best.items()):
+    for argv, (_, path, shown) in sorted(best.items()):
         if path.stat().st_size > _MAX_OUTPUT:
             continue
         text = path.read_bytes().decode("utf-8", errors="replace")
