@@ -10,6 +10,7 @@ to name its bus id). No diagnostic in the bundle is a skip, never a pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
@@ -62,7 +63,7 @@ def dcgm_diag(ctx: Context) -> list[Outcome]:
 def _judge(subject: str, results: list[DiagResult], facts: DcgmFacts) -> Outcome:
     worst = max(results, key=lambda r: _ORDER.get(r.status, 0))
     bad = [r for r in results if r.status == worst.status]
-    ev = {
+    ev: dict[str, Any] = {
         "tests": {r.test: r.status for r in results},
         "dcgm_version": facts.version,
         "gpu_id": results[0].gpu,
