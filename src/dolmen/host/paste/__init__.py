@@ -65,6 +65,8 @@ def open_file(path: Path) -> Host:
             path=str(path),
             hint=_HINT,
         )
+    if not placed.sections:
+        placed.sections.extend(" ".join(argv) for argv in placed.commands)
     detected = found.describe()
     if found.kind.name in ("capture", "bug-report"):
         detected = f"{found.kind.label} ({', '.join(placed.sections)})"
