@@ -83,7 +83,7 @@ def test_junk_is_one_clear_error(tmp_path: Path, junk: bytes) -> None:
     p = tmp_path / "junk.tar.gz"
     p.write_bytes(junk)
     # Not a tar: read as a pasted file, which it is not either (empty, binary, bad gzip).
-    with pytest.raises(InputError, match="not a file dolmen reads|damaged gzip data"):
+    with pytest.raises(InputError, match=r"not a file dolmen reads|damaged gzip data"):
         open_host(p)
 
 

@@ -106,7 +106,8 @@ _IBSTATUS = re.compile(r"^Infiniband device '[^']+' port \d+ status:", re.M)
 _DEVINFO = re.compile(r"^hca_id:\s*\S+", re.M)
 _DEVINFO_PORT = re.compile(r"^\s+(?:transport:|port:|state:|fw_ver:)", re.M)
 _LSPCI = re.compile(
-    r"^(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [0-9A-Za-z][^:\n]*?(?: \[[0-9a-f]{4}\])?: ",
+    r"^(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] "  # bus id
+    r"[0-9A-Za-z][^:\n]*?(?: \[[0-9a-f]{4}\])?: ",  # class name [class id]:
     re.M,
 )
 _LSPCI_NVIDIA_GPU = re.compile(
