@@ -88,7 +88,10 @@ def _subject(gpu_id: int | None, gpus: Sequence[Gpu], facts: DcgmFacts) -> str:
     if gpu_id is None:
         return "host"
     serial = facts.serials.get(gpu_id)
-    match = next((g for g in gpus if serial and g.serial == serial), None)
+    # Serials are often scrubbed alike in shared bundles (0000000000000): only a serial
+    # that names one GPU names it.
+    same = [g for g in gpus if serial and g.serial == serial]
+    match = same[0] if len(same) == 1 else None
     if match is None:
         match = next((g for g in gpus if g.position == gpu_id), None)
     return match.subject if match is not None else f"gpu:index:{gpu_id}"
