@@ -235,6 +235,16 @@ def test_junk_is_no_kind(text: str) -> None:
 def test_small_hand_made_inputs() -> None:
     kmsg = "6,1234,5678,-;NVRM: Xid (PCI:0000:19:00): 48, pid=1, DBE\n"
     assert (k := detect(kmsg)) is not None and k.kind.name == "kernel-log"
+    # /dev/kmsg records with their dictionaries: the KEY=value lines are the record's tail
+    with_dict = "".join(
+        f"3,{i},{i * 10},-;mlx5_core 0000:0{i}:00.0: port down\n SUBSYSTEM=pci\n DEVICE=+pci:0\n"
+        for i in range(5)
+    )
+    assert (k := detect(with_dict)) is not None and k.kind.name == "kernel-log"
+    prompt = "$ sudo dmesg -T\n[Tue Jan 21 02:21:33 2025] NVRM: Xid 79\n[Tue Jan 21 02:21:34 2025] x\n"
+    assert (k := detect(prompt)) is not None and k.kind.name == "kernel-log"
+    syslog = "Aug 17 00:00:24.123456 n7 kernel: ib6: lost carrier\n" * 3
+    assert (k := detect(syslog)) is not None and k.kind.name == "kernel-log"
     devinfo = "hca_id:\tmlx5_0\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t28.39.1002\n"
     assert (d := detect(devinfo)) is not None and d.kind.name == "ibv_devinfo"
     journal = '{"__REALTIME_TIMESTAMP":"1700000000000000","MESSAGE":"NVRM: Xid 79"}\n'

@@ -181,7 +181,7 @@ def detect(text: str) -> Detected | None:
         return Detected(KINDS["nvsmi-failed"])
     if _mostly(head, _LSPCI, headers_only=True):
         return Detected(KINDS["lspci"], len(_LSPCI_NVIDIA_GPU.findall(text)), "NVIDIA GPU")
-    if _mostly(head, _LOG_LINE):
+    if _mostly(head, _LOG_LINE, headers_only=True):  # continuation lines: a record's tail
         return Detected(KINDS["kernel-log"], text.count("\n") + 1, "line")
     return None
 
