@@ -31,6 +31,10 @@ def open_host(source: str | Path | None = None) -> Host:
         return LiveHost()
     path = Path(source)
     if path.is_dir():
+        if (path / "sos_commands").is_dir() and not (path / "dolmen-snapshot.json").exists():
+            from dolmen.host.paste.sos import SosFolderHost
+
+            return SosFolderHost(path)  # an extracted sosreport: read in place, partial
         from dolmen.host.tree import TreeHost
 
         return _looks_like_a_host(TreeHost(path), str(path))

@@ -241,7 +241,9 @@ def test_small_hand_made_inputs() -> None:
         for i in range(5)
     )
     assert (k := detect(with_dict)) is not None and k.kind.name == "kernel-log"
-    prompt = "$ sudo dmesg -T\n[Tue Jan 21 02:21:33 2025] NVRM: Xid 79\n[Tue Jan 21 02:21:34 2025] x\n"
+    prompt = (
+        "$ sudo dmesg -T\n[Tue Jan 21 02:21:33 2025] NVRM: Xid 79\n[Tue Jan 21 02:21:34 2025] x\n"
+    )
     assert (k := detect(prompt)) is not None and k.kind.name == "kernel-log"
     syslog = "Aug 17 00:00:24.123456 n7 kernel: ib6: lost carrier\n" * 3
     assert (k := detect(syslog)) is not None and k.kind.name == "kernel-log"

@@ -269,3 +269,31 @@ def test_sosreport_links_are_not_outputs(tmp_path: Path) -> None:
     path.write_bytes(buf.getvalue())
     with open_host(path) as host:
         assert host.run(["dmesg"], key="dmesg").status is RunStatus.UNRECORDED
+
+
+def test_extracted_sosreport_folder_is_read_in_place(tmp_path: Path) -> None:
+    with tarfile.open(sosreport(tmp_path)) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    (folder,) = (tmp_path / "x").iterdir()
+    before = sorted(p.name for p in folder.iterdir())
+    with open_host(folder) as host:
+        assert host.kind == "sosreport" and host.partial
+        assert host.run(["nvidia-smi", "-q"]).stdout.count("\nGPU 0000") == 8
+        assert host.run(["dmesg"], key="dmesg").ok
+        assert host.run(["ldconfig", "-p"]).status is RunStatus.UNRECORDED
+        assert host.absent("sys/bus/pci/devices") == NOT_IN_BUNDLE
+        assert host.read("proc/meminfo").startswith("MemTotal:")
+        assert str(host.detected).startswith("read a sosreport (5 outputs dolmen reads)")
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing written there
+
+
+def test_sosreport_folder_link_out_is_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "dmesg").write_text("NVRM: Xid 79\n")
+    folder = tmp_path / "sos"
+    (folder / "sos_commands").mkdir(parents=True)
+    os.symlink(outside, folder / "sos_commands" / "kernel")
+    (folder / "proc").mkdir()
+    with open_host(folder) as host:
+        assert host.run(["dmesg"], key="dmesg").status is RunStatus.UNRECORDED

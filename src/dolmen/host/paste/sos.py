@@ -5,18 +5,25 @@ and writes each command's output to ``sos_commands/<plugin>/<mangled command>``,
 command line with spaces turned into ``_`` (``nvidia-smi_-q``, ``lspci_-nnvv``,
 ``ibv_devinfo_-v``). The outputs dolmen reads are copied to ``commands/<key>`` under
 the key of the command dolmen asks for (``sections.tree_argv``), and
-``dolmen-snapshot.json`` marks the tree partial: sos collects a part of sysfs and only
-the commands its plugins run, so nothing it lacks is evidence of absence.
+``dolmen-snapshot.json`` marks the tree partial (an extracted sosreport folder is read in
+place: ``SosFolderHost`` answers the same keys without writing in it): sos collects a
+part of sysfs and only the commands its plugins run, so nothing it lacks is evidence of
+absence.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from dolmen.host.base import DEFAULT_TIMEOUT
+from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus, command_key
 from dolmen.host.paste.sections import tree_argv
-from dolmen.host.paste.tree import Placed, write_partial
+from dolmen.host.paste.tree import FORMAT, Placed, write_partial
+from dolmen.host.tree import TreeHost
 
 SOS_COMMANDS = "sos_commands"
 # Plugin folders that hold commands dolmen reads (the others are not looked at).
@@ -40,35 +47,91 @@ def _rank(name: str, argv: tuple[str, ...]) -> int:
     return (0 if exact else 1) * 1000 + len(name)
 
 
-def map_sosreport(root: Path, archive: Path) -> dict[str, Any]:
-    """Write ``commands/`` and the partial metadata into an extracted sosreport at ``root``;
-    returns the ``source`` object the metadata holds."""
-    best: dict[tuple[str, ...], tuple[int, Path, str]] = {}
+def select_outputs(root: Path) -> dict[tuple[str, ...], str]:
+    """The sos output file (``sos_commands/<plugin>/<name>``) for each command dolmen reads.
+
+    Only regular files count: a link or a folder under ``sos_commands`` is nobody's output
+    (and a link could point anywhere)."""
+    best: dict[tuple[str, ...], tuple[int, str]] = {}
+    top = root / SOS_COMMANDS
+    if top.is_symlink() or not top.is_dir():
+        return {}
     for plugin in _PLUGINS:
-        folder = root / SOS_COMMANDS / plugin
-        if not folder.is_dir() or folder.is_symlink():
+        folder = top / plugin
+        if folder.is_symlink() or not folder.is_dir():
             continue
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            if not entry.is_file(follow_symlinks=False):
-                continue  # links and folders from an archive are not outputs
             argv = sos_argv(entry.name)
-            if argv is None:
+            if argv is None or not entry.is_file(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_size > _MAX_OUTPUT:
                 continue
             rank = _rank(entry.name, argv)
             if argv not in best or rank < best[argv][0]:
-                best[argv] = (rank, Path(entry.path), f"{plugin}/{entry.name}")
-    placed = Placed()
-    for argv, (_, path, shown) in sorted(best.items()):
-        if path.stat().st_size > _MAX_OUTPUT:
-            continue
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        if text.strip() and placed.command(argv, text):
-            placed.sections.append(f"{' '.join(argv)} (sos_commands/{shown})")
-    source: dict[str, Any] = {
-        "file": str(archive),
-        "detected": f"a sosreport ({len(placed.commands)} outputs dolmen reads)",
+                best[argv] = (rank, f"{SOS_COMMANDS}/{plugin}/{entry.name}")
+    return {argv: rel for argv, (_, rel) in sorted(best.items())}
+
+
+def _source(file: Path, sections: list[str], count: int) -> dict[str, Any]:
+    return {
+        "file": str(file),
+        "detected": f"a sosreport ({count} outputs dolmen reads)",
         "kind": "sosreport",
-        "sections": placed.sections,
+        "sections": sections,
     }
+
+
+def map_sosreport(root: Path, archive: Path) -> dict[str, Any]:
+    """Write ``commands/`` and the partial metadata into an extracted sosreport at ``root``
+    (a private copy); returns the ``source`` object the metadata holds."""
+    placed = Placed()
+    for argv, rel in select_outputs(root).items():
+        text = (root / rel).read_bytes().decode("utf-8", errors="replace")
+        if text.strip() and placed.command(argv, text):
+            placed.sections.append(f"{' '.join(argv)} ({rel})")
+    source = _source(archive, placed.sections, len(placed.commands))
     write_partial(root, placed, source)
     return source
+
+
+class SosFolderHost(TreeHost):
+    """An extracted sosreport folder, read in place: dolmen writes nothing in it, so the
+    command keys and the partial metadata are answered from memory."""
+
+    kind = "sosreport"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self._outputs = {command_key(a): rel for a, rel in select_outputs(self.root).items()}
+        sections = [f"{k} ({rel})" for k, rel in self._outputs.items()]
+        self.source = _source(root, sections, len(self._outputs))
+
+    @property
+    def detected(self) -> str:
+        """The line validate prints: what was read, from which folder, and that it is partial."""
+        return f"read {self.source['detected']} from {self.source['file']}; a partial bundle"
+
+    @cached_property
+    def meta(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "partial": True,
+            "captured": {"commands": sorted(self._outputs)},
+            "source": self.source,
+        }
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
+    ) -> CommandResult:
+        args = tuple(argv)
+        rel = self._outputs.get(key or command_key(args))
+        if rel is None:
+            return CommandResult(args, RunStatus.UNRECORDED, reason=NOT_IN_BUNDLE)
+        try:
+            out = self.read(rel)
+        except OSError as e:
+            return CommandResult(args, RunStatus.FAILED, reason=f"unreadable: {rel}: {e.strerror}")
+        return CommandResult(args, RunStatus.OK, out, rc=0)
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "source": self.source}
