@@ -52,6 +52,8 @@ KINDS: Mapping[str, Kind] = {
         Kind("nvcc", "nvcc --version", ("nvcc", "--version")),
         Kind("journal-json", "journalctl -o json", ("dmesg",)),
         Kind("kernel-log", "a kernel log", ("dmesg",)),
+        # read by the same scanner as the kernel log (facts/kernel_log/lines.py)
+        Kind("fm-log", "nv-fabricmanager's log", ("dmesg",)),
         # containers of several outputs, split by dolmen.host.paste.sections
         Kind("capture", "a multi-command nvidia-smi capture", ()),
         Kind("bug-report", "nvidia-bug-report.log", ()),
@@ -135,6 +137,7 @@ _LOG_LINE = re.compile(
     r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? \S+ \S+?(?:\[\d+\])?:"  # syslog
     r")"
 )
+_FM_LINE = re.compile(r"\[[A-Z][a-z]{2} +\d{1,2} \d{4} [\d:]{8}\] \[[A-Z]+\]")
 _FENCE = re.compile(r"^```", re.M)
 _LOG_SAMPLE = 200  # lines looked at
 _LOG_SHARE = 0.6  # of the non-empty ones that must look like log lines
@@ -181,6 +184,8 @@ def detect(text: str) -> Detected | None:
         return Detected(KINDS["nvsmi-failed"])
     if _mostly(head, _LSPCI, headers_only=True):
         return Detected(KINDS["lspci"], len(_LSPCI_NVIDIA_GPU.findall(text)), "NVIDIA GPU")
+    if _mostly(head, _FM_LINE, headers_only=True):
+        return Detected(KINDS["fm-log"], text.count("\n") + 1, "line")
     if _mostly(head, _LOG_LINE, headers_only=True):  # continuation lines: a record's tail
         return Detected(KINDS["kernel-log"], text.count("\n") + 1, "line")
     return None
