@@ -55,6 +55,7 @@ CASES = [
         "a multi-command nvidia-smi capture (nvidia-smi topo -m, nvidia-smi nvlink -s, "
         "nvidia-smi, nvidia-smi -q)",
     ),
+    ("built:truncated-xml", "nvidia-smi -q -x (2 GPUs)"),  # the second one cut
     ("built:dcgm", "dcgmi diag -j"),
     ("built:journal", "journalctl -o json (1 record)"),
     ("built:topo", "nvidia-smi topo -m (1 GPU)"),
@@ -85,6 +86,10 @@ def _input(name: str, tmp_path: Path) -> Path:
         start = text.index("# $ nvidia-smi topo -m")
         body = text[start:].split("\n", 2)[2]
         path.write_text(body[: body.index("####")])
+    elif what == "truncated-xml":  # cut inside its second <gpu>, as a paste limit cuts
+        text = recording("nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml").read_text()
+        first = text.index("<gpu id=")
+        path.write_text(text[: text.index("<gpu id=", first + 1) + 300])
     elif what == "smi-failed":
         path.write_text(
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
