@@ -26,7 +26,9 @@ _SKIP_REASONS = (NOT_IN_BUNDLE, "missing", "not supported")
 @check(
     "gpu.dcgm_diag",
     title="A recorded DCGM diagnostic (dcgmi diag) passed on every GPU",
-    level=Level.QUICK,
+    # Standard, not quick: on a live node (the Slurm health check's case) there is never a
+    # recorded diagnostic, so the quick tier would pay the import for a skip every run.
+    level=Level.STANDARD,
     needs=("dcgm", "gpu"),
     remedy=(
         "Drain the node, rerun dcgmi diag -r 3 on it, and service the GPU that fails again; "
