@@ -297,3 +297,19 @@ def test_sosreport_folder_link_out_is_not_followed(tmp_path: Path) -> None:
     (folder / "proc").mkdir()
     with open_host(folder) as host:
         assert host.run(["dmesg"], key="dmesg").status is RunStatus.UNRECORDED
+
+
+def test_capture_prefers_the_exact_command(tmp_path: Path) -> None:
+    q = recording("nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10").read_text()
+    rule = "#" * 80 + "\n"
+    text = (
+        f"{rule}# capture\n{rule}x\n"
+        f"{rule}# ecc\n# $ nvidia-smi -q -d ECC\n{rule}==============NVSMI LOG==============\nECC\n"
+        f"{rule}# whole\n# $ nvidia-smi --query\n{rule}{q}"
+        f"{rule}# again\n# $ nvidia-smi -q\n{rule}==============NVSMI LOG==============\nlater\n"
+    )
+    path = tmp_path / "capture.txt"
+    path.write_text(text)
+    with open_host(path) as host:
+        assert host.run(["nvidia-smi", "-q"]).stdout == q  # not -d ECC, not the later one
+        assert _meta(host)["source"]["sections"] == ["nvidia-smi -q"]  # type: ignore[index]

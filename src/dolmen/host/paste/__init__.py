@@ -21,7 +21,12 @@ from dolmen.errors import InputError
 from dolmen.host.base import Host
 from dolmen.host.paste.detect import ACCEPTED, HEAD, Detected, detect, is_markdown
 from dolmen.host.paste.journal import journal_to_text
-from dolmen.host.paste.sections import Section, split_bug_report, split_capture
+from dolmen.host.paste.sections import (
+    Section,
+    spelling_rank,
+    split_bug_report,
+    split_capture,
+)
 from dolmen.host.paste.tree import PasteHost, Placed
 from dolmen.host.paste.unpack import compression, read_file
 
@@ -111,13 +116,18 @@ def _sections(placed: Placed, sections: list[Section]) -> None:
             if s.path not in placed.files:
                 placed.files[s.path] = s.text
                 files += 1
-        elif s.argv is not None and s.text.strip() and _command(placed, s.argv, s.text):
+        elif (
+            s.argv is not None
+            and s.text.strip()
+            and _command(placed, s.argv, s.text, spelling_rank(s.title, s.argv))
+            and " ".join(s.argv) not in placed.sections
+        ):
             placed.sections.append(" ".join(s.argv))
     if files:
         placed.sections.append(f"{files} file{'s' if files > 1 else ''}")
 
 
-def _command(placed: Placed, argv: tuple[str, ...], text: str) -> bool:
+def _command(placed: Placed, argv: tuple[str, ...], text: str, rank: int = 0) -> bool:
     rc = 0
     if argv[:1] == ("nvidia-smi",) and len(text) < 2000:
         rc = next((code for words, code in _SMI_ERRORS if words in text), 0)
@@ -125,7 +135,7 @@ def _command(placed: Placed, argv: tuple[str, ...], text: str) -> bool:
             rc = 255
     if argv == ("dmesg",) and kind_of(text) == "journal-json":
         text, _junk = journal_to_text(text)
-    return placed.command(argv, text, rc)
+    return placed.command(argv, text, rc, rank)
 
 
 def kind_of(text: str) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from dolmen.frozen import frozen
 
@@ -74,6 +74,20 @@ def tree_argv(line: str) -> tuple[str, ...] | None:
     if name == "dcgmi" and args[:1] == ["diag"] and ({"-j", "--json"} & flags):
         return ("dcgmi", "diag", "-j")
     return None
+
+
+def spelling_rank(line: str, argv: Sequence[str]) -> int:
+    """0 when ``line`` runs exactly ``argv`` (any path, ``--query`` for ``-q``), else 1: a
+    variant (``-q -d ECC``, ``lspci -nn``) that stands in when the exact one is absent."""
+    try:
+        words = shlex.split(line.strip().rstrip(":"))
+    except ValueError:
+        return 1
+    if not words:
+        return 1
+    words[0] = words[0].rsplit("/", 1)[-1]
+    long = {"--query": "-q", "--xml-format": "-x", "--status": "-s", "--matrix": "-m"}
+    return 0 if tuple(long.get(w, w) for w in words) == tuple(argv) else 1
 
 
 def _nvidia_smi(args: list[str], flags: set[str]) -> tuple[str, ...] | None:

@@ -31,13 +31,17 @@ class Placed:
         self.commands: dict[tuple[str, ...], tuple[str, int]] = {}  # argv -> (stdout, rc)
         self.files: dict[str, str] = {}
         self.sections: list[str] = []  # what the input held, in words, for `source`
+        self._rank: dict[tuple[str, ...], int] = {}
 
-    def command(self, argv: Sequence[str], text: str, rc: int = 0) -> bool:
-        """Place one output; the first of two for the same key wins (False: already placed)."""
+    def command(self, argv: Sequence[str], text: str, rc: int = 0, rank: int = 0) -> bool:
+        """Place one output. Of two for the same key the lower ``rank`` wins (the exact
+        command before a variant: ``-q`` before ``-q -d ECC``), then the first (a capture's
+        idle run before its load run); False when this one was not placed."""
         key = tuple(argv)
-        if key in self.commands:
+        if key in self.commands and rank >= self._rank[key]:
             return False
         self.commands[key] = (text, rc)
+        self._rank[key] = rank
         return True
 
 
