@@ -103,7 +103,9 @@ def test_parse_lspci_vvv_recorded_h100() -> None:
     g = gpus[0]
     assert g.driver == "nvidia" and g.numa_node == 0 and g.source == "lspci"
     assert g.current_link == pci.PciLink(32.0, 16, 5) and g.max_link == pci.PciLink(32.0, 16, 5)
-    assert g.vendor_id is None  # no -nn: names only
+    # no -nn: ids read back from pci.ids names (NVIDIA Corporation, 3D controller, Device 2330)
+    assert (g.vendor_id, g.device_id, g.class_id) == ("10de", "2330", "0302")
+    assert (g.subsystem_vendor_id, g.subsystem_device_id) == ("10de", "16c1")
     # lspci's own "(downgraded)" marks and ours agree, line for line.
     marked = sum(1 for ln in text.splitlines() if "LnkSta:" in ln and "downgraded" in ln)
     assert sum(1 for d in devices if d.link_downgraded) == marked == 16
@@ -122,6 +124,22 @@ def test_parse_lspci_nn_and_domains() -> None:
     gb200 = parse_lspci_vvv(text)
     assert len(gb200) == len(text.splitlines()) == 87 and gb200[-1].bdf.startswith("0019:")
     assert all(d.current_link is None for d in gb200)  # plain lspci: no capabilities
+    gb_gpus = [d for d in gb200 if d.vendor_id == "10de" and d.class_id == "0302"]
+    assert len(gb_gpus) == 4 and {g.device_id for g in gb_gpus} == {"2941"}
+    bridge = gb200[1]  # "PCI bridge: Mellanox Technologies MT2910 Family [ConnectX-7 ...]"
+    assert (bridge.vendor_id, bridge.class_id, bridge.device_id) == ("15b3", "0604", None)
+
+
+def test_parse_lspci_names_never_guess() -> None:
+    text = (
+        "00:01.0 VGA compatible controller: Red Hat, Inc. Virtio GPU (rev 01)\n"
+        "00:02.0 Frobnicator: NVIDIA Corporation Device 12\n"
+        "00:03.0 3D controller: NVIDIA Corporation\n"
+    )
+    a, b, c = parse_lspci_vvv(text)
+    assert (a.vendor_id, a.class_id) == (None, "0300")  # vendor not in the table
+    assert (b.vendor_id, b.device_id, b.class_id) == ("10de", None, None)
+    assert (c.vendor_id, c.class_id) == (None, "0302")  # no name after the vendor: no match
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.gpu.actions": 4,
     "dolmen.checks.gpu.clocks": 1,
     "dolmen.checks.gpu.consistency": 1,
+    "dolmen.checks.gpu.dcgm": 2,
     "dolmen.checks.gpu.ecc": 1,
     "dolmen.checks.gpu.fabric": 1,
     "dolmen.checks.gpu.gpus": 4,

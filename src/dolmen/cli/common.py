@@ -11,14 +11,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def from_option(f: F) -> F:
-    """``--from PATH``: read a host tree or snapshot instead of the live host."""
+    """``--from PATH``: read a host tree, a snapshot, a sosreport or one pasted file
+    (docs/bundles.md) instead of the live host."""
     return click.option(
         "--from",
         "source",
         metavar="PATH",
         multiple=True,
         callback=_once,
-        help="Read a host tree folder or a snapshot .tar.gz instead of this host.",
+        help=(
+            "Read a host tree folder, a snapshot .tar.gz, a sosreport, an "
+            "nvidia-bug-report.log(.gz) or one command's output (nvidia-smi -q -x, dmesg, "
+            "ibstat...; see docs/bundles.md) instead of this host."
+        ),
     )(f)
 
 

@@ -69,6 +69,9 @@ def run_validate(
         raise UsageError("--json and --npd both write to stdout; choose one")
     _check_side_outputs(junit_path, prom_path)
     with open_host(source) as host:
+        detected = getattr(host, "detected", None)  # a pasted file, a sosreport: what was read
+        if detected:
+            _echo(str(detected), err=True)
         verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
         slurm_action = _slurm(host, verdict) if slurm else None
     _write_side_outputs(verdict, junit_path, prom_path)

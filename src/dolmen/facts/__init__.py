@@ -41,6 +41,7 @@ SUBSYSTEMS: dict[str, str] = {
         "containers",
         "security",
         "tuning",
+        "dcgm",  # a recorded dcgmi diag -j (bundles only)
     )
 }
 

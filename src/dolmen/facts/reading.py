@@ -51,6 +51,8 @@ def read_text(host: Host, rel: str) -> Read:
     """The whole text of a file, or the reason it could not be read."""
     try:
         return Read(host.read(rel))
+    except FileNotFoundError:
+        return Read(None, host.absent(rel))
     except OSError as e:
         return Read(None, reason_for(e))
 

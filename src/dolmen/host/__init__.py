@@ -1,7 +1,8 @@
 """``dolmen.host``: the only package that touches the machine (STYLE.md rule 1).
 
-``open_host(source)`` gives a live host for None or ``/``, a tree for a folder,
-and an extracted snapshot for a ``.tar.gz``.
+``open_host(source)`` gives a live host for None or ``/``, a tree for a folder, an
+extracted snapshot or sosreport for a tar archive, and a partial tree for any other
+single file dolmen reads (``dolmen.host.paste``: what users paste into a ticket).
 """
 
 from __future__ import annotations
@@ -30,26 +31,55 @@ def open_host(source: str | Path | None = None) -> Host:
         return LiveHost()
     path = Path(source)
     if path.is_dir():
+        if (path / "sos_commands").is_dir() and not (path / "dolmen-snapshot.json").exists():
+            from dolmen.host.paste.sos import SosFolderHost
+
+            return SosFolderHost(path)  # an extracted sosreport: read in place, partial
         from dolmen.host.tree import TreeHost
 
         return _looks_like_a_host(TreeHost(path), str(path))
     if path.is_file():
-        from dolmen.host.archive import ArchiveHost
+        from dolmen.host.paste import is_tar, open_file
 
-        return _looks_like_a_host(ArchiveHost(path), str(path))
+        if is_tar(_head(path)):
+            from dolmen.host.archive import ArchiveHost
+
+            return _looks_like_a_host(ArchiveHost(path), str(path))
+        return open_file(path)
     if path.exists():  # a FIFO, a device, a socket: tarfile would block or stream for ever
         from dolmen.fsutil import kind_of
 
         raise InputError(
-            f"{kind_of(path.stat().st_mode)}, not a host tree or snapshot",
+            f"{kind_of(path.stat().st_mode)}, not a host tree, snapshot or file dolmen reads",
             path=str(path),
-            hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+            hint=_HINT,
         )
-    raise InputError(
-        "no such host tree or snapshot",
-        path=str(path),
-        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
-    )
+    if path.is_symlink():
+        raise InputError("a symbolic link to nothing (or a link loop)", path=str(path), hint=_HINT)
+    raise InputError("no such host tree, snapshot or file", path=str(path), hint=_HINT)
+
+
+_HINT = (
+    "--from takes a folder or a .tar.gz made by `dolmen snapshot`, a sosreport, "
+    "or one command's output (docs/bundles.md)"
+)
+
+
+def _head(path: Path) -> bytes:
+    """The first 4 KiB of a regular file (enough to tell a tar archive, compressed or not),
+    opened non-blocking: a file swapped for a FIFO since ``is_file()`` does not hang."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            return os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise InputError(
+            f"cannot read it ({e.strerror or e})", path=str(path), hint=_HINT
+        ) from None
 
 
 # What any host tree has at its root: the snapshot's metadata, or recorded commands, or
@@ -66,5 +96,5 @@ def _looks_like_a_host(host: Host, shown: str) -> Host:
     raise InputError(
         "not a host tree: none of dolmen-snapshot.json, commands/, proc/, sys/, etc/ at its top",
         path=shown,
-        hint="--from takes a folder or a .tar.gz made by `dolmen snapshot`",
+        hint=_HINT,
     )

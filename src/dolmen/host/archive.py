@@ -1,5 +1,8 @@
 """A snapshot archive (``.tar.gz``) opened as a host tree in a private temporary folder.
 
+A sosreport archive (``.tar.xz``, ``.tar.gz``) is extracted the same way, then mapped
+onto the tree format by ``dolmen.host.paste.sos`` (a partial tree: see there).
+
 Extraction uses tarfile's ``data`` filter: absolute names, ``..`` components,
 links that leave the folder, devices and other special files are refused with
 one clear error, so a hostile bundle writes nothing outside its folder.
@@ -24,6 +27,7 @@ from dolmen.host.tree import SNAPSHOT_META, TreeHost
 MAX_MEMBER_BYTES = MAX_READ
 MAX_BYTES = 1 << 30
 MAX_MEMBERS = 100_000
+SOS_COMMANDS = "sos_commands"  # a sosreport's folder of command outputs
 
 
 class ArchiveHost(TreeHost):
@@ -34,15 +38,28 @@ class ArchiveHost(TreeHost):
     def __init__(self, archive: Path) -> None:
         self.archive = archive
         self._tmp = Path(tempfile.mkdtemp(prefix="dolmen-snapshot-"))
+        self.source: dict[str, object] | None = None
         try:
             root = _extract(archive, self._tmp)
+            if (root / SOS_COMMANDS).is_dir() and not (root / SNAPSHOT_META).exists():
+                from dolmen.host.paste.sos import map_sosreport
+
+                self.source = map_sosreport(root, archive)
             super().__init__(root)
         except BaseException:
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
 
+    @property
+    def detected(self) -> str | None:
+        """For a sosreport, the line validate prints (what was read; a partial bundle)."""
+        if self.source is None:
+            return None
+        return f"read {self.source['detected']} from {self.archive}; a partial bundle"
+
     def describe(self) -> dict[str, object]:
-        return {**super().describe(), "archive": str(self.archive)}
+        extra = {"source": self.source} if self.source is not None else {}
+        return {**super().describe(), "archive": str(self.archive), **extra}
 
     def close(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
@@ -72,8 +89,10 @@ def _extract(archive: Path, dest: Path) -> Path:
             f"snapshot is not a readable .tar.gz ({why})", path=str(archive), hint=hint
         ) from e
     entries = [p for p in dest.iterdir()]
-    if len(entries) == 1 and entries[0].is_dir() and (entries[0] / SNAPSHOT_META).exists():
-        return entries[0]
+    if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+        top = entries[0]
+        if (top / SNAPSHOT_META).exists() or (top / SOS_COMMANDS).is_dir():
+            return top  # a snapshot's or a sosreport's one folder
     return dest
 
 

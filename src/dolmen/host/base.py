@@ -65,6 +65,13 @@ class Host(ABC):
         text = self.read_opt(rel)
         return None if text is None else text.strip()
 
+    def absent(self, rel: str) -> str:
+        """The reason words for ``rel`` not being there (docs/architecture.md): ``missing``
+        where the host vouches that it is absent (a live host, a whole snapshot), else
+        ``not in this bundle`` (a pasted file, a tree that did not record that part: absence
+        of a source is not evidence of absence). Callers add the path, as after ``missing``."""
+        return "missing"
+
     def exists(self, rel: str) -> bool:
         """Whether ``rel`` exists (following links inside the host)."""
         return self.path(rel).exists()

@@ -14,7 +14,10 @@ class RunStatus(StrEnum):
 
     OK = "ok"  # exit code 0
     FAILED = "failed"  # ran, exit code != 0
-    MISSING = "missing"  # binary not found (live) or not recorded (tree)
+    MISSING = "missing"  # binary not found (live) or not recorded (hand-made tree)
+    # A bundle that did not record it (a pasted file, a snapshot that never ran it): says
+    # nothing about the host, so its readers report "not in this bundle", never "absent".
+    UNRECORDED = "unrecorded"
     TIMEOUT = "timeout"  # killed after its time limit
     DENIED = "denied"  # found but could not be executed (permissions)
 
@@ -54,11 +57,16 @@ class CommandResult:
         exits 0 but says the user may not read the journal: ``insufficient permissions``).
         A live binary that is absent reads ``missing: nvidia-smi not found on PATH``.
         """
+        if self.status is RunStatus.UNRECORDED and word is None:
+            return f"{NOT_IN_BUNDLE}: {' '.join(self.argv)}"
         word = word or _FAILURE_WORDS.get(self.status, "command failed")
         if self.status is RunStatus.MISSING and self.argv and self.argv[0] in self.reason:
             return f"{word}: {self.reason}"
         return f"{word}: {self.describe()}"
 
+
+# The reason words of a source a bundle did not record (docs/architecture.md).
+NOT_IN_BUNDLE = "not in this bundle"
 
 # The reason word for each way a command can fail (the rest: "command failed").
 _FAILURE_WORDS = {

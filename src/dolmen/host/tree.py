@@ -19,7 +19,7 @@ from typing import Any
 from dolmen.errors import InputError
 from dolmen.fsutil import NotRegularFile, TooLarge
 from dolmen.host.base import DEFAULT_TIMEOUT, Host
-from dolmen.host.command import CommandResult, RunStatus, command_key
+from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus, command_key
 
 SNAPSHOT_META = "dolmen-snapshot.json"
 COMMANDS_DIR = "commands"
@@ -110,8 +110,11 @@ class TreeHost(Host):
             # Recorded, but not as output can be: unreadable (an unknown), never "absent".
             return CommandResult(args, RunStatus.FAILED, reason=f"unreadable: {base}: {e.strerror}")
         except OSError:
-            why = self.not_captured.get(name, "not recorded in this host tree")
-            return CommandResult(args, RunStatus.MISSING, reason=why)
+            if name in self.not_captured:  # the snapshot tried: its reason is evidence
+                return CommandResult(args, RunStatus.MISSING, reason=self.not_captured[name])
+            if self._unrecorded(name):
+                return CommandResult(args, RunStatus.UNRECORDED, reason=NOT_IN_BUNDLE)
+            return CommandResult(args, RunStatus.MISSING, reason="not recorded in this host tree")
         err = self.read_opt(base + ".err") or ""
         try:
             rc_text = self.read(base + ".rc").strip()
@@ -132,6 +135,30 @@ class TreeHost(Host):
             )
         status = RunStatus.OK if rc == 0 else RunStatus.FAILED
         return CommandResult(args, status, out, err, rc, "" if rc == 0 else f"exit code {rc}")
+
+    @cached_property
+    def partial(self) -> bool:
+        """Whether this tree is a part of a host (a pasted file, a sosreport, a bug report):
+        its metadata says ``"partial": true``. In a partial tree nothing absent is evidence."""
+        return self.meta.get("partial") is True
+
+    def absent(self, rel: str) -> str:
+        rel = rel.strip("/")
+        top = rel.split("/", 1)[0]
+        if self.partial or (top and not os.path.isdir(self._prefix + top)):
+            # A tree without sys/ at all did not capture sysfs; one with sys/ but no
+            # sys/bus/pci/devices/X says X was not there, as on the live host.
+            return NOT_IN_BUNDLE
+        return "missing"
+
+    def _unrecorded(self, key: str) -> bool:
+        """Whether an absent ``commands/<key>`` says nothing of the host: the tree is partial,
+        has no commands/ at all, or its snapshot lists what it ran and this is not among them."""
+        if self.partial or not os.path.isdir(self._prefix + COMMANDS_DIR):
+            return True
+        captured = self.meta.get("captured")
+        ran = captured.get("commands") if isinstance(captured, dict) else None
+        return isinstance(ran, list) and key not in ran
 
     @cached_property
     def meta(self) -> dict[str, Any]:

@@ -13,6 +13,12 @@ The domain is printed only with ``-D`` or when a machine has more than one
 (GB200 spans 0000-0019); without it the domain is 0000. With ``-nn`` the header
 carries ``[0302]`` and ``[10de:2330]``. Without root the capabilities read
 ``<access denied>`` and there are no link lines.
+
+Plain ``lspci`` and ``lspci -vvv`` print names, not ids (``3D controller: NVIDIA
+Corporation Device 2330``): the class and vendor ids are then read back from the names
+of the PCI ID database (pci.ids) for the classes and vendors dolmen judges, and the
+device id from pci.ids' fallback name ``Device 2330`` (printed when the database does
+not know the device). A name outside the tables leaves the id None: never a guess.
 """
 
 from __future__ import annotations
@@ -26,6 +32,36 @@ _HEADER = re.compile(
     r"(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<slot>[0-9a-f]{2})\.(?P<fn>[0-7])"
     r" (?P<cls>[^:\[]+?)(?: \[(?P<clsid>[0-9a-f]{4})\])?: (?P<desc>.*)"
 )
+# pci.ids class names -> base class + subclass, for the names lspci prints without -nn.
+CLASS_IDS = {
+    "Non-Volatile memory controller": "0108",
+    "RAID bus controller": "0104",
+    "SATA controller": "0106",
+    "Serial Attached SCSI controller": "0107",
+    "Ethernet controller": "0200",
+    "Infiniband controller": "0207",
+    "Network controller": "0280",
+    "VGA compatible controller": "0300",
+    "3D controller": "0302",
+    "Display controller": "0380",
+    "Host bridge": "0600",
+    "PCI bridge": "0604",
+    "Bridge": "0680",
+    "System peripheral": "0880",
+    "USB controller": "0c03",
+    "Processing accelerators": "1200",
+}
+# pci.ids vendor names -> vendor ids, for the vendors whose devices dolmen judges.
+VENDOR_IDS = {
+    "NVIDIA Corporation": "10de",
+    "Mellanox Technologies": "15b3",
+    "Intel Corporation": "8086",
+    "Advanced Micro Devices, Inc. [AMD/ATI]": "1002",
+    "Advanced Micro Devices, Inc. [AMD]": "1022",
+    "Broadcom Inc. and subsidiaries": "14e4",
+    "Samsung Electronics Co Ltd": "144d",
+}
+_UNNAMED_DEVICE = re.compile(r"\bDevice ([0-9a-f]{4})\b")
 _IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _SPEED = re.compile(r"Speed (\d+(?:\.\d+)?)GT/s")
 _WIDTH = re.compile(r"Width x(\d+)")
@@ -58,8 +94,11 @@ def _device(lines: list[str]) -> list[PciDevice]:
     desc = m.group("desc")
     ids = _IDS.search(desc)
     vendor_id = device_id = None
+    class_id = m.group("clsid") or CLASS_IDS.get(m.group("cls"))
     if ids:
         vendor_id, device_id = ids.groups()
+    else:
+        vendor_id, device_id = _named_ids(desc)
     name = re.sub(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]", "", desc)
     name = re.sub(r"\s*\((?:rev|prog-if) [^)]*\)", "", name).strip()
 
@@ -78,14 +117,15 @@ def _device(lines: list[str]) -> list[PciDevice]:
             cap = value
         elif key == "LnkSta":
             sta = value
-        elif key == "Subsystem" and (sids := _IDS.search(value)):
-            sub_vendor, sub_device = sids.groups()
+        elif key == "Subsystem":
+            sids = _IDS.search(value)
+            sub_vendor, sub_device = sids.groups() if sids else _named_ids(value)
     return [
         PciDevice(
             bdf=bdf,
             vendor_id=vendor_id,
             device_id=device_id,
-            class_id=m.group("clsid"),
+            class_id=class_id,
             subsystem_vendor_id=sub_vendor,
             subsystem_device_id=sub_device,
             driver=driver,
@@ -96,6 +136,15 @@ def _device(lines: list[str]) -> list[PciDevice]:
             source="lspci",
         )
     ]
+
+
+def _named_ids(desc: str) -> tuple[str | None, str | None]:
+    """(vendor id, device id) from the names plain lspci prints (see module docstring)."""
+    vendor = next((v for name, v in VENDOR_IDS.items() if desc.startswith(name + " ")), None)
+    if vendor is None:
+        return None, None
+    unnamed = _UNNAMED_DEVICE.search(desc)
+    return vendor, unnamed.group(1) if unnamed else None
 
 
 def _link(text: str | None) -> PciLink | None:

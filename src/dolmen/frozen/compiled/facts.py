@@ -390,6 +390,101 @@ def _dolmen_facts_cpu_model_CpuInfo__hash__():
     return __hash__
 
 
+def _dolmen_facts_dcgm_DcgmFacts__init__(_type_results, _type_version, _type_driver_version, _type_serials, _type_runtime_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_results, _dflt_version, _dflt_driver_version, _dflt_serials, _dflt_runtime_error, _dflt_unread, _return_type):
+    def __init__(self,results:_type_results=_dflt_results,version:_type_version=_dflt_version,driver_version:_type_driver_version=_dflt_driver_version,serials:_type_serials=_HAS_DEFAULT_FACTORY,runtime_error:_type_runtime_error=_dflt_runtime_error,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'results',results)
+        __dataclass_builtins_object__.__setattr__(self,'version',version)
+        __dataclass_builtins_object__.__setattr__(self,'driver_version',driver_version)
+        __dataclass_builtins_object__.__setattr__(self,'serials',_dflt_serials() if serials is _HAS_DEFAULT_FACTORY else serials)
+        __dataclass_builtins_object__.__setattr__(self,'runtime_error',runtime_error)
+        __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+    return __init__
+
+
+def _dolmen_facts_dcgm_DcgmFacts__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(results={self.results!r}, version={self.version!r}, driver_version={self.driver_version!r}, serials={self.serials!r}, runtime_error={self.runtime_error!r}, unread={self.unread!r})"
+    return __repr__
+
+
+def _dolmen_facts_dcgm_DcgmFacts__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.results,self.version,self.driver_version,self.serials,self.runtime_error,self.unread,)==(other.results,other.version,other.driver_version,other.serials,other.runtime_error,other.unread,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_dcgm_DcgmFacts__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('results','version','driver_version','serials','runtime_error','unread',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_dcgm_DcgmFacts__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('results','version','driver_version','serials','runtime_error','unread',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_dcgm_DcgmFacts__hash__():
+    def __hash__(self):
+        return hash((self.results,self.version,self.driver_version,self.serials,self.runtime_error,self.unread,))
+    return __hash__
+
+
+def _dolmen_facts_dcgm_DiagResult__init__(_type_category, _type_test, _type_status, _type_gpu, _type_messages, _type_error_ids, _type_info, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_messages, _dflt_error_ids, _dflt_info, _return_type):
+    def __init__(self,category:_type_category,test:_type_test,status:_type_status,gpu:_type_gpu=_dflt_gpu,messages:_type_messages=_dflt_messages,error_ids:_type_error_ids=_dflt_error_ids,info:_type_info=_dflt_info)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'category',category)
+        __dataclass_builtins_object__.__setattr__(self,'test',test)
+        __dataclass_builtins_object__.__setattr__(self,'status',status)
+        __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
+        __dataclass_builtins_object__.__setattr__(self,'messages',messages)
+        __dataclass_builtins_object__.__setattr__(self,'error_ids',error_ids)
+        __dataclass_builtins_object__.__setattr__(self,'info',info)
+    return __init__
+
+
+def _dolmen_facts_dcgm_DiagResult__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(category={self.category!r}, test={self.test!r}, status={self.status!r}, gpu={self.gpu!r}, messages={self.messages!r}, error_ids={self.error_ids!r}, info={self.info!r})"
+    return __repr__
+
+
+def _dolmen_facts_dcgm_DiagResult__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.category,self.test,self.status,self.gpu,self.messages,self.error_ids,self.info,)==(other.category,other.test,other.status,other.gpu,other.messages,other.error_ids,other.info,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_dcgm_DiagResult__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('category','test','status','gpu','messages','error_ids','info',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_dcgm_DiagResult__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('category','test','status','gpu','messages','error_ids','info',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_dcgm_DiagResult__hash__():
+    def __hash__(self):
+        return hash((self.category,self.test,self.status,self.gpu,self.messages,self.error_ids,self.info,))
+    return __hash__
+
+
 def _dolmen_facts_gpu_GpuFacts__init__(_type_present, _type_pci_gpus, _type_inventory, _type_gpus, _type_nvlinks, _type_nvlink_notes, _type_driver_version, _type_cuda_version, _type_source, _type_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_present, _dflt_pci_gpus, _dflt_inventory, _dflt_gpus, _dflt_nvlinks, _dflt_nvlink_notes, _dflt_driver_version, _dflt_cuda_version, _dflt_source, _dflt_error, _dflt_unread, _return_type):
     def __init__(self,present:_type_present=_dflt_present,pci_gpus:_type_pci_gpus=_dflt_pci_gpus,inventory:_type_inventory=_HAS_DEFAULT_FACTORY,gpus:_type_gpus=_dflt_gpus,nvlinks:_type_nvlinks=_HAS_DEFAULT_FACTORY,nvlink_notes:_type_nvlink_notes=_HAS_DEFAULT_FACTORY,driver_version:_type_driver_version=_dflt_driver_version,cuda_version:_type_cuda_version=_dflt_cuda_version,source:_type_source=_dflt_source,error:_type_error=_dflt_error,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'present',present)
@@ -2448,6 +2543,8 @@ RECORDS = {
     'dolmen.facts.cpu.model.CpuFacts': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;sockets:int | None:False;cores:int | None:False;threads:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;online:tuple[int, ...] | None:False;isolated:tuple[int, ...] | None:False;smt_active:bool | None:False;cpufreq:tuple[CpuFreqPolicy, ...]:True;implementer:int | None:True;part:int | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_cpu_model_CpuFacts__init__, ('_type_vendor', '_type_model_name', '_type_sockets', '_type_cores', '_type_threads', '_type_flags', '_type_hypervisor', '_type_online', '_type_isolated', '_type_smt_active', '_type_cpufreq', '_type_implementer', '_type_part', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpufreq', '_dflt_implementer', '_dflt_part', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuFacts__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuFacts__hash__, ()),)),
     'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuFreqPolicy__init__, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuFreqPolicy__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuFreqPolicy__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuFreqPolicy__hash__, ()),)),
     'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuInfo__init__, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuInfo__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuInfo__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuInfo__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuInfo__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuInfo__hash__, ()),)),
+    'dolmen.facts.dcgm.DcgmFacts': ('order=False;post_init=False;results:tuple[DiagResult, ...]:True;version:str | None:True;driver_version:str | None:True;serials:Mapping[int, str]:field(False, True, True, True, True, None, None);runtime_error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_dcgm_DcgmFacts__init__, ('_type_results', '_type_version', '_type_driver_version', '_type_serials', '_type_runtime_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_results', '_dflt_version', '_dflt_driver_version', '_dflt_serials', '_dflt_runtime_error', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_dcgm_DcgmFacts__repr__, ()), ('__eq__', _dolmen_facts_dcgm_DcgmFacts__eq__, ()), ('__setattr__', _dolmen_facts_dcgm_DcgmFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_dcgm_DcgmFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_dcgm_DcgmFacts__hash__, ()),)),
+    'dolmen.facts.dcgm.DiagResult': ('order=False;post_init=False;category:str:False;test:str:False;status:str:False;gpu:int | None:True;messages:tuple[str, ...]:True;error_ids:tuple[int, ...]:True;info:tuple[str, ...]:True', (('__init__', _dolmen_facts_dcgm_DiagResult__init__, ('_type_category', '_type_test', '_type_status', '_type_gpu', '_type_messages', '_type_error_ids', '_type_info', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_messages', '_dflt_error_ids', '_dflt_info', '_return_type')), ('__repr__', _dolmen_facts_dcgm_DiagResult__repr__, ()), ('__eq__', _dolmen_facts_dcgm_DiagResult__eq__, ()), ('__setattr__', _dolmen_facts_dcgm_DiagResult__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_dcgm_DiagResult__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_dcgm_DiagResult__hash__, ()),)),
     'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_gpu_GpuFacts__init__, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_gpu_GpuFacts__repr__, ()), ('__eq__', _dolmen_facts_gpu_GpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_gpu_GpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_GpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_GpuFacts__hash__, ()),)),
     'dolmen.facts.gpu.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', (('__init__', _dolmen_facts_gpu_NvlinkGpu__init__, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type')), ('__repr__', _dolmen_facts_gpu_NvlinkGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_NvlinkGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_NvlinkGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_NvlinkGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_NvlinkGpu__hash__, ()),)),
     'dolmen.facts.infiniband.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True', (('__init__', _dolmen_facts_infiniband_IbPort__init__, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_return_type')), ('__repr__', _dolmen_facts_infiniband_IbPort__repr__, ()), ('__eq__', _dolmen_facts_infiniband_IbPort__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_IbPort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_IbPort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_IbPort__hash__, ()),)),

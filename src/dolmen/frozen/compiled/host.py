@@ -912,6 +912,139 @@ def _dolmen_host_gpu_model_Utilization__hash__():
     return __hash__
 
 
+def _dolmen_host_paste_detect_Detected__init__(_type_kind, _type_count, _type_unit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _dflt_unit, _return_type):
+    def __init__(self,kind:_type_kind,count:_type_count=_dflt_count,unit:_type_unit=_dflt_unit)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+        __dataclass_builtins_object__.__setattr__(self,'count',count)
+        __dataclass_builtins_object__.__setattr__(self,'unit',unit)
+    return __init__
+
+
+def _dolmen_host_paste_detect_Detected__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(kind={self.kind!r}, count={self.count!r}, unit={self.unit!r})"
+    return __repr__
+
+
+def _dolmen_host_paste_detect_Detected__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.kind,self.count,self.unit,)==(other.kind,other.count,other.unit,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_host_paste_detect_Detected__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('kind','count','unit',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_host_paste_detect_Detected__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('kind','count','unit',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_host_paste_detect_Detected__hash__():
+    def __hash__(self):
+        return hash((self.kind,self.count,self.unit,))
+    return __hash__
+
+
+def _dolmen_host_paste_detect_Kind__init__(_type_name, _type_label, _type_argv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+    def __init__(self,name:_type_name,label:_type_label,argv:_type_argv)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'label',label)
+        __dataclass_builtins_object__.__setattr__(self,'argv',argv)
+    return __init__
+
+
+def _dolmen_host_paste_detect_Kind__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, label={self.label!r}, argv={self.argv!r})"
+    return __repr__
+
+
+def _dolmen_host_paste_detect_Kind__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.name,self.label,self.argv,)==(other.name,other.label,other.argv,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_host_paste_detect_Kind__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('name','label','argv',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_host_paste_detect_Kind__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('name','label','argv',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_host_paste_detect_Kind__hash__():
+    def __hash__(self):
+        return hash((self.name,self.label,self.argv,))
+    return __hash__
+
+
+def _dolmen_host_paste_sections_Section__init__(_type_title, _type_text, _type_argv, _type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_argv, _dflt_path, _return_type):
+    def __init__(self,title:_type_title,text:_type_text,argv:_type_argv=_dflt_argv,path:_type_path=_dflt_path)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'title',title)
+        __dataclass_builtins_object__.__setattr__(self,'text',text)
+        __dataclass_builtins_object__.__setattr__(self,'argv',argv)
+        __dataclass_builtins_object__.__setattr__(self,'path',path)
+    return __init__
+
+
+def _dolmen_host_paste_sections_Section__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(title={self.title!r}, text={self.text!r}, argv={self.argv!r}, path={self.path!r})"
+    return __repr__
+
+
+def _dolmen_host_paste_sections_Section__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.title,self.text,self.argv,self.path,)==(other.title,other.text,other.argv,other.path,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_host_paste_sections_Section__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('title','text','argv','path',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_host_paste_sections_Section__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('title','text','argv','path',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_host_paste_sections_Section__hash__():
+    def __hash__(self):
+        return hash((self.title,self.text,self.argv,self.path,))
+    return __hash__
+
+
 RECORDS = {
     'dolmen.host.command.CommandResult': ('order=False;post_init=False;argv:tuple[str, ...]:False;status:RunStatus:False;stdout:str:True;stderr:str:True;rc:int | None:True;reason:str:True', (('__init__', _dolmen_host_command_CommandResult__init__, ('_type_argv', '_type_status', '_type_stdout', '_type_stderr', '_type_rc', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_stdout', '_dflt_stderr', '_dflt_rc', '_dflt_reason', '_return_type')), ('__repr__', _dolmen_host_command_CommandResult__repr__, ()), ('__eq__', _dolmen_host_command_CommandResult__eq__, ()), ('__setattr__', _dolmen_host_command_CommandResult__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_command_CommandResult__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_command_CommandResult__hash__, ()),)),
     'dolmen.host.gpu.model.ClockEvents': ('order=False;post_init=False;active:tuple[str, ...] | None:True;counters_us:Mapping[str, int]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_ClockEvents__init__, ('_type_active', '_type_counters_us', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_active', '_dflt_counters_us', '_return_type')), ('__repr__', _dolmen_host_gpu_model_ClockEvents__repr__, ()), ('__eq__', _dolmen_host_gpu_model_ClockEvents__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_ClockEvents__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_ClockEvents__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_ClockEvents__hash__, ()),)),
@@ -932,4 +1065,7 @@ RECORDS = {
     'dolmen.host.gpu.model.RetiredPages': ('order=False;post_init=False;sbe:int | None:True;dbe:int | None:True;pending:bool | None:True', (('__init__', _dolmen_host_gpu_model_RetiredPages__init__, ('_type_sbe', '_type_dbe', '_type_pending', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_sbe', '_dflt_dbe', '_dflt_pending', '_return_type')), ('__repr__', _dolmen_host_gpu_model_RetiredPages__repr__, ()), ('__eq__', _dolmen_host_gpu_model_RetiredPages__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_RetiredPages__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_RetiredPages__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_RetiredPages__hash__, ()),)),
     'dolmen.host.gpu.model.Temperature': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True;shutdown:int | None:True;slowdown:int | None:True;max_operating:int | None:True;memory_max:int | None:True;tlimit:int | None:True;tlimit_shutdown:int | None:True;tlimit_slowdown:int | None:True;tlimit_max_operating:int | None:True', (('__init__', _dolmen_host_gpu_model_Temperature__init__, ('_type_gpu', '_type_memory', '_type_shutdown', '_type_slowdown', '_type_max_operating', '_type_memory_max', '_type_tlimit', '_type_tlimit_shutdown', '_type_tlimit_slowdown', '_type_tlimit_max_operating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_dflt_shutdown', '_dflt_slowdown', '_dflt_max_operating', '_dflt_memory_max', '_dflt_tlimit', '_dflt_tlimit_shutdown', '_dflt_tlimit_slowdown', '_dflt_tlimit_max_operating', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Temperature__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Temperature__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Temperature__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Temperature__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Temperature__hash__, ()),)),
     'dolmen.host.gpu.model.Utilization': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True', (('__init__', _dolmen_host_gpu_model_Utilization__init__, ('_type_gpu', '_type_memory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Utilization__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Utilization__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Utilization__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Utilization__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Utilization__hash__, ()),)),
+    'dolmen.host.paste.detect.Detected': ('order=False;post_init=False;kind:Kind:False;count:int | None:True;unit:str:True', (('__init__', _dolmen_host_paste_detect_Detected__init__, ('_type_kind', '_type_count', '_type_unit', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_count', '_dflt_unit', '_return_type')), ('__repr__', _dolmen_host_paste_detect_Detected__repr__, ()), ('__eq__', _dolmen_host_paste_detect_Detected__eq__, ()), ('__setattr__', _dolmen_host_paste_detect_Detected__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_detect_Detected__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_detect_Detected__hash__, ()),)),
+    'dolmen.host.paste.detect.Kind': ('order=False;post_init=False;name:str:False;label:str:False;argv:tuple[str, ...]:False', (('__init__', _dolmen_host_paste_detect_Kind__init__, ('_type_name', '_type_label', '_type_argv', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_host_paste_detect_Kind__repr__, ()), ('__eq__', _dolmen_host_paste_detect_Kind__eq__, ()), ('__setattr__', _dolmen_host_paste_detect_Kind__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_detect_Kind__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_detect_Kind__hash__, ()),)),
+    'dolmen.host.paste.sections.Section': ('order=False;post_init=False;title:str:False;text:str:False;argv:tuple[str, ...] | None:True;path:str | None:True', (('__init__', _dolmen_host_paste_sections_Section__init__, ('_type_title', '_type_text', '_type_argv', '_type_path', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_argv', '_dflt_path', '_return_type')), ('__repr__', _dolmen_host_paste_sections_Section__repr__, ()), ('__eq__', _dolmen_host_paste_sections_Section__eq__, ()), ('__setattr__', _dolmen_host_paste_sections_Section__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_sections_Section__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_sections_Section__hash__, ()),)),
 }

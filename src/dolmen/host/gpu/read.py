@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from dolmen.host.command import CommandResult, RunStatus
+from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus
 from dolmen.host.gpu import nvsmi_failure as f
 from dolmen.host.gpu.model import GpuInventory
 from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
@@ -78,7 +78,10 @@ def read_nvsmi(host: Runner) -> GpuInventory:
         failed.append(inv)
         if not go_on:
             break
-    best = next((i for i in failed if not (i.error or "").startswith("missing")), failed[0])
+    # "missing" and "not in this bundle" say the least: a later source's absence must not
+    # hide why an earlier one failed (a recorded timeout, nvidia-smi's own words).
+    quiet = ("missing", NOT_IN_BUNDLE)
+    best = next((i for i in failed if not (i.error or "").startswith(quiet)), failed[0])
     return dataclasses.replace(best, attempts=attempts)
 
 
@@ -105,7 +108,7 @@ def read_one(res: CommandResult, parse: Parser) -> tuple[GpuInventory, bool]:
     if failures:
         return GpuInventory(source="nvidia-smi", error=f.describe(failures, what)), False
     inv = _failed(res)
-    return inv, res.status in (RunStatus.MISSING, RunStatus.FAILED)
+    return inv, res.status in (RunStatus.MISSING, RunStatus.UNRECORDED, RunStatus.FAILED)
 
 
 def _failed(res: CommandResult) -> GpuInventory:

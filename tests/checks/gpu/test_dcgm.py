@@ -1,0 +1,58 @@
+"""gpu.dcgm_diag: a recorded diagnostic judged as DCGM judged it, on the right GPU."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.checks.gpu.trees import by_subject, run, tree, xml
+from tests.conftest import make_tree
+from tests.facts.test_dcgm import NEW, OLD
+
+
+def _with_diag(root: Path, doc: object, **kw: object) -> Path:
+    made = tree(root, **kw)  # type: ignore[arg-type]
+    (made / "commands" / "dcgmi%20diag%20-j").write_text(json.dumps(doc))
+    return made
+
+
+def test_failed_test_fails_on_its_gpu_by_serial(tmp_path: Path) -> None:
+    # The H100 recording's GPU 1 has serial S1 once we say so: DCGM 4 names serials.
+    text = xml()
+    serials = re.findall(r"<serial>([^<]*)</serial>", text)
+    doc = json.loads(json.dumps(NEW))
+    for entity, serial in zip(doc["entity_groups"][0]["entities"], serials, strict=False):
+        entity["serial_num"] = serial
+    found = by_subject(run(_with_diag(tmp_path, doc, nvsmi=text, pci={}), "gpu.dcgm_diag"))
+    fails = [f for f in found.values() if f.status.value == "fail"]
+    assert len(fails) == 1 and "GPU 1 DBE" in fails[0].summary
+    assert fails[0].subject.startswith("gpu:0000") and fails[0].evidence["error_ids"] == [43]
+    assert sum(f.status.value == "pass" for f in found.values()) == 1
+
+
+def test_without_inventory_subjects_are_dcgm_indices(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "t", commands={"dcgmi diag -j": json.dumps(OLD)})
+    found = by_subject(run(root, "gpu.dcgm_diag"))
+    assert {s: f.status.value for s, f in found.items()} == {
+        "gpu:index:0": "pass",
+        "gpu:index:1": "pass",
+        "gpu:index:2": "warn",
+        "gpu:index:3": "pass",  # Blacklist passed, PCIe skipped: passed what ran
+    }
+    assert "PCIe replay rate high" in found["gpu:index:2"].summary
+
+
+def test_no_diag_is_a_skip_never_a_pass(tmp_path: Path) -> None:
+    (f,) = run(tree(tmp_path, pci={}), "gpu.dcgm_diag")
+    assert f.status.value == "skip" and "dcgmi diag -j" in f.summary
+
+
+def test_unreadable_or_failed_run_is_unknown(tmp_path: Path) -> None:
+    bad = make_tree(tmp_path / "b", commands={"dcgmi diag -j": '{"DCGM Diagnostic": {"test_'})
+    (f,) = run(bad, "gpu.dcgm_diag")
+    assert f.status.value == "unknown" and "malformed" in f.summary
+    doc = {"DCGM Diagnostic": {"runtime_error": "No GPUs found"}}
+    rt = make_tree(tmp_path / "r", commands={"dcgmi diag -j": json.dumps(doc)})
+    (g,) = run(rt, "gpu.dcgm_diag")
+    assert g.status.value == "unknown" and "No GPUs found" in g.summary
