@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +59,8 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         rc = cli.main(args=args, prog_name="dolmen", standalone_mode=False)
     except DolmenError as e:
         if debug:
+            import traceback
+
             traceback.print_exc()
         _err(f"dolmen: error: {e.message}")
         if e.hint:
@@ -75,6 +76,8 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         if handled is not None:
             return handled
         if debug:
+            import traceback
+
             traceback.print_exc()
         _err(f"dolmen: internal error: {e.__class__.__name__}: {e}")
         if not debug:
