@@ -99,11 +99,17 @@ def test_dolmen_debug_in_the_environment_goes_through_click(
     assert parse(["validate", "--json"]) is None
 
 
+# Modules the quick tier does without (issue 8: it runs every few minutes on every node):
+# click and rich (cli/lean.py), tomllib without a dolmen.toml, traceback without an error,
+# pkgutil (checks/index.py lists the modules).
+NOT_IMPORTED = ("click", "rich", "tomllib", "traceback", "pkgutil")
+
+
 def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
     code = (
         "import sys\nfrom dolmen.cli.main import main\n"
         f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--npd'])\n"
-        "print(rc, sorted(m for m in ('click', 'rich') if m in sys.modules))\n"
+        f"print(rc, sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -113,3 +119,23 @@ def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
     ).stdout
     assert out.splitlines()[-1] == "0 []"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_quick_tier_leaves_the_garbage_collector_as_it_found_it(
+    capsys: pytest.CaptureFixture[str], tree: Path, enabled: bool
+) -> None:
+    """A quick run turns the cyclic collector off while it runs (8% of a run) and restores
+    it, for in-process callers; other levels never touch it."""
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert main(["validate", "--level", "quick", "--from", str(tree), "--npd"]) == 0
+        assert gc.isenabled() is enabled
+        main(["validate", "--level", "standard", "--from", str(tree), "--npd"])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    capsys.readouterr()
