@@ -139,3 +139,57 @@ def test_the_quick_tier_leaves_the_garbage_collector_as_it_found_it(
     finally:
         (gc.enable if was else gc.disable)()
     capsys.readouterr()
+
+
+def test_a_quick_run_leaves_inspect_and_ipaddress_unloaded_until_used(tree: Path) -> None:
+    code = (
+        "import sys\nfrom dolmen.cli.main import main\n"
+        f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--json'])\n"
+        "kinds = [type(sys.modules[m]).__name__ for m in ('inspect', 'ipaddress')]\n"
+        "loaded = [m for m in ('ast', 'dis', 'tokenize') if m in sys.modules]\n"
+        "import dataclasses, inspect\n"
+        "from ipaddress import ip_address\n"
+        "Plain = dataclasses.make_dataclass('Plain', ['x'])  # no docstring: inspect.signature\n"
+        "print(rc, kinds, loaded, Plain.__doc__, ip_address('::1'), type(inspect).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
+    ).stdout
+    assert (
+        out.splitlines()[-1] == "0 ['_Deferred', '_Deferred'] [] Plain(x: 'typing.Any') ::1 module"
+    )
+
+
+def test_a_deferred_module_runs_once_on_first_use_in_the_same_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dolmen.cli.validate_run import defer_imports
+
+    (tmp_path / "dolmen_probe_ok.py").write_text("import sys\nsys.probe_runs += 1\nVALUE = 42\n")
+    (tmp_path / "dolmen_probe_bad.py").write_text("raise RuntimeError('broken on import')\n")
+    (tmp_path / "dolmen_probe_pkg").mkdir()
+    (tmp_path / "dolmen_probe_pkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "probe_runs", 0, raising=False)
+    names = ("dolmen_probe_ok", "dolmen_probe_bad", "dolmen_probe_pkg", "dolmen_probe_absent")
+    for name in names:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    defer_imports(names)
+    assert "dolmen_probe_pkg" not in sys.modules and "dolmen_probe_absent" not in sys.modules
+    import dolmen_probe_ok  # type: ignore[import-not-found]
+
+    assert sys.probe_runs == 0  # type: ignore[attr-defined]
+    assert dolmen_probe_ok.VALUE == 42 and sys.probe_runs == 1  # type: ignore[attr-defined]
+    assert sys.modules["dolmen_probe_ok"] is dolmen_probe_ok and dolmen_probe_ok.VALUE == 42
+    assert type(dolmen_probe_ok).__name__ == "module" and sys.probe_runs == 1  # type: ignore[attr-defined]
+    assert dolmen_probe_ok.__file__ == str(tmp_path / "dolmen_probe_ok.py")
+    import dolmen_probe_bad  # type: ignore[import-not-found]
+
+    with pytest.raises(RuntimeError, match="broken on import"):
+        dolmen_probe_bad.anything  # noqa: B018
+    assert "dolmen_probe_bad" not in sys.modules  # as a failed import leaves it
+    monkeypatch.delitem(sys.modules, "dolmen_probe_ok")
