@@ -115,15 +115,19 @@ def _make(cls: type[T], order: bool) -> type[T]:
         return dataclasses.dataclass(frozen=True, order=order)(cls)
     _mark(cls, fields, order)
     module_globals = sys.modules[cls.__module__].__dict__
+    _, factory, local_names, names = entry
     local = _locals(cls, fields)
-    for name, factory, local_names in entry[1]:
-        made_fn = factory(*(local[n] for n in local_names))
-        # In the class's module, as dataclasses' exec puts it: __module__, and the globals
-        # typing.get_type_hints resolves the annotations in.
-        fn = FunctionType(
-            made_fn.__code__, module_globals, name, made_fn.__defaults__, made_fn.__closure__
-        )
-        fn.__annotations__ = made_fn.__annotations__
+    for name, fn in zip(names, factory(*[local[n] for n in local_names]), strict=True):
+        if name == "__init__":
+            # In the class's module, as dataclasses' exec puts it: the globals
+            # typing.get_type_hints resolves the annotations of __init__ in.
+            made = fn
+            fn = FunctionType(
+                made.__code__, module_globals, name, made.__defaults__, made.__closure__
+            )
+            fn.__annotations__ = made.__annotations__
+        else:  # no annotations: only the module it names changes
+            fn.__module__ = cls.__module__
         fn.__qualname__ = f"{cls.__qualname__}.{name}"
         # dataclasses wraps __repr__ so that a recursive repr prints "..."
         setattr(cls, name, reprlib.recursive_repr("...")(fn) if name == "__repr__" else fn)
@@ -193,7 +197,10 @@ def _compiled(key: str) -> Any:
         return None
     if sys.version_info[:2] != methods.PYTHON:
         return None
-    return methods.RECORDS.get(key)
+    record = methods.RECORDS.get(key)
+    # (shape, factory, its parameters, the methods it returns); another layout is a file
+    # written by an older generator: as stale as a changed class
+    return record if isinstance(record, tuple) and len(record) == 4 else None
 
 
 def _locals(cls: type, fields: dict[str, dataclasses.Field[Any]]) -> dict[str, Any]:
