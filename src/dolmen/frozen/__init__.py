@@ -54,6 +54,8 @@ METHODS = (
     "__hash__",
 )
 
+_METHOD_SET = frozenset(METHODS)
+
 # Every class @frozen made in this process: "module.qualname" -> (class, shape, order,
 # whether compiled methods can stand in for dataclasses' on it).
 REGISTRY: dict[str, tuple[type, str, bool, bool]] = {}
@@ -104,9 +106,7 @@ def _make(cls: type[T], order: bool) -> type[T]:
     # Bases would bring fields; its own __eq__ and the like change what dataclasses adds; no
     # docstring makes dataclasses write one from __init__'s signature.
     covered = (
-        cls.__bases__ == (object,)
-        and bool(cls.__doc__)
-        and not any(m in cls.__dict__ for m in METHODS)
+        cls.__bases__ == (object,) and bool(cls.__doc__) and _METHOD_SET.isdisjoint(cls.__dict__)
     )
     REGISTRY[key] = (cls, form, order, covered)
     entry = _compiled(key) if covered else None
@@ -135,7 +135,8 @@ def _make(cls: type[T], order: bool) -> type[T]:
 
 
 # An annotation naming one of these is not a plain field: dataclasses decides what it is.
-_PSEUDO = ("ClassVar", "InitVar", "KW_ONLY")
+def _pseudo(annotation: str) -> bool:
+    return "ClassVar" in annotation or "InitVar" in annotation or "KW_ONLY" in annotation
 
 
 def _fields(cls: type) -> dict[str, dataclasses.Field[Any]] | None:
@@ -150,7 +151,7 @@ def _fields(cls: type) -> dict[str, dataclasses.Field[Any]] | None:
     annotations = body.get("__annotations__", {})
     fields: dict[str, dataclasses.Field[Any]] = {}
     for name, annotation in annotations.items():
-        if not isinstance(annotation, str) or any(p in annotation for p in _PSEUDO):
+        if not isinstance(annotation, str) or _pseudo(annotation):
             return None
         default = getattr(cls, name, MISSING)
         if isinstance(default, Field):
