@@ -85,7 +85,7 @@ def main() -> int:
         cpu = {label: statistics.median(c for _, c in t) for label, t in times.items()}
         bare, bare_cpu = wall["python -c pass"], cpu["python -c pass"]
         print(f"8-GPU H100 host tree, {args.runs} runs each, bytecode cached; medians")
-        print(f"  {'':<38}  {'wall clock':>24}   {'CPU (user+system)':>20}")
+        print(f"  {'':<38}  {'wall clock':<32}  CPU (user + system)")
         for label, med in wall.items():
             low = min(w for w, _ in times[label])
             print(
