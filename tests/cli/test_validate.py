@@ -193,3 +193,23 @@ def test_a_deferred_module_runs_once_on_first_use_in_the_same_object(
         dolmen_probe_bad.anything  # noqa: B018
     assert "dolmen_probe_bad" not in sys.modules  # as a failed import leaves it
     monkeypatch.delitem(sys.modules, "dolmen_probe_ok")
+
+
+def test_only_a_process_of_its_own_skips_the_final_collection(tree: Path) -> None:
+    """``main()`` reading sys.argv (the console script) freezes the run's objects on the way
+    out; ``main(argv)`` (an in-process caller) leaves the collector to its caller."""
+    args = ["validate", "--level", "quick", "--from", str(tree), "--npd"]
+    code = (
+        "import gc, sys\nfrom dolmen.cli.main import main\n"
+        f"rc = main({args!r})\nexplicit = gc.get_freeze_count()\n"
+        f"sys.argv[1:] = {args!r}\nrc2 = main()\n"
+        "print(rc, explicit, rc2, gc.get_freeze_count() > 1000, gc.isenabled())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
+    ).stdout
+    assert out.splitlines()[-1] == "0 0 0 True True"

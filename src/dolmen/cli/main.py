@@ -51,9 +51,12 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
 
             quick = parse(args)
         if quick is not None:
-            from dolmen.cli.validate_run import run_validate
+            from dolmen.cli.validate_run import run_validate, skip_final_collection
 
-            return run_validate(**quick)
+            rc = run_validate(**quick)
+            if argv is None and quick["level"] == "quick":  # this process's own command
+                skip_final_collection()
+            return rc
         from dolmen.cli.group import cli
 
         rc = cli.main(args=args, prog_name="dolmen", standalone_mode=False)
