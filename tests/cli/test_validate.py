@@ -126,11 +126,17 @@ def test_dolmen_debug_in_the_environment_goes_through_click(
     assert parse(["validate", "--json"]) is None
 
 
+# Modules the quick tier does without (issue 8: it runs every few minutes on every node):
+# click and rich (cli/lean.py), tomllib without a dolmen.toml, traceback without an error,
+# pkgutil (checks/index.py lists the modules).
+NOT_IMPORTED = ("click", "rich", "tomllib", "traceback", "pkgutil")
+
+
 def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
     code = (
         "import sys\nfrom dolmen.cli.main import main\n"
         f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--npd'])\n"
-        "print(rc, sorted(m for m in ('click', 'rich') if m in sys.modules))\n"
+        f"print(rc, sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -152,3 +158,97 @@ def test_list_honours_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert [c["id"] for c in doc["checks"]] == sorted(load_registry())
     ecc = next(c for c in doc["checks"] if c["id"] == "gpu.ecc.volatile_uncorrectable")
     assert ecc["level"] == "quick" and ecc["category"] == "gpu" and "gpu" in ecc["needs"]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_quick_tier_leaves_the_garbage_collector_as_it_found_it(
+    capsys: pytest.CaptureFixture[str], tree: Path, enabled: bool
+) -> None:
+    """A quick run turns the cyclic collector off while it runs (8% of a run) and restores
+    it, for in-process callers; other levels never touch it."""
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert main(["validate", "--level", "quick", "--from", str(tree), "--npd"]) == 0
+        assert gc.isenabled() is enabled
+        main(["validate", "--level", "standard", "--from", str(tree), "--npd"])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    capsys.readouterr()
+
+
+def test_a_quick_run_leaves_inspect_and_ipaddress_unloaded_until_used(tree: Path) -> None:
+    code = (
+        "import sys\nfrom dolmen.cli.main import main\n"
+        f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--json'])\n"
+        "kinds = [type(sys.modules[m]).__name__ for m in ('inspect', 'ipaddress')]\n"
+        "loaded = [m for m in ('ast', 'dis', 'tokenize') if m in sys.modules]\n"
+        "import dataclasses, inspect\n"
+        "from ipaddress import ip_address\n"
+        "Plain = dataclasses.make_dataclass('Plain', ['x'])  # no docstring: inspect.signature\n"
+        "print(rc, kinds, loaded, Plain.__doc__, ip_address('::1'), type(inspect).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
+    ).stdout
+    assert (
+        out.splitlines()[-1] == "0 ['_Deferred', '_Deferred'] [] Plain(x: 'typing.Any') ::1 module"
+    )
+
+
+def test_a_deferred_module_runs_once_on_first_use_in_the_same_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dolmen.cli.validate_run import defer_imports
+
+    (tmp_path / "dolmen_probe_ok.py").write_text("import sys\nsys.probe_runs += 1\nVALUE = 42\n")
+    (tmp_path / "dolmen_probe_bad.py").write_text("raise RuntimeError('broken on import')\n")
+    (tmp_path / "dolmen_probe_pkg").mkdir()
+    (tmp_path / "dolmen_probe_pkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "probe_runs", 0, raising=False)
+    names = ("dolmen_probe_ok", "dolmen_probe_bad", "dolmen_probe_pkg", "dolmen_probe_absent")
+    for name in names:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    defer_imports(names)
+    assert "dolmen_probe_pkg" not in sys.modules and "dolmen_probe_absent" not in sys.modules
+    import dolmen_probe_ok  # type: ignore[import-not-found]
+
+    assert sys.probe_runs == 0  # type: ignore[attr-defined]
+    assert dolmen_probe_ok.VALUE == 42 and sys.probe_runs == 1  # type: ignore[attr-defined]
+    assert sys.modules["dolmen_probe_ok"] is dolmen_probe_ok and dolmen_probe_ok.VALUE == 42
+    assert type(dolmen_probe_ok).__name__ == "module" and sys.probe_runs == 1  # type: ignore[attr-defined]
+    assert dolmen_probe_ok.__file__ == str(tmp_path / "dolmen_probe_ok.py")
+    import dolmen_probe_bad  # type: ignore[import-not-found]
+
+    with pytest.raises(RuntimeError, match="broken on import"):
+        dolmen_probe_bad.anything  # noqa: B018
+    assert "dolmen_probe_bad" not in sys.modules  # as a failed import leaves it
+    monkeypatch.delitem(sys.modules, "dolmen_probe_ok")
+
+
+def test_only_a_process_of_its_own_skips_the_final_collection(tree: Path) -> None:
+    """``main()`` reading sys.argv (the console script) freezes the run's objects on the way
+    out; ``main(argv)`` (an in-process caller) leaves the collector to its caller."""
+    args = ["validate", "--level", "quick", "--from", str(tree), "--npd"]
+    code = (
+        "import gc, sys\nfrom dolmen.cli.main import main\n"
+        f"rc = main({args!r})\nexplicit = gc.get_freeze_count()\n"
+        f"sys.argv[1:] = {args!r}\nrc2 = main()\n"
+        "print(rc, explicit, rc2, gc.get_freeze_count() > 1000, gc.isenabled())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
+    ).stdout
+    assert out.splitlines()[-1] == "0 0 0 True True"

@@ -54,6 +54,23 @@ def test_each_class_uses_the_compiled_methods(key: str) -> None:
     assert cls.__init__.__code__.co_filename == methods.__file__
 
 
+def _field(f: dataclasses.Field[Any]) -> tuple[object, ...]:
+    """All that dataclasses records of a field (``_field_type``: a field, not a ClassVar)."""
+    return (
+        f.name,
+        f.type,
+        f.default,
+        f.default_factory,
+        f.init,
+        f.repr,
+        f.hash,
+        f.compare,
+        dict(f.metadata),
+        f.kw_only,
+        f._field_type,  # type: ignore[attr-defined]
+    )
+
+
 def _hints(fn: object) -> object:
     try:
         return typing.get_type_hints(fn)
@@ -69,13 +86,14 @@ def test_each_class_is_the_dataclass_it_replaces(key: str) -> None:
     assert str(inspect.signature(cls)) == str(inspect.signature(twin))
     assert repr(cls.__dataclass_params__) == repr(twin.__dataclass_params__)  # type: ignore[attr-defined]
     assert cls.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
-    assert [
-        (f.name, f.type, f.default, f.compare, f.hash, f.repr, f.init)
-        for f in dataclasses.fields(cls)
-    ] == [
-        (f.name, f.type, f.default, f.compare, f.hash, f.repr, f.init)
-        for f in dataclasses.fields(twin)
+    assert [_field(f) for f in cls.__dataclass_fields__.values()] == [  # type: ignore[attr-defined]
+        _field(f)
+        for f in twin.__dataclass_fields__.values()  # type: ignore[attr-defined]
     ]
+    assert [(k, getattr(cls, k, None)) for k in cls.__dataclass_fields__] == [  # type: ignore[attr-defined]
+        (k, getattr(twin, k, None))
+        for k in twin.__dataclass_fields__  # type: ignore[attr-defined]
+    ], "class attributes hold the defaults, as dataclasses leaves them"
     assert _hints(cls.__init__) == _hints(twin.__init__)
     for name in METHODS:
         assert (name in cls.__dict__) == (name in twin.__dict__), name

@@ -230,6 +230,34 @@ def test_unknown_products_match_nothing(name: str) -> None:
     assert load_kb().gpus.match(name) is None
 
 
+def _by_regex(name: str) -> list[str]:
+    """What the catalogue matched before plain names skipped the regular expression."""
+    gpus = load_kb().gpus
+    name = normalize_name(name)
+    return [
+        m.id for m in gpus.models if any(re.fullmatch(p, name, re.IGNORECASE) for p in m.patterns)
+    ]
+
+
+def test_matching_is_the_regular_expressions_on_every_spelling() -> None:
+    """Plain names compare lowered instead of compiling: the same answers as fullmatch with
+    IGNORECASE, on every pattern's own text, upper and lower case, the non-ASCII letters
+    IGNORECASE folds onto ASCII (Kelvin sign, long s, dotless i) and near misses."""
+    gpus = load_kb().gpus
+    names = [n for m in gpus.models for n in m.patterns]
+    names += [f(n) for n in names for f in (str.upper, str.lower, lambda t: t + "X")]
+    names += [
+        n.replace(a, b)
+        for n in names
+        for a, b in (("K", "\u212a"), ("S", "\u017f"), ("I", "\u0131"))
+    ]
+    names += ["NVIDIA A100-SXM-80GB", "nvidia a100-sxm4-80gb", "NVIDIA A100-SXM44-80GB"]
+    for name in names:
+        assert [m.id for m in gpus.matches(name)] == _by_regex(name), name
+        found = gpus.match(name)
+        assert (found.id if found else None) == next(iter(_by_regex(name)), None), name
+
+
 def _recorded_names() -> list[str]:
     names: set[str] = set()
     for path in recordings_in("nvidia-smi-xml", "*.xml") + recordings_in(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,14 +52,19 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
 
             quick = parse(args)
         if quick is not None:
-            from dolmen.cli.validate_run import run_validate
+            from dolmen.cli.validate_run import run_validate, skip_final_collection
 
-            return run_validate(**quick)
+            rc = run_validate(**quick)
+            if argv is None and quick["level"] == "quick":  # this process's own command
+                skip_final_collection()
+            return rc
         from dolmen.cli.group import cli
 
         rc = cli.main(args=args, prog_name="dolmen", standalone_mode=False)
     except DolmenError as e:
         if debug:
+            import traceback
+
             traceback.print_exc()
         _err(f"dolmen: error: {e.message}")
         if e.hint:
@@ -76,6 +80,8 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         if handled is not None:
             return handled
         if debug:
+            import traceback
+
             traceback.print_exc()
         _err(f"dolmen: internal error: {e.__class__.__name__}: {e}")
         if not debug:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dolmen.facts.pci.lspci import parse_lspci_vvv
 from dolmen.facts.pci.model import GENERATIONS, AerCounters, PciDevice, PciFacts, PciLink, make_link
 from dolmen.facts.pci.sysfs import (
     DEVICES,
@@ -44,7 +43,6 @@ __all__ = [
     "parent_from_link",
     "parse_aer",
     "parse_link_speed",
-    "parse_lspci_vvv",
     "parse_uevent",
     "read_device",
 ]
@@ -57,6 +55,9 @@ def collect(host: Host) -> PciFacts:
     devices = [read_device(host, bdf, unread) for bdf in bdfs]
     if devices and any(d.current_link is not None for d in devices):
         return PciFacts(tuple(devices), unread)
+
+    # Imported here: sysfs has the links on most hosts, and lspci's patterns cost 1 ms.
+    from dolmen.facts.pci.lspci import parse_lspci_vvv
 
     res = host.run(["lspci", "-vvv"], timeout=30)
     # lspci prints what it could before failing; keep it when there is any.

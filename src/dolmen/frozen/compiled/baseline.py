@@ -9,7 +9,7 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_baseline_Baseline__init__(_type_gpus, _type_ib_ports, _type_pcie, _type_driver_version, _type_cuda_version, _type_memory_bytes, _type_cpu_model, _type_cpu_threads, _type_nvme_count, _type_captured_from, _type_created, _type_path, _type_tolerances, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_ib_ports, _dflt_pcie, _dflt_driver_version, _dflt_cuda_version, _dflt_memory_bytes, _dflt_cpu_model, _dflt_cpu_threads, _dflt_nvme_count, _dflt_captured_from, _dflt_created, _dflt_path, _dflt_tolerances, _return_type):
+def _dolmen_baseline_Baseline(_type_gpus, _type_ib_ports, _type_pcie, _type_driver_version, _type_cuda_version, _type_memory_bytes, _type_cpu_model, _type_cpu_threads, _type_nvme_count, _type_captured_from, _type_created, _type_path, _type_tolerances, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_ib_ports, _dflt_pcie, _dflt_driver_version, _dflt_cuda_version, _dflt_memory_bytes, _dflt_cpu_model, _dflt_cpu_threads, _dflt_nvme_count, _dflt_captured_from, _dflt_created, _dflt_path, _dflt_tolerances, _return_type, cls, FrozenInstanceError):
     def __init__(self,gpus:_type_gpus=_dflt_gpus,ib_ports:_type_ib_ports=_dflt_ib_ports,pcie:_type_pcie=_dflt_pcie,driver_version:_type_driver_version=_dflt_driver_version,cuda_version:_type_cuda_version=_dflt_cuda_version,memory_bytes:_type_memory_bytes=_dflt_memory_bytes,cpu_model:_type_cpu_model=_dflt_cpu_model,cpu_threads:_type_cpu_threads=_dflt_cpu_threads,nvme_count:_type_nvme_count=_dflt_nvme_count,captured_from:_type_captured_from=_dflt_captured_from,created:_type_created=_dflt_created,path:_type_path=_dflt_path,tolerances:_type_tolerances=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
         __dataclass_builtins_object__.__setattr__(self,'ib_ports',ib_ports)
@@ -24,46 +24,26 @@ def _dolmen_baseline_Baseline__init__(_type_gpus, _type_ib_ports, _type_pcie, _t
         __dataclass_builtins_object__.__setattr__(self,'created',created)
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'tolerances',_dflt_tolerances() if tolerances is _HAS_DEFAULT_FACTORY else tolerances)
-    return __init__
-
-
-def _dolmen_baseline_Baseline__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(gpus={self.gpus!r}, ib_ports={self.ib_ports!r}, pcie={self.pcie!r}, driver_version={self.driver_version!r}, cuda_version={self.cuda_version!r}, memory_bytes={self.memory_bytes!r}, cpu_model={self.cpu_model!r}, cpu_threads={self.cpu_threads!r}, nvme_count={self.nvme_count!r}, captured_from={self.captured_from!r}, created={self.created!r}, path={self.path!r}, tolerances={self.tolerances!r})"
-    return __repr__
-
-
-def _dolmen_baseline_Baseline__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.gpus,self.ib_ports,self.pcie,self.driver_version,self.cuda_version,self.memory_bytes,self.cpu_model,self.cpu_threads,self.nvme_count,self.captured_from,self.created,self.path,self.tolerances,)==(other.gpus,other.ib_ports,other.pcie,other.driver_version,other.cuda_version,other.memory_bytes,other.cpu_model,other.cpu_threads,other.nvme_count,other.captured_from,other.created,other.path,other.tolerances,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_baseline_Baseline__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('gpus','ib_ports','pcie','driver_version','cuda_version','memory_bytes','cpu_model','cpu_threads','nvme_count','captured_from','created','path','tolerances',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_baseline_Baseline__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('gpus','ib_ports','pcie','driver_version','cuda_version','memory_bytes','cpu_model','cpu_threads','nvme_count','captured_from','created','path','tolerances',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_baseline_Baseline__hash__():
     def __hash__(self):
         return hash((self.gpus,self.ib_ports,self.pcie,self.driver_version,self.cuda_version,self.memory_bytes,self.cpu_model,self.cpu_threads,self.nvme_count,self.captured_from,self.created,self.path,self.tolerances,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_baseline_BaselineGpu__init__(_type_bus_id, _type_model, _type_vbios, _type_pcie_gen_max, _type_pcie_width_max, _type_nvlinks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_baseline_BaselineGpu(_type_bus_id, _type_model, _type_vbios, _type_pcie_gen_max, _type_pcie_width_max, _type_nvlinks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,bus_id:_type_bus_id,model:_type_model,vbios:_type_vbios,pcie_gen_max:_type_pcie_gen_max,pcie_width_max:_type_pcie_width_max,nvlinks:_type_nvlinks)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'bus_id',bus_id)
         __dataclass_builtins_object__.__setattr__(self,'model',model)
@@ -71,140 +51,80 @@ def _dolmen_baseline_BaselineGpu__init__(_type_bus_id, _type_model, _type_vbios,
         __dataclass_builtins_object__.__setattr__(self,'pcie_gen_max',pcie_gen_max)
         __dataclass_builtins_object__.__setattr__(self,'pcie_width_max',pcie_width_max)
         __dataclass_builtins_object__.__setattr__(self,'nvlinks',nvlinks)
-    return __init__
-
-
-def _dolmen_baseline_BaselineGpu__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(bus_id={self.bus_id!r}, model={self.model!r}, vbios={self.vbios!r}, pcie_gen_max={self.pcie_gen_max!r}, pcie_width_max={self.pcie_width_max!r}, nvlinks={self.nvlinks!r})"
-    return __repr__
-
-
-def _dolmen_baseline_BaselineGpu__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.bus_id,self.model,self.vbios,self.pcie_gen_max,self.pcie_width_max,self.nvlinks,)==(other.bus_id,other.model,other.vbios,other.pcie_gen_max,other.pcie_width_max,other.nvlinks,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_baseline_BaselineGpu__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('bus_id','model','vbios','pcie_gen_max','pcie_width_max','nvlinks',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_baseline_BaselineGpu__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('bus_id','model','vbios','pcie_gen_max','pcie_width_max','nvlinks',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_baseline_BaselineGpu__hash__():
     def __hash__(self):
         return hash((self.bus_id,self.model,self.vbios,self.pcie_gen_max,self.pcie_width_max,self.nvlinks,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_baseline_BaselineLink__init__(_type_bdf, _type_vendor_id, _type_class_id, _type_generation, _type_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_baseline_BaselineLink(_type_bdf, _type_vendor_id, _type_class_id, _type_generation, _type_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,bdf:_type_bdf,vendor_id:_type_vendor_id,class_id:_type_class_id,generation:_type_generation,width:_type_width)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'bdf',bdf)
         __dataclass_builtins_object__.__setattr__(self,'vendor_id',vendor_id)
         __dataclass_builtins_object__.__setattr__(self,'class_id',class_id)
         __dataclass_builtins_object__.__setattr__(self,'generation',generation)
         __dataclass_builtins_object__.__setattr__(self,'width',width)
-    return __init__
-
-
-def _dolmen_baseline_BaselineLink__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(bdf={self.bdf!r}, vendor_id={self.vendor_id!r}, class_id={self.class_id!r}, generation={self.generation!r}, width={self.width!r})"
-    return __repr__
-
-
-def _dolmen_baseline_BaselineLink__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.bdf,self.vendor_id,self.class_id,self.generation,self.width,)==(other.bdf,other.vendor_id,other.class_id,other.generation,other.width,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_baseline_BaselineLink__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('bdf','vendor_id','class_id','generation','width',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_baseline_BaselineLink__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('bdf','vendor_id','class_id','generation','width',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_baseline_BaselineLink__hash__():
     def __hash__(self):
         return hash((self.bdf,self.vendor_id,self.class_id,self.generation,self.width,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_baseline_BaselinePort__init__(_type_device, _type_port, _type_rate_gbps, _type_link_layer, _type_fw_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_baseline_BaselinePort(_type_device, _type_port, _type_rate_gbps, _type_link_layer, _type_fw_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,device:_type_device,port:_type_port,rate_gbps:_type_rate_gbps,link_layer:_type_link_layer,fw_version:_type_fw_version)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'port',port)
         __dataclass_builtins_object__.__setattr__(self,'rate_gbps',rate_gbps)
         __dataclass_builtins_object__.__setattr__(self,'link_layer',link_layer)
         __dataclass_builtins_object__.__setattr__(self,'fw_version',fw_version)
-    return __init__
-
-
-def _dolmen_baseline_BaselinePort__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, rate_gbps={self.rate_gbps!r}, link_layer={self.link_layer!r}, fw_version={self.fw_version!r})"
-    return __repr__
-
-
-def _dolmen_baseline_BaselinePort__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.device,self.port,self.rate_gbps,self.link_layer,self.fw_version,)==(other.device,other.port,other.rate_gbps,other.link_layer,other.fw_version,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_baseline_BaselinePort__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('device','port','rate_gbps','link_layer','fw_version',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_baseline_BaselinePort__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('device','port','rate_gbps','link_layer','fw_version',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_baseline_BaselinePort__hash__():
     def __hash__(self):
         return hash((self.device,self.port,self.rate_gbps,self.link_layer,self.fw_version,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.baseline.Baseline': ('order=False;post_init=False;gpus:tuple[BaselineGpu, ...]:True;ib_ports:tuple[BaselinePort, ...]:True;pcie:tuple[BaselineLink, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;memory_bytes:int | None:True;cpu_model:str | None:True;cpu_threads:int | None:True;nvme_count:int | None:True;captured_from:str:True;created:str:True;path:str:True;tolerances:Mapping[str, float]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_baseline_Baseline__init__, ('_type_gpus', '_type_ib_ports', '_type_pcie', '_type_driver_version', '_type_cuda_version', '_type_memory_bytes', '_type_cpu_model', '_type_cpu_threads', '_type_nvme_count', '_type_captured_from', '_type_created', '_type_path', '_type_tolerances', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_ib_ports', '_dflt_pcie', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_memory_bytes', '_dflt_cpu_model', '_dflt_cpu_threads', '_dflt_nvme_count', '_dflt_captured_from', '_dflt_created', '_dflt_path', '_dflt_tolerances', '_return_type')), ('__repr__', _dolmen_baseline_Baseline__repr__, ()), ('__eq__', _dolmen_baseline_Baseline__eq__, ()), ('__setattr__', _dolmen_baseline_Baseline__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_baseline_Baseline__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_baseline_Baseline__hash__, ()),)),
-    'dolmen.baseline.BaselineGpu': ('order=False;post_init=False;bus_id:str:False;model:str | None:False;vbios:str | None:False;pcie_gen_max:int | None:False;pcie_width_max:int | None:False;nvlinks:int | None:False', (('__init__', _dolmen_baseline_BaselineGpu__init__, ('_type_bus_id', '_type_model', '_type_vbios', '_type_pcie_gen_max', '_type_pcie_width_max', '_type_nvlinks', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_baseline_BaselineGpu__repr__, ()), ('__eq__', _dolmen_baseline_BaselineGpu__eq__, ()), ('__setattr__', _dolmen_baseline_BaselineGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_baseline_BaselineGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_baseline_BaselineGpu__hash__, ()),)),
-    'dolmen.baseline.BaselineLink': ('order=False;post_init=False;bdf:str:False;vendor_id:str | None:False;class_id:str | None:False;generation:int | None:False;width:int | None:False', (('__init__', _dolmen_baseline_BaselineLink__init__, ('_type_bdf', '_type_vendor_id', '_type_class_id', '_type_generation', '_type_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_baseline_BaselineLink__repr__, ()), ('__eq__', _dolmen_baseline_BaselineLink__eq__, ()), ('__setattr__', _dolmen_baseline_BaselineLink__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_baseline_BaselineLink__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_baseline_BaselineLink__hash__, ()),)),
-    'dolmen.baseline.BaselinePort': ('order=False;post_init=False;device:str:False;port:int:False;rate_gbps:float | None:False;link_layer:str | None:False;fw_version:str | None:False', (('__init__', _dolmen_baseline_BaselinePort__init__, ('_type_device', '_type_port', '_type_rate_gbps', '_type_link_layer', '_type_fw_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_baseline_BaselinePort__repr__, ()), ('__eq__', _dolmen_baseline_BaselinePort__eq__, ()), ('__setattr__', _dolmen_baseline_BaselinePort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_baseline_BaselinePort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_baseline_BaselinePort__hash__, ()),)),
+    'dolmen.baseline.Baseline': ('order=False;post_init=False;gpus:tuple[BaselineGpu, ...]:True;ib_ports:tuple[BaselinePort, ...]:True;pcie:tuple[BaselineLink, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;memory_bytes:int | None:True;cpu_model:str | None:True;cpu_threads:int | None:True;nvme_count:int | None:True;captured_from:str:True;created:str:True;path:str:True;tolerances:Mapping[str, float]:field(False, True, True, True, True, None, None)', _dolmen_baseline_Baseline, ('_type_gpus', '_type_ib_ports', '_type_pcie', '_type_driver_version', '_type_cuda_version', '_type_memory_bytes', '_type_cpu_model', '_type_cpu_threads', '_type_nvme_count', '_type_captured_from', '_type_created', '_type_path', '_type_tolerances', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_ib_ports', '_dflt_pcie', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_memory_bytes', '_dflt_cpu_model', '_dflt_cpu_threads', '_dflt_nvme_count', '_dflt_captured_from', '_dflt_created', '_dflt_path', '_dflt_tolerances', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.baseline.BaselineGpu': ('order=False;post_init=False;bus_id:str:False;model:str | None:False;vbios:str | None:False;pcie_gen_max:int | None:False;pcie_width_max:int | None:False;nvlinks:int | None:False', _dolmen_baseline_BaselineGpu, ('_type_bus_id', '_type_model', '_type_vbios', '_type_pcie_gen_max', '_type_pcie_width_max', '_type_nvlinks', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.baseline.BaselineLink': ('order=False;post_init=False;bdf:str:False;vendor_id:str | None:False;class_id:str | None:False;generation:int | None:False;width:int | None:False', _dolmen_baseline_BaselineLink, ('_type_bdf', '_type_vendor_id', '_type_class_id', '_type_generation', '_type_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.baseline.BaselinePort': ('order=False;post_init=False;device:str:False;port:int:False;rate_gbps:float | None:False;link_layer:str | None:False;fw_version:str | None:False', _dolmen_baseline_BaselinePort, ('_type_device', '_type_port', '_type_rate_gbps', '_type_link_layer', '_type_fw_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

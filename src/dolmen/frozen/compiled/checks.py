@@ -9,50 +9,30 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_checks_gpu_xid_traps_TrapInput__init__(_type_who, _type_xid109_repeats, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_checks_gpu_xid_traps_TrapInput(_type_who, _type_xid109_repeats, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,who:_type_who,xid109_repeats:_type_xid109_repeats)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'who',who)
         __dataclass_builtins_object__.__setattr__(self,'xid109_repeats',xid109_repeats)
-    return __init__
-
-
-def _dolmen_checks_gpu_xid_traps_TrapInput__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(who={self.who!r}, xid109_repeats={self.xid109_repeats!r})"
-    return __repr__
-
-
-def _dolmen_checks_gpu_xid_traps_TrapInput__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.who,self.xid109_repeats,)==(other.who,other.xid109_repeats,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_gpu_xid_traps_TrapInput__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('who','xid109_repeats',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_gpu_xid_traps_TrapInput__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('who','xid109_repeats',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_gpu_xid_traps_TrapInput__hash__():
     def __hash__(self):
         return hash((self.who,self.xid109_repeats,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_model_CheckSpec__init__(_type_id, _type_title, _type_level, _type_needs, _type_when, _type_remedy, _type_limits, _type_source, _type_gating, _type_fn, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_checks_model_CheckSpec(_type_id, _type_title, _type_level, _type_needs, _type_when, _type_remedy, _type_limits, _type_source, _type_gating, _type_fn, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,title:_type_title,level:_type_level,needs:_type_needs,when:_type_when,remedy:_type_remedy,limits:_type_limits,source:_type_source,gating:_type_gating,fn:_type_fn)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'title',title)
@@ -64,46 +44,26 @@ def _dolmen_checks_model_CheckSpec__init__(_type_id, _type_title, _type_level, _
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'gating',gating)
         __dataclass_builtins_object__.__setattr__(self,'fn',fn)
-    return __init__
-
-
-def _dolmen_checks_model_CheckSpec__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, title={self.title!r}, level={self.level!r}, needs={self.needs!r}, when={self.when!r}, remedy={self.remedy!r}, limits={self.limits!r}, source={self.source!r}, gating={self.gating!r}, fn={self.fn!r})"
-    return __repr__
-
-
-def _dolmen_checks_model_CheckSpec__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.title,self.level,self.needs,self.when,self.remedy,self.limits,self.source,self.gating,self.fn,)==(other.id,other.title,other.level,other.needs,other.when,other.remedy,other.limits,other.source,other.gating,other.fn,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_model_CheckSpec__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','title','level','needs','when','remedy','limits','source','gating','fn',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_model_CheckSpec__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','title','level','needs','when','remedy','limits','source','gating','fn',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_model_CheckSpec__hash__():
     def __hash__(self):
         return hash((self.id,self.title,self.level,self.needs,self.when,self.remedy,self.limits,self.source,self.gating,self.fn,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_model_Finding__init__(_type_check, _type_category, _type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, _type_gating, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gating, _return_type):
+def _dolmen_checks_model_Finding(_type_check, _type_category, _type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, _type_gating, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gating, _return_type, cls, FrozenInstanceError):
     def __init__(self,check:_type_check,category:_type_category,status:_type_status,subject:_type_subject,summary:_type_summary,remedy:_type_remedy,evidence:_type_evidence,gating:_type_gating=_dflt_gating)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'check',check)
         __dataclass_builtins_object__.__setattr__(self,'category',category)
@@ -113,137 +73,77 @@ def _dolmen_checks_model_Finding__init__(_type_check, _type_category, _type_stat
         __dataclass_builtins_object__.__setattr__(self,'remedy',remedy)
         __dataclass_builtins_object__.__setattr__(self,'evidence',evidence)
         __dataclass_builtins_object__.__setattr__(self,'gating',gating)
-    return __init__
-
-
-def _dolmen_checks_model_Finding__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(check={self.check!r}, category={self.category!r}, status={self.status!r}, subject={self.subject!r}, summary={self.summary!r}, remedy={self.remedy!r}, evidence={self.evidence!r}, gating={self.gating!r})"
-    return __repr__
-
-
-def _dolmen_checks_model_Finding__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,)==(other.check,other.category,other.status,other.subject,other.summary,other.remedy,other.evidence,other.gating,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_model_Finding__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_model_Finding__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_model_Finding__hash__():
     def __hash__(self):
         return hash((self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_model_Outcome__init__(_type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_remedy, _dflt_evidence, _return_type):
+def _dolmen_checks_model_Outcome(_type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_remedy, _dflt_evidence, _return_type, cls, FrozenInstanceError):
     def __init__(self,status:_type_status,subject:_type_subject,summary:_type_summary,remedy:_type_remedy=_dflt_remedy,evidence:_type_evidence=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'status',status)
         __dataclass_builtins_object__.__setattr__(self,'subject',subject)
         __dataclass_builtins_object__.__setattr__(self,'summary',summary)
         __dataclass_builtins_object__.__setattr__(self,'remedy',remedy)
         __dataclass_builtins_object__.__setattr__(self,'evidence',_dflt_evidence() if evidence is _HAS_DEFAULT_FACTORY else evidence)
-    return __init__
-
-
-def _dolmen_checks_model_Outcome__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(status={self.status!r}, subject={self.subject!r}, summary={self.summary!r}, remedy={self.remedy!r}, evidence={self.evidence!r})"
-    return __repr__
-
-
-def _dolmen_checks_model_Outcome__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.status,self.subject,self.summary,self.remedy,self.evidence,)==(other.status,other.subject,other.summary,other.remedy,other.evidence,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_model_Outcome__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('status','subject','summary','remedy','evidence',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_model_Outcome__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('status','subject','summary','remedy','evidence',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_model_Outcome__hash__():
     def __hash__(self):
         return hash((self.status,self.subject,self.summary,self.remedy,self.evidence,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_recent_Window__init__(_type_hours, _type_now, _type_now_boot, _type_reference, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_checks_recent_Window(_type_hours, _type_now, _type_now_boot, _type_reference, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,hours:_type_hours,now:_type_now,now_boot:_type_now_boot,reference:_type_reference)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'hours',hours)
         __dataclass_builtins_object__.__setattr__(self,'now',now)
         __dataclass_builtins_object__.__setattr__(self,'now_boot',now_boot)
         __dataclass_builtins_object__.__setattr__(self,'reference',reference)
-    return __init__
-
-
-def _dolmen_checks_recent_Window__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(hours={self.hours!r}, now={self.now!r}, now_boot={self.now_boot!r}, reference={self.reference!r})"
-    return __repr__
-
-
-def _dolmen_checks_recent_Window__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.hours,self.now,self.now_boot,self.reference,)==(other.hours,other.now,other.now_boot,other.reference,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_recent_Window__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('hours','now','now_boot','reference',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_recent_Window__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('hours','now','now_boot','reference',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_recent_Window__hash__():
     def __hash__(self):
         return hash((self.hours,self.now,self.now_boot,self.reference,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_verdict_Verdict__init__(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _return_type):
+def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _return_type, cls, FrozenInstanceError):
     def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'host',host)
         __dataclass_builtins_object__.__setattr__(self,'level',level)
@@ -252,50 +152,30 @@ def _dolmen_checks_verdict_Verdict__init__(_type_host, _type_level, _type_findin
         __dataclass_builtins_object__.__setattr__(self,'duration_s',duration_s)
         __dataclass_builtins_object__.__setattr__(self,'source',_dflt_source() if source is _HAS_DEFAULT_FACTORY else source)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
-    return __init__
-
-
-def _dolmen_checks_verdict_Verdict__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(host={self.host!r}, level={self.level!r}, findings={self.findings!r}, started={self.started!r}, duration_s={self.duration_s!r}, source={self.source!r}, version={self.version!r})"
-    return __repr__
-
-
-def _dolmen_checks_verdict_Verdict__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,)==(other.host,other.level,other.findings,other.started,other.duration_s,other.source,other.version,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_checks_verdict_Verdict__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_checks_verdict_Verdict__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_checks_verdict_Verdict__hash__():
     def __hash__(self):
         return hash((self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.checks.gpu.xid_traps.TrapInput': ('order=False;post_init=False;who:str | None:False;xid109_repeats:int:False', (('__init__', _dolmen_checks_gpu_xid_traps_TrapInput__init__, ('_type_who', '_type_xid109_repeats', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_checks_gpu_xid_traps_TrapInput__repr__, ()), ('__eq__', _dolmen_checks_gpu_xid_traps_TrapInput__eq__, ()), ('__setattr__', _dolmen_checks_gpu_xid_traps_TrapInput__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_gpu_xid_traps_TrapInput__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_gpu_xid_traps_TrapInput__hash__, ()),)),
-    'dolmen.checks.model.CheckSpec': ('order=False;post_init=False;id:str:False;title:str:False;level:Level:False;needs:tuple[str, ...]:False;when:tuple[str, ...]:False;remedy:str:False;limits:Mapping[str, Any]:False;source:str:False;gating:bool:False;fn:CheckFn:False', (('__init__', _dolmen_checks_model_CheckSpec__init__, ('_type_id', '_type_title', '_type_level', '_type_needs', '_type_when', '_type_remedy', '_type_limits', '_type_source', '_type_gating', '_type_fn', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_checks_model_CheckSpec__repr__, ()), ('__eq__', _dolmen_checks_model_CheckSpec__eq__, ()), ('__setattr__', _dolmen_checks_model_CheckSpec__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_model_CheckSpec__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_model_CheckSpec__hash__, ()),)),
-    'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True', (('__init__', _dolmen_checks_model_Finding__init__, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_return_type')), ('__repr__', _dolmen_checks_model_Finding__repr__, ()), ('__eq__', _dolmen_checks_model_Finding__eq__, ()), ('__setattr__', _dolmen_checks_model_Finding__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_model_Finding__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_model_Finding__hash__, ()),)),
-    'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_checks_model_Outcome__init__, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type')), ('__repr__', _dolmen_checks_model_Outcome__repr__, ()), ('__eq__', _dolmen_checks_model_Outcome__eq__, ()), ('__setattr__', _dolmen_checks_model_Outcome__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_model_Outcome__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_model_Outcome__hash__, ()),)),
-    'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', (('__init__', _dolmen_checks_recent_Window__init__, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_checks_recent_Window__repr__, ()), ('__eq__', _dolmen_checks_recent_Window__eq__, ()), ('__setattr__', _dolmen_checks_recent_Window__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_recent_Window__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_recent_Window__hash__, ()),)),
-    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True', (('__init__', _dolmen_checks_verdict_Verdict__init__, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_return_type')), ('__repr__', _dolmen_checks_verdict_Verdict__repr__, ()), ('__eq__', _dolmen_checks_verdict_Verdict__eq__, ()), ('__setattr__', _dolmen_checks_verdict_Verdict__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_verdict_Verdict__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_verdict_Verdict__hash__, ()),)),
+    'dolmen.checks.gpu.xid_traps.TrapInput': ('order=False;post_init=False;who:str | None:False;xid109_repeats:int:False', _dolmen_checks_gpu_xid_traps_TrapInput, ('_type_who', '_type_xid109_repeats', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.model.CheckSpec': ('order=False;post_init=False;id:str:False;title:str:False;level:Level:False;needs:tuple[str, ...]:False;when:tuple[str, ...]:False;remedy:str:False;limits:Mapping[str, Any]:False;source:str:False;gating:bool:False;fn:CheckFn:False', _dolmen_checks_model_CheckSpec, ('_type_id', '_type_title', '_type_level', '_type_needs', '_type_when', '_type_remedy', '_type_limits', '_type_source', '_type_gating', '_type_fn', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True', _dolmen_checks_model_Finding, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_model_Outcome, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', _dolmen_checks_recent_Window, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

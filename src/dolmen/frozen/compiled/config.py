@@ -9,50 +9,30 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_config_Config__init__(_type_path, _type_sections, _type_lines, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_path, _dflt_sections, _dflt_lines, _return_type):
+def _dolmen_config_Config(_type_path, _type_sections, _type_lines, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_path, _dflt_sections, _dflt_lines, _return_type, cls, FrozenInstanceError):
     def __init__(self,path:_type_path=_dflt_path,sections:_type_sections=_HAS_DEFAULT_FACTORY,lines:_type_lines=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'sections',_dflt_sections() if sections is _HAS_DEFAULT_FACTORY else sections)
         __dataclass_builtins_object__.__setattr__(self,'lines',_dflt_lines() if lines is _HAS_DEFAULT_FACTORY else lines)
-    return __init__
-
-
-def _dolmen_config_Config__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(path={self.path!r}, sections={self.sections!r}, lines={self.lines!r})"
-    return __repr__
-
-
-def _dolmen_config_Config__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.path,self.sections,self.lines,)==(other.path,other.sections,other.lines,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_config_Config__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('path','sections','lines',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_config_Config__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('path','sections','lines',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_config_Config__hash__():
     def __hash__(self):
         return hash((self.path,self.sections,self.lines,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.config.Config': ('order=False;post_init=False;path:Path | None:True;sections:Mapping[str, Mapping[str, Any]]:field(False, True, True, True, True, None, None);lines:Mapping[str, int]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_config_Config__init__, ('_type_path', '_type_sections', '_type_lines', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_path', '_dflt_sections', '_dflt_lines', '_return_type')), ('__repr__', _dolmen_config_Config__repr__, ()), ('__eq__', _dolmen_config_Config__eq__, ()), ('__setattr__', _dolmen_config_Config__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_config_Config__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_config_Config__hash__, ()),)),
+    'dolmen.config.Config': ('order=False;post_init=False;path:Path | None:True;sections:Mapping[str, Mapping[str, Any]]:field(False, True, True, True, True, None, None);lines:Mapping[str, int]:field(False, True, True, True, True, None, None)', _dolmen_config_Config, ('_type_path', '_type_sections', '_type_lines', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_path', '_dflt_sections', '_dflt_lines', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

@@ -9,7 +9,7 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_facts_containers_model_CdiSpec__init__(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _return_type):
+def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _return_type, cls, FrozenInstanceError):
     def __init__(self,path:_type_path,kind:_type_kind,cdi_version:_type_cdi_version,devices:_type_devices,error:_type_error=_dflt_error,driver_version:_type_driver_version=_dflt_driver_version)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
@@ -17,46 +17,26 @@ def _dolmen_facts_containers_model_CdiSpec__init__(_type_path, _type_kind, _type
         __dataclass_builtins_object__.__setattr__(self,'devices',devices)
         __dataclass_builtins_object__.__setattr__(self,'error',error)
         __dataclass_builtins_object__.__setattr__(self,'driver_version',driver_version)
-    return __init__
-
-
-def _dolmen_facts_containers_model_CdiSpec__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(path={self.path!r}, kind={self.kind!r}, cdi_version={self.cdi_version!r}, devices={self.devices!r}, error={self.error!r}, driver_version={self.driver_version!r})"
-    return __repr__
-
-
-def _dolmen_facts_containers_model_CdiSpec__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,)==(other.path,other.kind,other.cdi_version,other.devices,other.error,other.driver_version,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_containers_model_CdiSpec__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_containers_model_CdiSpec__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_containers_model_CdiSpec__hash__():
     def __hash__(self):
         return hash((self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_ContainerFacts__init__(_type_docker, _type_containerd, _type_toolkit_config, _type_toolkit_mode, _type_cdi_specs, _type_tools, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_containers_model_ContainerFacts(_type_docker, _type_containerd, _type_toolkit_config, _type_toolkit_mode, _type_cdi_specs, _type_tools, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,docker:_type_docker,containerd:_type_containerd,toolkit_config:_type_toolkit_config,toolkit_mode:_type_toolkit_mode,cdi_specs:_type_cdi_specs,tools:_type_tools,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'docker',docker)
         __dataclass_builtins_object__.__setattr__(self,'containerd',containerd)
@@ -65,177 +45,97 @@ def _dolmen_facts_containers_model_ContainerFacts__init__(_type_docker, _type_co
         __dataclass_builtins_object__.__setattr__(self,'cdi_specs',cdi_specs)
         __dataclass_builtins_object__.__setattr__(self,'tools',tools)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_containers_model_ContainerFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(docker={self.docker!r}, containerd={self.containerd!r}, toolkit_config={self.toolkit_config!r}, toolkit_mode={self.toolkit_mode!r}, cdi_specs={self.cdi_specs!r}, tools={self.tools!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_containers_model_ContainerFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,)==(other.docker,other.containerd,other.toolkit_config,other.toolkit_mode,other.cdi_specs,other.tools,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_containers_model_ContainerFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_containers_model_ContainerFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_containers_model_ContainerFacts__hash__():
     def __hash__(self):
         return hash((self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_ContainerdConfig__init__(_type_files, _type_runtimes, _type_default_runtime, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_containers_model_ContainerdConfig(_type_files, _type_runtimes, _type_default_runtime, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,files:_type_files,runtimes:_type_runtimes,default_runtime:_type_default_runtime)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'files',files)
         __dataclass_builtins_object__.__setattr__(self,'runtimes',runtimes)
         __dataclass_builtins_object__.__setattr__(self,'default_runtime',default_runtime)
-    return __init__
-
-
-def _dolmen_facts_containers_model_ContainerdConfig__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(files={self.files!r}, runtimes={self.runtimes!r}, default_runtime={self.default_runtime!r})"
-    return __repr__
-
-
-def _dolmen_facts_containers_model_ContainerdConfig__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.files,self.runtimes,self.default_runtime,)==(other.files,other.runtimes,other.default_runtime,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_containers_model_ContainerdConfig__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('files','runtimes','default_runtime',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_containers_model_ContainerdConfig__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('files','runtimes','default_runtime',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_containers_model_ContainerdConfig__hash__():
     def __hash__(self):
         return hash((self.files,self.runtimes,self.default_runtime,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_DockerConfig__init__(_type_default_runtime, _type_runtimes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_containers_model_DockerConfig(_type_default_runtime, _type_runtimes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,default_runtime:_type_default_runtime,runtimes:_type_runtimes)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'default_runtime',default_runtime)
         __dataclass_builtins_object__.__setattr__(self,'runtimes',runtimes)
-    return __init__
-
-
-def _dolmen_facts_containers_model_DockerConfig__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(default_runtime={self.default_runtime!r}, runtimes={self.runtimes!r})"
-    return __repr__
-
-
-def _dolmen_facts_containers_model_DockerConfig__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.default_runtime,self.runtimes,)==(other.default_runtime,other.runtimes,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_containers_model_DockerConfig__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('default_runtime','runtimes',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_containers_model_DockerConfig__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('default_runtime','runtimes',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_containers_model_DockerConfig__hash__():
     def __hash__(self):
         return hash((self.default_runtime,self.runtimes,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_Tool__init__(_type_installed, _type_version, _type_detail, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_containers_model_Tool(_type_installed, _type_version, _type_detail, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,installed:_type_installed,version:_type_version,detail:_type_detail)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'installed',installed)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
         __dataclass_builtins_object__.__setattr__(self,'detail',detail)
-    return __init__
-
-
-def _dolmen_facts_containers_model_Tool__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(installed={self.installed!r}, version={self.version!r}, detail={self.detail!r})"
-    return __repr__
-
-
-def _dolmen_facts_containers_model_Tool__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.installed,self.version,self.detail,)==(other.installed,other.version,other.detail,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_containers_model_Tool__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('installed','version','detail',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_containers_model_Tool__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('installed','version','detail',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_containers_model_Tool__hash__():
     def __hash__(self):
         return hash((self.installed,self.version,self.detail,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_cpu_model_CpuFacts__init__(_type_vendor, _type_model_name, _type_sockets, _type_cores, _type_threads, _type_flags, _type_hypervisor, _type_online, _type_isolated, _type_smt_active, _type_cpufreq, _type_implementer, _type_part, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_cpufreq, _dflt_implementer, _dflt_part, _dflt_unread, _return_type):
+def _dolmen_facts_cpu_model_CpuFacts(_type_vendor, _type_model_name, _type_sockets, _type_cores, _type_threads, _type_flags, _type_hypervisor, _type_online, _type_isolated, _type_smt_active, _type_cpufreq, _type_implementer, _type_part, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_cpufreq, _dflt_implementer, _dflt_part, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,vendor:_type_vendor,model_name:_type_model_name,sockets:_type_sockets,cores:_type_cores,threads:_type_threads,flags:_type_flags,hypervisor:_type_hypervisor,online:_type_online,isolated:_type_isolated,smt_active:_type_smt_active,cpufreq:_type_cpufreq=_dflt_cpufreq,implementer:_type_implementer=_dflt_implementer,part:_type_part=_dflt_part,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)
         __dataclass_builtins_object__.__setattr__(self,'model_name',model_name)
@@ -251,46 +151,26 @@ def _dolmen_facts_cpu_model_CpuFacts__init__(_type_vendor, _type_model_name, _ty
         __dataclass_builtins_object__.__setattr__(self,'implementer',implementer)
         __dataclass_builtins_object__.__setattr__(self,'part',part)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_cpu_model_CpuFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(vendor={self.vendor!r}, model_name={self.model_name!r}, sockets={self.sockets!r}, cores={self.cores!r}, threads={self.threads!r}, flags={self.flags!r}, hypervisor={self.hypervisor!r}, online={self.online!r}, isolated={self.isolated!r}, smt_active={self.smt_active!r}, cpufreq={self.cpufreq!r}, implementer={self.implementer!r}, part={self.part!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_cpu_model_CpuFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.vendor,self.model_name,self.sockets,self.cores,self.threads,self.flags,self.hypervisor,self.online,self.isolated,self.smt_active,self.cpufreq,self.implementer,self.part,self.unread,)==(other.vendor,other.model_name,other.sockets,other.cores,other.threads,other.flags,other.hypervisor,other.online,other.isolated,other.smt_active,other.cpufreq,other.implementer,other.part,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_cpu_model_CpuFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('vendor','model_name','sockets','cores','threads','flags','hypervisor','online','isolated','smt_active','cpufreq','implementer','part','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_cpu_model_CpuFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('vendor','model_name','sockets','cores','threads','flags','hypervisor','online','isolated','smt_active','cpufreq','implementer','part','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_cpu_model_CpuFacts__hash__():
     def __hash__(self):
         return hash((self.vendor,self.model_name,self.sockets,self.cores,self.threads,self.flags,self.hypervisor,self.online,self.isolated,self.smt_active,self.cpufreq,self.implementer,self.part,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_cpu_model_CpuFreqPolicy__init__(_type_name, _type_cpus, _type_driver, _type_governor, _type_epp, _type_min_khz, _type_max_khz, _type_hw_min_khz, _type_hw_max_khz, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_driver, _dflt_governor, _dflt_epp, _dflt_min_khz, _dflt_max_khz, _dflt_hw_min_khz, _dflt_hw_max_khz, _return_type):
+def _dolmen_facts_cpu_model_CpuFreqPolicy(_type_name, _type_cpus, _type_driver, _type_governor, _type_epp, _type_min_khz, _type_max_khz, _type_hw_min_khz, _type_hw_max_khz, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_driver, _dflt_governor, _dflt_epp, _dflt_min_khz, _dflt_max_khz, _dflt_hw_min_khz, _dflt_hw_max_khz, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,cpus:_type_cpus,driver:_type_driver=_dflt_driver,governor:_type_governor=_dflt_governor,epp:_type_epp=_dflt_epp,min_khz:_type_min_khz=_dflt_min_khz,max_khz:_type_max_khz=_dflt_max_khz,hw_min_khz:_type_hw_min_khz=_dflt_hw_min_khz,hw_max_khz:_type_hw_max_khz=_dflt_hw_max_khz)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
@@ -301,46 +181,26 @@ def _dolmen_facts_cpu_model_CpuFreqPolicy__init__(_type_name, _type_cpus, _type_
         __dataclass_builtins_object__.__setattr__(self,'max_khz',max_khz)
         __dataclass_builtins_object__.__setattr__(self,'hw_min_khz',hw_min_khz)
         __dataclass_builtins_object__.__setattr__(self,'hw_max_khz',hw_max_khz)
-    return __init__
-
-
-def _dolmen_facts_cpu_model_CpuFreqPolicy__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, cpus={self.cpus!r}, driver={self.driver!r}, governor={self.governor!r}, epp={self.epp!r}, min_khz={self.min_khz!r}, max_khz={self.max_khz!r}, hw_min_khz={self.hw_min_khz!r}, hw_max_khz={self.hw_max_khz!r})"
-    return __repr__
-
-
-def _dolmen_facts_cpu_model_CpuFreqPolicy__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.cpus,self.driver,self.governor,self.epp,self.min_khz,self.max_khz,self.hw_min_khz,self.hw_max_khz,)==(other.name,other.cpus,other.driver,other.governor,other.epp,other.min_khz,other.max_khz,other.hw_min_khz,other.hw_max_khz,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_cpu_model_CpuFreqPolicy__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','cpus','driver','governor','epp','min_khz','max_khz','hw_min_khz','hw_max_khz',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_cpu_model_CpuFreqPolicy__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','cpus','driver','governor','epp','min_khz','max_khz','hw_min_khz','hw_max_khz',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_cpu_model_CpuFreqPolicy__hash__():
     def __hash__(self):
         return hash((self.name,self.cpus,self.driver,self.governor,self.epp,self.min_khz,self.max_khz,self.hw_min_khz,self.hw_max_khz,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_cpu_model_CpuInfo__init__(_type_vendor, _type_model_name, _type_threads, _type_sockets, _type_cores, _type_flags, _type_hypervisor, _type_implementer, _type_part, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_implementer, _dflt_part, _return_type):
+def _dolmen_facts_cpu_model_CpuInfo(_type_vendor, _type_model_name, _type_threads, _type_sockets, _type_cores, _type_flags, _type_hypervisor, _type_implementer, _type_part, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_implementer, _dflt_part, _return_type, cls, FrozenInstanceError):
     def __init__(self,vendor:_type_vendor,model_name:_type_model_name,threads:_type_threads,sockets:_type_sockets,cores:_type_cores,flags:_type_flags,hypervisor:_type_hypervisor,implementer:_type_implementer=_dflt_implementer,part:_type_part=_dflt_part)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)
         __dataclass_builtins_object__.__setattr__(self,'model_name',model_name)
@@ -351,46 +211,26 @@ def _dolmen_facts_cpu_model_CpuInfo__init__(_type_vendor, _type_model_name, _typ
         __dataclass_builtins_object__.__setattr__(self,'hypervisor',hypervisor)
         __dataclass_builtins_object__.__setattr__(self,'implementer',implementer)
         __dataclass_builtins_object__.__setattr__(self,'part',part)
-    return __init__
-
-
-def _dolmen_facts_cpu_model_CpuInfo__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(vendor={self.vendor!r}, model_name={self.model_name!r}, threads={self.threads!r}, sockets={self.sockets!r}, cores={self.cores!r}, flags={self.flags!r}, hypervisor={self.hypervisor!r}, implementer={self.implementer!r}, part={self.part!r})"
-    return __repr__
-
-
-def _dolmen_facts_cpu_model_CpuInfo__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.vendor,self.model_name,self.threads,self.sockets,self.cores,self.flags,self.hypervisor,self.implementer,self.part,)==(other.vendor,other.model_name,other.threads,other.sockets,other.cores,other.flags,other.hypervisor,other.implementer,other.part,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_cpu_model_CpuInfo__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('vendor','model_name','threads','sockets','cores','flags','hypervisor','implementer','part',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_cpu_model_CpuInfo__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('vendor','model_name','threads','sockets','cores','flags','hypervisor','implementer','part',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_cpu_model_CpuInfo__hash__():
     def __hash__(self):
         return hash((self.vendor,self.model_name,self.threads,self.sockets,self.cores,self.flags,self.hypervisor,self.implementer,self.part,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_dcgm_DcgmFacts__init__(_type_results, _type_version, _type_driver_version, _type_serials, _type_runtime_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_results, _dflt_version, _dflt_driver_version, _dflt_serials, _dflt_runtime_error, _dflt_unread, _return_type):
+def _dolmen_facts_dcgm_DcgmFacts(_type_results, _type_version, _type_driver_version, _type_serials, _type_runtime_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_results, _dflt_version, _dflt_driver_version, _dflt_serials, _dflt_runtime_error, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,results:_type_results=_dflt_results,version:_type_version=_dflt_version,driver_version:_type_driver_version=_dflt_driver_version,serials:_type_serials=_HAS_DEFAULT_FACTORY,runtime_error:_type_runtime_error=_dflt_runtime_error,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'results',results)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
@@ -398,46 +238,26 @@ def _dolmen_facts_dcgm_DcgmFacts__init__(_type_results, _type_version, _type_dri
         __dataclass_builtins_object__.__setattr__(self,'serials',_dflt_serials() if serials is _HAS_DEFAULT_FACTORY else serials)
         __dataclass_builtins_object__.__setattr__(self,'runtime_error',runtime_error)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_dcgm_DcgmFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(results={self.results!r}, version={self.version!r}, driver_version={self.driver_version!r}, serials={self.serials!r}, runtime_error={self.runtime_error!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_dcgm_DcgmFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.results,self.version,self.driver_version,self.serials,self.runtime_error,self.unread,)==(other.results,other.version,other.driver_version,other.serials,other.runtime_error,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_dcgm_DcgmFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('results','version','driver_version','serials','runtime_error','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_dcgm_DcgmFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('results','version','driver_version','serials','runtime_error','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_dcgm_DcgmFacts__hash__():
     def __hash__(self):
         return hash((self.results,self.version,self.driver_version,self.serials,self.runtime_error,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_dcgm_DiagResult__init__(_type_category, _type_test, _type_status, _type_gpu, _type_messages, _type_error_ids, _type_info, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_messages, _dflt_error_ids, _dflt_info, _return_type):
+def _dolmen_facts_dcgm_DiagResult(_type_category, _type_test, _type_status, _type_gpu, _type_messages, _type_error_ids, _type_info, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_messages, _dflt_error_ids, _dflt_info, _return_type, cls, FrozenInstanceError):
     def __init__(self,category:_type_category,test:_type_test,status:_type_status,gpu:_type_gpu=_dflt_gpu,messages:_type_messages=_dflt_messages,error_ids:_type_error_ids=_dflt_error_ids,info:_type_info=_dflt_info)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'category',category)
         __dataclass_builtins_object__.__setattr__(self,'test',test)
@@ -446,46 +266,26 @@ def _dolmen_facts_dcgm_DiagResult__init__(_type_category, _type_test, _type_stat
         __dataclass_builtins_object__.__setattr__(self,'messages',messages)
         __dataclass_builtins_object__.__setattr__(self,'error_ids',error_ids)
         __dataclass_builtins_object__.__setattr__(self,'info',info)
-    return __init__
-
-
-def _dolmen_facts_dcgm_DiagResult__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(category={self.category!r}, test={self.test!r}, status={self.status!r}, gpu={self.gpu!r}, messages={self.messages!r}, error_ids={self.error_ids!r}, info={self.info!r})"
-    return __repr__
-
-
-def _dolmen_facts_dcgm_DiagResult__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.category,self.test,self.status,self.gpu,self.messages,self.error_ids,self.info,)==(other.category,other.test,other.status,other.gpu,other.messages,other.error_ids,other.info,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_dcgm_DiagResult__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('category','test','status','gpu','messages','error_ids','info',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_dcgm_DiagResult__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('category','test','status','gpu','messages','error_ids','info',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_dcgm_DiagResult__hash__():
     def __hash__(self):
         return hash((self.category,self.test,self.status,self.gpu,self.messages,self.error_ids,self.info,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_gpu_GpuFacts__init__(_type_present, _type_pci_gpus, _type_inventory, _type_gpus, _type_nvlinks, _type_nvlink_notes, _type_driver_version, _type_cuda_version, _type_source, _type_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_present, _dflt_pci_gpus, _dflt_inventory, _dflt_gpus, _dflt_nvlinks, _dflt_nvlink_notes, _dflt_driver_version, _dflt_cuda_version, _dflt_source, _dflt_error, _dflt_unread, _return_type):
+def _dolmen_facts_gpu_GpuFacts(_type_present, _type_pci_gpus, _type_inventory, _type_gpus, _type_nvlinks, _type_nvlink_notes, _type_driver_version, _type_cuda_version, _type_source, _type_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_present, _dflt_pci_gpus, _dflt_inventory, _dflt_gpus, _dflt_nvlinks, _dflt_nvlink_notes, _dflt_driver_version, _dflt_cuda_version, _dflt_source, _dflt_error, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,present:_type_present=_dflt_present,pci_gpus:_type_pci_gpus=_dflt_pci_gpus,inventory:_type_inventory=_HAS_DEFAULT_FACTORY,gpus:_type_gpus=_dflt_gpus,nvlinks:_type_nvlinks=_HAS_DEFAULT_FACTORY,nvlink_notes:_type_nvlink_notes=_HAS_DEFAULT_FACTORY,driver_version:_type_driver_version=_dflt_driver_version,cuda_version:_type_cuda_version=_dflt_cuda_version,source:_type_source=_dflt_source,error:_type_error=_dflt_error,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'present',present)
         __dataclass_builtins_object__.__setattr__(self,'pci_gpus',pci_gpus)
@@ -498,92 +298,52 @@ def _dolmen_facts_gpu_GpuFacts__init__(_type_present, _type_pci_gpus, _type_inve
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'error',error)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_gpu_GpuFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(present={self.present!r}, pci_gpus={self.pci_gpus!r}, inventory={self.inventory!r}, gpus={self.gpus!r}, nvlinks={self.nvlinks!r}, nvlink_notes={self.nvlink_notes!r}, driver_version={self.driver_version!r}, cuda_version={self.cuda_version!r}, source={self.source!r}, error={self.error!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_gpu_GpuFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.present,self.pci_gpus,self.inventory,self.gpus,self.nvlinks,self.nvlink_notes,self.driver_version,self.cuda_version,self.source,self.error,self.unread,)==(other.present,other.pci_gpus,other.inventory,other.gpus,other.nvlinks,other.nvlink_notes,other.driver_version,other.cuda_version,other.source,other.error,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_gpu_GpuFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('present','pci_gpus','inventory','gpus','nvlinks','nvlink_notes','driver_version','cuda_version','source','error','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_gpu_GpuFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('present','pci_gpus','inventory','gpus','nvlinks','nvlink_notes','driver_version','cuda_version','source','error','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_gpu_GpuFacts__hash__():
     def __hash__(self):
         return hash((self.present,self.pci_gpus,self.inventory,self.gpus,self.nvlinks,self.nvlink_notes,self.driver_version,self.cuda_version,self.source,self.error,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_gpu_NvlinkGpu__init__(_type_position, _type_name, _type_uuid, _type_links, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_uuid, _dflt_links, _dflt_note, _return_type):
+def _dolmen_facts_gpu_NvlinkGpu(_type_position, _type_name, _type_uuid, _type_links, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_uuid, _dflt_links, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,position:_type_position,name:_type_name=_dflt_name,uuid:_type_uuid=_dflt_uuid,links:_type_links=_dflt_links,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'position',position)
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'uuid',uuid)
         __dataclass_builtins_object__.__setattr__(self,'links',links)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(position={self.position!r}, name={self.name!r}, uuid={self.uuid!r}, links={self.links!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.position,self.name,self.uuid,self.links,self.note,)==(other.position,other.name,other.uuid,other.links,other.note,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('position','name','uuid','links','note',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('position','name','uuid','links','note',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__hash__():
     def __hash__(self):
         return hash((self.position,self.name,self.uuid,self.links,self.note,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_infiniband_IbPort__init__(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_hw_counters, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_hw_counters, _dflt_source, _return_type):
+def _dolmen_facts_infiniband_IbPort(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_hw_counters, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_hw_counters, _dflt_source, _return_type, cls, FrozenInstanceError):
     def __init__(self,device:_type_device,port:_type_port,state:_type_state,phys_state:_type_phys_state,rate_gbps:_type_rate_gbps,rate_text:_type_rate_text,link_layer:_type_link_layer,lid:_type_lid=_dflt_lid,fw_version:_type_fw_version=_dflt_fw_version,hca_type:_type_hca_type=_dflt_hca_type,board_id:_type_board_id=_dflt_board_id,node_guid:_type_node_guid=_dflt_node_guid,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,counters:_type_counters=_HAS_DEFAULT_FACTORY,hw_counters:_type_hw_counters=_HAS_DEFAULT_FACTORY,source:_type_source=_dflt_source)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'port',port)
@@ -601,91 +361,51 @@ def _dolmen_facts_infiniband_IbPort__init__(_type_device, _type_port, _type_stat
         __dataclass_builtins_object__.__setattr__(self,'counters',_dflt_counters() if counters is _HAS_DEFAULT_FACTORY else counters)
         __dataclass_builtins_object__.__setattr__(self,'hw_counters',_dflt_hw_counters() if hw_counters is _HAS_DEFAULT_FACTORY else hw_counters)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
-    return __init__
-
-
-def _dolmen_facts_infiniband_IbPort__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, state={self.state!r}, phys_state={self.phys_state!r}, rate_gbps={self.rate_gbps!r}, rate_text={self.rate_text!r}, link_layer={self.link_layer!r}, lid={self.lid!r}, fw_version={self.fw_version!r}, hca_type={self.hca_type!r}, board_id={self.board_id!r}, node_guid={self.node_guid!r}, pci_bdf={self.pci_bdf!r}, counters={self.counters!r}, hw_counters={self.hw_counters!r}, source={self.source!r})"
-    return __repr__
-
-
-def _dolmen_facts_infiniband_IbPort__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,)==(other.device,other.port,other.state,other.phys_state,other.rate_gbps,other.rate_text,other.link_layer,other.lid,other.fw_version,other.hca_type,other.board_id,other.node_guid,other.pci_bdf,other.counters,other.hw_counters,other.source,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_infiniband_IbPort__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_infiniband_IbPort__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_infiniband_IbPort__hash__():
     def __hash__(self):
         return hash((self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__init__(_type_ports, _type_ibstat, _type_disagreements, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ports, _dflt_ibstat, _dflt_disagreements, _dflt_unread, _return_type):
+def _dolmen_facts_infiniband_InfinibandFacts(_type_ports, _type_ibstat, _type_disagreements, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ports, _dflt_ibstat, _dflt_disagreements, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,ports:_type_ports=_dflt_ports,ibstat:_type_ibstat=_dflt_ibstat,disagreements:_type_disagreements=_dflt_disagreements,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'ports',ports)
         __dataclass_builtins_object__.__setattr__(self,'ibstat',ibstat)
         __dataclass_builtins_object__.__setattr__(self,'disagreements',disagreements)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_infiniband_InfinibandFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(ports={self.ports!r}, ibstat={self.ibstat!r}, disagreements={self.disagreements!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_infiniband_InfinibandFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.ports,self.ibstat,self.disagreements,self.unread,)==(other.ports,other.ibstat,other.disagreements,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_infiniband_InfinibandFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('ports','ibstat','disagreements','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_infiniband_InfinibandFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('ports','ibstat','disagreements','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_infiniband_InfinibandFacts__hash__():
     def __hash__(self):
         return hash((self.ports,self.ibstat,self.disagreements,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_kernel_log_model_KernelLogFacts__init__(_type_source, _type_format, _type_lines, _type_events, _type_first_time, _type_last_time, _type_first_boot_seconds, _type_last_boot_seconds, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_format, _dflt_lines, _dflt_events, _dflt_first_time, _dflt_last_time, _dflt_first_boot_seconds, _dflt_last_boot_seconds, _dflt_unread, _return_type):
+def _dolmen_facts_kernel_log_model_KernelLogFacts(_type_source, _type_format, _type_lines, _type_events, _type_first_time, _type_last_time, _type_first_boot_seconds, _type_last_boot_seconds, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_format, _dflt_lines, _dflt_events, _dflt_first_time, _dflt_last_time, _dflt_first_boot_seconds, _dflt_last_boot_seconds, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,source:_type_source=_dflt_source,format:_type_format=_dflt_format,lines:_type_lines=_dflt_lines,events:_type_events=_dflt_events,first_time:_type_first_time=_dflt_first_time,last_time:_type_last_time=_dflt_last_time,first_boot_seconds:_type_first_boot_seconds=_dflt_first_boot_seconds,last_boot_seconds:_type_last_boot_seconds=_dflt_last_boot_seconds,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'format',format)
@@ -696,92 +416,52 @@ def _dolmen_facts_kernel_log_model_KernelLogFacts__init__(_type_source, _type_fo
         __dataclass_builtins_object__.__setattr__(self,'first_boot_seconds',first_boot_seconds)
         __dataclass_builtins_object__.__setattr__(self,'last_boot_seconds',last_boot_seconds)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_kernel_log_model_KernelLogFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(source={self.source!r}, format={self.format!r}, lines={self.lines!r}, events={self.events!r}, first_time={self.first_time!r}, last_time={self.last_time!r}, first_boot_seconds={self.first_boot_seconds!r}, last_boot_seconds={self.last_boot_seconds!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_kernel_log_model_KernelLogFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.source,self.format,self.lines,self.events,self.first_time,self.last_time,self.first_boot_seconds,self.last_boot_seconds,self.unread,)==(other.source,other.format,other.lines,other.events,other.first_time,other.last_time,other.first_boot_seconds,other.last_boot_seconds,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_kernel_log_model_KernelLogFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('source','format','lines','events','first_time','last_time','first_boot_seconds','last_boot_seconds','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_kernel_log_model_KernelLogFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('source','format','lines','events','first_time','last_time','first_boot_seconds','last_boot_seconds','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_kernel_log_model_KernelLogFacts__hash__():
     def __hash__(self):
         return hash((self.source,self.format,self.lines,self.events,self.first_time,self.last_time,self.first_boot_seconds,self.last_boot_seconds,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_memory_HugePagePool__init__(_type_size_kb, _type_total, _type_free, _type_reserved, _type_surplus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reserved, _dflt_surplus, _return_type):
+def _dolmen_facts_memory_HugePagePool(_type_size_kb, _type_total, _type_free, _type_reserved, _type_surplus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reserved, _dflt_surplus, _return_type, cls, FrozenInstanceError):
     def __init__(self,size_kb:_type_size_kb,total:_type_total,free:_type_free,reserved:_type_reserved=_dflt_reserved,surplus:_type_surplus=_dflt_surplus)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'size_kb',size_kb)
         __dataclass_builtins_object__.__setattr__(self,'total',total)
         __dataclass_builtins_object__.__setattr__(self,'free',free)
         __dataclass_builtins_object__.__setattr__(self,'reserved',reserved)
         __dataclass_builtins_object__.__setattr__(self,'surplus',surplus)
-    return __init__
-
-
-def _dolmen_facts_memory_HugePagePool__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(size_kb={self.size_kb!r}, total={self.total!r}, free={self.free!r}, reserved={self.reserved!r}, surplus={self.surplus!r})"
-    return __repr__
-
-
-def _dolmen_facts_memory_HugePagePool__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.size_kb,self.total,self.free,self.reserved,self.surplus,)==(other.size_kb,other.total,other.free,other.reserved,other.surplus,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_memory_HugePagePool__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('size_kb','total','free','reserved','surplus',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_memory_HugePagePool__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('size_kb','total','free','reserved','surplus',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_memory_HugePagePool__hash__():
     def __hash__(self):
         return hash((self.size_kb,self.total,self.free,self.reserved,self.surplus,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_memory_MemoryFacts__init__(_type_total_bytes, _type_available_bytes, _type_free_bytes, _type_swap_total_bytes, _type_swap_free_bytes, _type_hugepages_total, _type_hugepages_free, _type_hugepage_size_bytes, _type_hugetlb_bytes, _type_hugepage_pools, _type_thp_enabled, _type_thp_defrag, _type_swaps, _type_meminfo, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hugepage_pools, _dflt_thp_enabled, _dflt_thp_defrag, _dflt_swaps, _dflt_meminfo, _dflt_unread, _return_type):
+def _dolmen_facts_memory_MemoryFacts(_type_total_bytes, _type_available_bytes, _type_free_bytes, _type_swap_total_bytes, _type_swap_free_bytes, _type_hugepages_total, _type_hugepages_free, _type_hugepage_size_bytes, _type_hugetlb_bytes, _type_hugepage_pools, _type_thp_enabled, _type_thp_defrag, _type_swaps, _type_meminfo, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hugepage_pools, _dflt_thp_enabled, _dflt_thp_defrag, _dflt_swaps, _dflt_meminfo, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,total_bytes:_type_total_bytes,available_bytes:_type_available_bytes,free_bytes:_type_free_bytes,swap_total_bytes:_type_swap_total_bytes,swap_free_bytes:_type_swap_free_bytes,hugepages_total:_type_hugepages_total,hugepages_free:_type_hugepages_free,hugepage_size_bytes:_type_hugepage_size_bytes,hugetlb_bytes:_type_hugetlb_bytes,hugepage_pools:_type_hugepage_pools=_dflt_hugepage_pools,thp_enabled:_type_thp_enabled=_dflt_thp_enabled,thp_defrag:_type_thp_defrag=_dflt_thp_defrag,swaps:_type_swaps=_dflt_swaps,meminfo:_type_meminfo=_HAS_DEFAULT_FACTORY,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'total_bytes',total_bytes)
         __dataclass_builtins_object__.__setattr__(self,'available_bytes',available_bytes)
@@ -798,92 +478,52 @@ def _dolmen_facts_memory_MemoryFacts__init__(_type_total_bytes, _type_available_
         __dataclass_builtins_object__.__setattr__(self,'swaps',swaps)
         __dataclass_builtins_object__.__setattr__(self,'meminfo',_dflt_meminfo() if meminfo is _HAS_DEFAULT_FACTORY else meminfo)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_memory_MemoryFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(total_bytes={self.total_bytes!r}, available_bytes={self.available_bytes!r}, free_bytes={self.free_bytes!r}, swap_total_bytes={self.swap_total_bytes!r}, swap_free_bytes={self.swap_free_bytes!r}, hugepages_total={self.hugepages_total!r}, hugepages_free={self.hugepages_free!r}, hugepage_size_bytes={self.hugepage_size_bytes!r}, hugetlb_bytes={self.hugetlb_bytes!r}, hugepage_pools={self.hugepage_pools!r}, thp_enabled={self.thp_enabled!r}, thp_defrag={self.thp_defrag!r}, swaps={self.swaps!r}, meminfo={self.meminfo!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_memory_MemoryFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.total_bytes,self.available_bytes,self.free_bytes,self.swap_total_bytes,self.swap_free_bytes,self.hugepages_total,self.hugepages_free,self.hugepage_size_bytes,self.hugetlb_bytes,self.hugepage_pools,self.thp_enabled,self.thp_defrag,self.swaps,self.meminfo,self.unread,)==(other.total_bytes,other.available_bytes,other.free_bytes,other.swap_total_bytes,other.swap_free_bytes,other.hugepages_total,other.hugepages_free,other.hugepage_size_bytes,other.hugetlb_bytes,other.hugepage_pools,other.thp_enabled,other.thp_defrag,other.swaps,other.meminfo,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_memory_MemoryFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('total_bytes','available_bytes','free_bytes','swap_total_bytes','swap_free_bytes','hugepages_total','hugepages_free','hugepage_size_bytes','hugetlb_bytes','hugepage_pools','thp_enabled','thp_defrag','swaps','meminfo','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_memory_MemoryFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('total_bytes','available_bytes','free_bytes','swap_total_bytes','swap_free_bytes','hugepages_total','hugepages_free','hugepage_size_bytes','hugetlb_bytes','hugepage_pools','thp_enabled','thp_defrag','swaps','meminfo','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_memory_MemoryFacts__hash__():
     def __hash__(self):
         return hash((self.total_bytes,self.available_bytes,self.free_bytes,self.swap_total_bytes,self.swap_free_bytes,self.hugepages_total,self.hugepages_free,self.hugepage_size_bytes,self.hugetlb_bytes,self.hugepage_pools,self.thp_enabled,self.thp_defrag,self.swaps,self.meminfo,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_memory_SwapArea__init__(_type_filename, _type_type, _type_size_bytes, _type_used_bytes, _type_priority, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_memory_SwapArea(_type_filename, _type_type, _type_size_bytes, _type_used_bytes, _type_priority, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,filename:_type_filename,type:_type_type,size_bytes:_type_size_bytes,used_bytes:_type_used_bytes,priority:_type_priority)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'filename',filename)
         __dataclass_builtins_object__.__setattr__(self,'type',type)
         __dataclass_builtins_object__.__setattr__(self,'size_bytes',size_bytes)
         __dataclass_builtins_object__.__setattr__(self,'used_bytes',used_bytes)
         __dataclass_builtins_object__.__setattr__(self,'priority',priority)
-    return __init__
-
-
-def _dolmen_facts_memory_SwapArea__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(filename={self.filename!r}, type={self.type!r}, size_bytes={self.size_bytes!r}, used_bytes={self.used_bytes!r}, priority={self.priority!r})"
-    return __repr__
-
-
-def _dolmen_facts_memory_SwapArea__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.filename,self.type,self.size_bytes,self.used_bytes,self.priority,)==(other.filename,other.type,other.size_bytes,other.used_bytes,other.priority,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_memory_SwapArea__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('filename','type','size_bytes','used_bytes','priority',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_memory_SwapArea__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('filename','type','size_bytes','used_bytes','priority',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_memory_SwapArea__hash__():
     def __hash__(self):
         return hash((self.filename,self.type,self.size_bytes,self.used_bytes,self.priority,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_network_Interface__init__(_type_name, _type_operstate, _type_carrier, _type_speed_mbps, _type_duplex, _type_mtu, _type_link_type, _type_link_kind, _type_address, _type_virtual, _type_driver, _type_pci_bdf, _type_carrier_changes, _type_carrier_up_count, _type_carrier_down_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_driver, _dflt_pci_bdf, _dflt_carrier_changes, _dflt_carrier_up_count, _dflt_carrier_down_count, _return_type):
+def _dolmen_facts_network_Interface(_type_name, _type_operstate, _type_carrier, _type_speed_mbps, _type_duplex, _type_mtu, _type_link_type, _type_link_kind, _type_address, _type_virtual, _type_driver, _type_pci_bdf, _type_carrier_changes, _type_carrier_up_count, _type_carrier_down_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_driver, _dflt_pci_bdf, _dflt_carrier_changes, _dflt_carrier_up_count, _dflt_carrier_down_count, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,operstate:_type_operstate,carrier:_type_carrier,speed_mbps:_type_speed_mbps,duplex:_type_duplex,mtu:_type_mtu,link_type:_type_link_type,link_kind:_type_link_kind,address:_type_address,virtual:_type_virtual,driver:_type_driver=_dflt_driver,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,carrier_changes:_type_carrier_changes=_dflt_carrier_changes,carrier_up_count:_type_carrier_up_count=_dflt_carrier_up_count,carrier_down_count:_type_carrier_down_count=_dflt_carrier_down_count)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'operstate',operstate)
@@ -900,133 +540,73 @@ def _dolmen_facts_network_Interface__init__(_type_name, _type_operstate, _type_c
         __dataclass_builtins_object__.__setattr__(self,'carrier_changes',carrier_changes)
         __dataclass_builtins_object__.__setattr__(self,'carrier_up_count',carrier_up_count)
         __dataclass_builtins_object__.__setattr__(self,'carrier_down_count',carrier_down_count)
-    return __init__
-
-
-def _dolmen_facts_network_Interface__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, operstate={self.operstate!r}, carrier={self.carrier!r}, speed_mbps={self.speed_mbps!r}, duplex={self.duplex!r}, mtu={self.mtu!r}, link_type={self.link_type!r}, link_kind={self.link_kind!r}, address={self.address!r}, virtual={self.virtual!r}, driver={self.driver!r}, pci_bdf={self.pci_bdf!r}, carrier_changes={self.carrier_changes!r}, carrier_up_count={self.carrier_up_count!r}, carrier_down_count={self.carrier_down_count!r})"
-    return __repr__
-
-
-def _dolmen_facts_network_Interface__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.operstate,self.carrier,self.speed_mbps,self.duplex,self.mtu,self.link_type,self.link_kind,self.address,self.virtual,self.driver,self.pci_bdf,self.carrier_changes,self.carrier_up_count,self.carrier_down_count,)==(other.name,other.operstate,other.carrier,other.speed_mbps,other.duplex,other.mtu,other.link_type,other.link_kind,other.address,other.virtual,other.driver,other.pci_bdf,other.carrier_changes,other.carrier_up_count,other.carrier_down_count,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_network_Interface__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','operstate','carrier','speed_mbps','duplex','mtu','link_type','link_kind','address','virtual','driver','pci_bdf','carrier_changes','carrier_up_count','carrier_down_count',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_network_Interface__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','operstate','carrier','speed_mbps','duplex','mtu','link_type','link_kind','address','virtual','driver','pci_bdf','carrier_changes','carrier_up_count','carrier_down_count',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_network_Interface__hash__():
     def __hash__(self):
         return hash((self.name,self.operstate,self.carrier,self.speed_mbps,self.duplex,self.mtu,self.link_type,self.link_kind,self.address,self.virtual,self.driver,self.pci_bdf,self.carrier_changes,self.carrier_up_count,self.carrier_down_count,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_network_NetworkFacts__init__(_type_interfaces, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_interfaces, _dflt_unread, _return_type):
+def _dolmen_facts_network_NetworkFacts(_type_interfaces, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_interfaces, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,interfaces:_type_interfaces=_dflt_interfaces,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'interfaces',interfaces)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_network_NetworkFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(interfaces={self.interfaces!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_network_NetworkFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.interfaces,self.unread,)==(other.interfaces,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_network_NetworkFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('interfaces','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_network_NetworkFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('interfaces','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_network_NetworkFacts__hash__():
     def __hash__(self):
         return hash((self.interfaces,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_numa_NumaFacts__init__(_type_nodes, _type_online, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_numa_NumaFacts(_type_nodes, _type_online, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,nodes:_type_nodes,online:_type_online,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
         __dataclass_builtins_object__.__setattr__(self,'online',online)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_numa_NumaFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(nodes={self.nodes!r}, online={self.online!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_numa_NumaFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.nodes,self.online,self.unread,)==(other.nodes,other.online,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_numa_NumaFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('nodes','online','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_numa_NumaFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('nodes','online','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_numa_NumaFacts__hash__():
     def __hash__(self):
         return hash((self.nodes,self.online,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_numa_NumaNode__init__(_type_id, _type_cpus, _type_mem_total_bytes, _type_mem_free_bytes, _type_distances, _type_hugepages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hugepages, _return_type):
+def _dolmen_facts_numa_NumaNode(_type_id, _type_cpus, _type_mem_total_bytes, _type_mem_free_bytes, _type_distances, _type_hugepages, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hugepages, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,cpus:_type_cpus,mem_total_bytes:_type_mem_total_bytes,mem_free_bytes:_type_mem_free_bytes,distances:_type_distances,hugepages:_type_hugepages=_dflt_hugepages)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
@@ -1034,46 +614,26 @@ def _dolmen_facts_numa_NumaNode__init__(_type_id, _type_cpus, _type_mem_total_by
         __dataclass_builtins_object__.__setattr__(self,'mem_free_bytes',mem_free_bytes)
         __dataclass_builtins_object__.__setattr__(self,'distances',distances)
         __dataclass_builtins_object__.__setattr__(self,'hugepages',hugepages)
-    return __init__
-
-
-def _dolmen_facts_numa_NumaNode__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, cpus={self.cpus!r}, mem_total_bytes={self.mem_total_bytes!r}, mem_free_bytes={self.mem_free_bytes!r}, distances={self.distances!r}, hugepages={self.hugepages!r})"
-    return __repr__
-
-
-def _dolmen_facts_numa_NumaNode__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.cpus,self.mem_total_bytes,self.mem_free_bytes,self.distances,self.hugepages,)==(other.id,other.cpus,other.mem_total_bytes,other.mem_free_bytes,other.distances,other.hugepages,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_numa_NumaNode__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','cpus','mem_total_bytes','mem_free_bytes','distances','hugepages',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_numa_NumaNode__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','cpus','mem_total_bytes','mem_free_bytes','distances','hugepages',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_numa_NumaNode__hash__():
     def __hash__(self):
         return hash((self.id,self.cpus,self.mem_total_bytes,self.mem_free_bytes,self.distances,self.hugepages,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_os_model_Distribution__init__(_type_id, _type_version_id, _type_name, _type_pretty_name, _type_codename, _type_id_like, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_id_like, _return_type):
+def _dolmen_facts_os_model_Distribution(_type_id, _type_version_id, _type_name, _type_pretty_name, _type_codename, _type_id_like, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_id_like, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,version_id:_type_version_id,name:_type_name,pretty_name:_type_pretty_name,codename:_type_codename,id_like:_type_id_like=_dflt_id_like)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'version_id',version_id)
@@ -1081,46 +641,26 @@ def _dolmen_facts_os_model_Distribution__init__(_type_id, _type_version_id, _typ
         __dataclass_builtins_object__.__setattr__(self,'pretty_name',pretty_name)
         __dataclass_builtins_object__.__setattr__(self,'codename',codename)
         __dataclass_builtins_object__.__setattr__(self,'id_like',id_like)
-    return __init__
-
-
-def _dolmen_facts_os_model_Distribution__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, version_id={self.version_id!r}, name={self.name!r}, pretty_name={self.pretty_name!r}, codename={self.codename!r}, id_like={self.id_like!r})"
-    return __repr__
-
-
-def _dolmen_facts_os_model_Distribution__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.version_id,self.name,self.pretty_name,self.codename,self.id_like,)==(other.id,other.version_id,other.name,other.pretty_name,other.codename,other.id_like,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_os_model_Distribution__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','version_id','name','pretty_name','codename','id_like',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_os_model_Distribution__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','version_id','name','pretty_name','codename','id_like',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_os_model_Distribution__hash__():
     def __hash__(self):
         return hash((self.id,self.version_id,self.name,self.pretty_name,self.codename,self.id_like,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_os_model_Dmi__init__(_type_sys_vendor, _type_product_name, _type_product_version, _type_product_family, _type_board_vendor, _type_board_name, _type_bios_vendor, _type_bios_version, _type_bios_date, _type_chassis_type, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_sys_vendor, _dflt_product_name, _dflt_product_version, _dflt_product_family, _dflt_board_vendor, _dflt_board_name, _dflt_bios_vendor, _dflt_bios_version, _dflt_bios_date, _dflt_chassis_type, _return_type):
+def _dolmen_facts_os_model_Dmi(_type_sys_vendor, _type_product_name, _type_product_version, _type_product_family, _type_board_vendor, _type_board_name, _type_bios_vendor, _type_bios_version, _type_bios_date, _type_chassis_type, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_sys_vendor, _dflt_product_name, _dflt_product_version, _dflt_product_family, _dflt_board_vendor, _dflt_board_name, _dflt_bios_vendor, _dflt_bios_version, _dflt_bios_date, _dflt_chassis_type, _return_type, cls, FrozenInstanceError):
     def __init__(self,sys_vendor:_type_sys_vendor=_dflt_sys_vendor,product_name:_type_product_name=_dflt_product_name,product_version:_type_product_version=_dflt_product_version,product_family:_type_product_family=_dflt_product_family,board_vendor:_type_board_vendor=_dflt_board_vendor,board_name:_type_board_name=_dflt_board_name,bios_vendor:_type_bios_vendor=_dflt_bios_vendor,bios_version:_type_bios_version=_dflt_bios_version,bios_date:_type_bios_date=_dflt_bios_date,chassis_type:_type_chassis_type=_dflt_chassis_type)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'sys_vendor',sys_vendor)
         __dataclass_builtins_object__.__setattr__(self,'product_name',product_name)
@@ -1132,46 +672,26 @@ def _dolmen_facts_os_model_Dmi__init__(_type_sys_vendor, _type_product_name, _ty
         __dataclass_builtins_object__.__setattr__(self,'bios_version',bios_version)
         __dataclass_builtins_object__.__setattr__(self,'bios_date',bios_date)
         __dataclass_builtins_object__.__setattr__(self,'chassis_type',chassis_type)
-    return __init__
-
-
-def _dolmen_facts_os_model_Dmi__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(sys_vendor={self.sys_vendor!r}, product_name={self.product_name!r}, product_version={self.product_version!r}, product_family={self.product_family!r}, board_vendor={self.board_vendor!r}, board_name={self.board_name!r}, bios_vendor={self.bios_vendor!r}, bios_version={self.bios_version!r}, bios_date={self.bios_date!r}, chassis_type={self.chassis_type!r})"
-    return __repr__
-
-
-def _dolmen_facts_os_model_Dmi__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.sys_vendor,self.product_name,self.product_version,self.product_family,self.board_vendor,self.board_name,self.bios_vendor,self.bios_version,self.bios_date,self.chassis_type,)==(other.sys_vendor,other.product_name,other.product_version,other.product_family,other.board_vendor,other.board_name,other.bios_vendor,other.bios_version,other.bios_date,other.chassis_type,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_os_model_Dmi__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('sys_vendor','product_name','product_version','product_family','board_vendor','board_name','bios_vendor','bios_version','bios_date','chassis_type',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_os_model_Dmi__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('sys_vendor','product_name','product_version','product_family','board_vendor','board_name','bios_vendor','bios_version','bios_date','chassis_type',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_os_model_Dmi__hash__():
     def __hash__(self):
         return hash((self.sys_vendor,self.product_name,self.product_version,self.product_family,self.board_vendor,self.board_name,self.bios_vendor,self.bios_version,self.bios_date,self.chassis_type,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_os_model_OsFacts__init__(_type_distribution, _type_kernel_release, _type_kernel_version, _type_architecture, _type_hostname, _type_virtualization, _type_virtualization_source, _type_container, _type_hypervisor_flag, _type_uptime_s, _type_boot_time, _type_cmdline, _type_kernel_params, _type_dmi, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_kernel_params, _dflt_dmi, _dflt_unread, _return_type):
+def _dolmen_facts_os_model_OsFacts(_type_distribution, _type_kernel_release, _type_kernel_version, _type_architecture, _type_hostname, _type_virtualization, _type_virtualization_source, _type_container, _type_hypervisor_flag, _type_uptime_s, _type_boot_time, _type_cmdline, _type_kernel_params, _type_dmi, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_kernel_params, _dflt_dmi, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,distribution:_type_distribution,kernel_release:_type_kernel_release,kernel_version:_type_kernel_version,architecture:_type_architecture,hostname:_type_hostname,virtualization:_type_virtualization,virtualization_source:_type_virtualization_source,container:_type_container,hypervisor_flag:_type_hypervisor_flag,uptime_s:_type_uptime_s,boot_time:_type_boot_time,cmdline:_type_cmdline,kernel_params:_type_kernel_params=_HAS_DEFAULT_FACTORY,dmi:_type_dmi=_dflt_dmi,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'distribution',distribution)
         __dataclass_builtins_object__.__setattr__(self,'kernel_release',kernel_release)
@@ -1188,46 +708,26 @@ def _dolmen_facts_os_model_OsFacts__init__(_type_distribution, _type_kernel_rele
         __dataclass_builtins_object__.__setattr__(self,'kernel_params',_dflt_kernel_params() if kernel_params is _HAS_DEFAULT_FACTORY else kernel_params)
         __dataclass_builtins_object__.__setattr__(self,'dmi',dmi)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_os_model_OsFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(distribution={self.distribution!r}, kernel_release={self.kernel_release!r}, kernel_version={self.kernel_version!r}, architecture={self.architecture!r}, hostname={self.hostname!r}, virtualization={self.virtualization!r}, virtualization_source={self.virtualization_source!r}, container={self.container!r}, hypervisor_flag={self.hypervisor_flag!r}, uptime_s={self.uptime_s!r}, boot_time={self.boot_time!r}, cmdline={self.cmdline!r}, kernel_params={self.kernel_params!r}, dmi={self.dmi!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_os_model_OsFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.distribution,self.kernel_release,self.kernel_version,self.architecture,self.hostname,self.virtualization,self.virtualization_source,self.container,self.hypervisor_flag,self.uptime_s,self.boot_time,self.cmdline,self.kernel_params,self.dmi,self.unread,)==(other.distribution,other.kernel_release,other.kernel_version,other.architecture,other.hostname,other.virtualization,other.virtualization_source,other.container,other.hypervisor_flag,other.uptime_s,other.boot_time,other.cmdline,other.kernel_params,other.dmi,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_os_model_OsFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('distribution','kernel_release','kernel_version','architecture','hostname','virtualization','virtualization_source','container','hypervisor_flag','uptime_s','boot_time','cmdline','kernel_params','dmi','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_os_model_OsFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('distribution','kernel_release','kernel_version','architecture','hostname','virtualization','virtualization_source','container','hypervisor_flag','uptime_s','boot_time','cmdline','kernel_params','dmi','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_os_model_OsFacts__hash__():
     def __hash__(self):
         return hash((self.distribution,self.kernel_release,self.kernel_version,self.architecture,self.hostname,self.virtualization,self.virtualization_source,self.container,self.hypervisor_flag,self.uptime_s,self.boot_time,self.cmdline,self.kernel_params,self.dmi,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_pci_model_AerCounters__init__(_type_correctable, _type_fatal, _type_nonfatal, _type_total_correctable, _type_total_fatal, _type_total_nonfatal, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_fatal, _dflt_nonfatal, _dflt_total_correctable, _dflt_total_fatal, _dflt_total_nonfatal, _return_type):
+def _dolmen_facts_pci_model_AerCounters(_type_correctable, _type_fatal, _type_nonfatal, _type_total_correctable, _type_total_fatal, _type_total_nonfatal, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_fatal, _dflt_nonfatal, _dflt_total_correctable, _dflt_total_fatal, _dflt_total_nonfatal, _return_type, cls, FrozenInstanceError):
     def __init__(self,correctable:_type_correctable=_HAS_DEFAULT_FACTORY,fatal:_type_fatal=_HAS_DEFAULT_FACTORY,nonfatal:_type_nonfatal=_HAS_DEFAULT_FACTORY,total_correctable:_type_total_correctable=_dflt_total_correctable,total_fatal:_type_total_fatal=_dflt_total_fatal,total_nonfatal:_type_total_nonfatal=_dflt_total_nonfatal)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'correctable',_dflt_correctable() if correctable is _HAS_DEFAULT_FACTORY else correctable)
         __dataclass_builtins_object__.__setattr__(self,'fatal',_dflt_fatal() if fatal is _HAS_DEFAULT_FACTORY else fatal)
@@ -1235,46 +735,26 @@ def _dolmen_facts_pci_model_AerCounters__init__(_type_correctable, _type_fatal, 
         __dataclass_builtins_object__.__setattr__(self,'total_correctable',total_correctable)
         __dataclass_builtins_object__.__setattr__(self,'total_fatal',total_fatal)
         __dataclass_builtins_object__.__setattr__(self,'total_nonfatal',total_nonfatal)
-    return __init__
-
-
-def _dolmen_facts_pci_model_AerCounters__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(correctable={self.correctable!r}, fatal={self.fatal!r}, nonfatal={self.nonfatal!r}, total_correctable={self.total_correctable!r}, total_fatal={self.total_fatal!r}, total_nonfatal={self.total_nonfatal!r})"
-    return __repr__
-
-
-def _dolmen_facts_pci_model_AerCounters__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.correctable,self.fatal,self.nonfatal,self.total_correctable,self.total_fatal,self.total_nonfatal,)==(other.correctable,other.fatal,other.nonfatal,other.total_correctable,other.total_fatal,other.total_nonfatal,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_pci_model_AerCounters__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('correctable','fatal','nonfatal','total_correctable','total_fatal','total_nonfatal',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_pci_model_AerCounters__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('correctable','fatal','nonfatal','total_correctable','total_fatal','total_nonfatal',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_pci_model_AerCounters__hash__():
     def __hash__(self):
         return hash((self.correctable,self.fatal,self.nonfatal,self.total_correctable,self.total_fatal,self.total_nonfatal,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_pci_model_PciDevice__init__(_type_bdf, _type_vendor_id, _type_device_id, _type_class_id, _type_subsystem_vendor_id, _type_subsystem_device_id, _type_driver, _type_numa_node, _type_current_link, _type_max_link, _type_aer, _type_parent, _type_local_cpus, _type_description, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_vendor_id, _dflt_device_id, _dflt_class_id, _dflt_subsystem_vendor_id, _dflt_subsystem_device_id, _dflt_driver, _dflt_numa_node, _dflt_current_link, _dflt_max_link, _dflt_aer, _dflt_parent, _dflt_local_cpus, _dflt_description, _dflt_source, _return_type):
+def _dolmen_facts_pci_model_PciDevice(_type_bdf, _type_vendor_id, _type_device_id, _type_class_id, _type_subsystem_vendor_id, _type_subsystem_device_id, _type_driver, _type_numa_node, _type_current_link, _type_max_link, _type_aer, _type_parent, _type_local_cpus, _type_description, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_vendor_id, _dflt_device_id, _dflt_class_id, _dflt_subsystem_vendor_id, _dflt_subsystem_device_id, _dflt_driver, _dflt_numa_node, _dflt_current_link, _dflt_max_link, _dflt_aer, _dflt_parent, _dflt_local_cpus, _dflt_description, _dflt_source, _return_type, cls, FrozenInstanceError):
     def __init__(self,bdf:_type_bdf,vendor_id:_type_vendor_id=_dflt_vendor_id,device_id:_type_device_id=_dflt_device_id,class_id:_type_class_id=_dflt_class_id,subsystem_vendor_id:_type_subsystem_vendor_id=_dflt_subsystem_vendor_id,subsystem_device_id:_type_subsystem_device_id=_dflt_subsystem_device_id,driver:_type_driver=_dflt_driver,numa_node:_type_numa_node=_dflt_numa_node,current_link:_type_current_link=_dflt_current_link,max_link:_type_max_link=_dflt_max_link,aer:_type_aer=_dflt_aer,parent:_type_parent=_dflt_parent,local_cpus:_type_local_cpus=_dflt_local_cpus,description:_type_description=_dflt_description,source:_type_source=_dflt_source)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'bdf',bdf)
         __dataclass_builtins_object__.__setattr__(self,'vendor_id',vendor_id)
@@ -1291,176 +771,96 @@ def _dolmen_facts_pci_model_PciDevice__init__(_type_bdf, _type_vendor_id, _type_
         __dataclass_builtins_object__.__setattr__(self,'local_cpus',local_cpus)
         __dataclass_builtins_object__.__setattr__(self,'description',description)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
-    return __init__
-
-
-def _dolmen_facts_pci_model_PciDevice__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(bdf={self.bdf!r}, vendor_id={self.vendor_id!r}, device_id={self.device_id!r}, class_id={self.class_id!r}, subsystem_vendor_id={self.subsystem_vendor_id!r}, subsystem_device_id={self.subsystem_device_id!r}, driver={self.driver!r}, numa_node={self.numa_node!r}, current_link={self.current_link!r}, max_link={self.max_link!r}, aer={self.aer!r}, parent={self.parent!r}, local_cpus={self.local_cpus!r}, description={self.description!r}, source={self.source!r})"
-    return __repr__
-
-
-def _dolmen_facts_pci_model_PciDevice__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.bdf,self.vendor_id,self.device_id,self.class_id,self.subsystem_vendor_id,self.subsystem_device_id,self.driver,self.numa_node,self.current_link,self.max_link,self.aer,self.parent,self.local_cpus,self.description,self.source,)==(other.bdf,other.vendor_id,other.device_id,other.class_id,other.subsystem_vendor_id,other.subsystem_device_id,other.driver,other.numa_node,other.current_link,other.max_link,other.aer,other.parent,other.local_cpus,other.description,other.source,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_pci_model_PciDevice__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('bdf','vendor_id','device_id','class_id','subsystem_vendor_id','subsystem_device_id','driver','numa_node','current_link','max_link','aer','parent','local_cpus','description','source',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_pci_model_PciDevice__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('bdf','vendor_id','device_id','class_id','subsystem_vendor_id','subsystem_device_id','driver','numa_node','current_link','max_link','aer','parent','local_cpus','description','source',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_pci_model_PciDevice__hash__():
     def __hash__(self):
         return hash((self.bdf,self.vendor_id,self.device_id,self.class_id,self.subsystem_vendor_id,self.subsystem_device_id,self.driver,self.numa_node,self.current_link,self.max_link,self.aer,self.parent,self.local_cpus,self.description,self.source,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_pci_model_PciFacts__init__(_type_devices, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_pci_model_PciFacts(_type_devices, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,devices:_type_devices,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'devices',devices)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_pci_model_PciFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(devices={self.devices!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_pci_model_PciFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.devices,self.unread,)==(other.devices,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_pci_model_PciFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('devices','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_pci_model_PciFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('devices','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_pci_model_PciFacts__hash__():
     def __hash__(self):
         return hash((self.devices,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_pci_model_PciLink__init__(_type_speed_gts, _type_width, _type_generation, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_generation, _return_type):
+def _dolmen_facts_pci_model_PciLink(_type_speed_gts, _type_width, _type_generation, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_generation, _return_type, cls, FrozenInstanceError):
     def __init__(self,speed_gts:_type_speed_gts,width:_type_width,generation:_type_generation=_dflt_generation)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'speed_gts',speed_gts)
         __dataclass_builtins_object__.__setattr__(self,'width',width)
         __dataclass_builtins_object__.__setattr__(self,'generation',generation)
-    return __init__
-
-
-def _dolmen_facts_pci_model_PciLink__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(speed_gts={self.speed_gts!r}, width={self.width!r}, generation={self.generation!r})"
-    return __repr__
-
-
-def _dolmen_facts_pci_model_PciLink__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.speed_gts,self.width,self.generation,)==(other.speed_gts,other.width,other.generation,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_pci_model_PciLink__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('speed_gts','width','generation',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_pci_model_PciLink__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('speed_gts','width','generation',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_pci_model_PciLink__hash__():
     def __hash__(self):
         return hash((self.speed_gts,self.width,self.generation,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_reading_Read__init__(_type_text, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _return_type):
+def _dolmen_facts_reading_Read(_type_text, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _return_type, cls, FrozenInstanceError):
     def __init__(self,text:_type_text,reason:_type_reason=_dflt_reason)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'text',text)
         __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-    return __init__
-
-
-def _dolmen_facts_reading_Read__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(text={self.text!r}, reason={self.reason!r})"
-    return __repr__
-
-
-def _dolmen_facts_reading_Read__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.text,self.reason,)==(other.text,other.reason,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_reading_Read__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('text','reason',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_reading_Read__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('text','reason',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_reading_Read__hash__():
     def __hash__(self):
         return hash((self.text,self.reason,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_security_SecurityFacts__init__(_type_efi, _type_secure_boot, _type_setup_mode, _type_lockdown, _type_lsms, _type_module_sig_enforce, _type_modules_disabled, _type_tpm_present, _type_tpm_version, _type_ima, _type_evm, _type_taint, _type_taint_flags, _type_nvidia_module_taint, _type_nvidia_module_signed, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_security_SecurityFacts(_type_efi, _type_secure_boot, _type_setup_mode, _type_lockdown, _type_lsms, _type_module_sig_enforce, _type_modules_disabled, _type_tpm_present, _type_tpm_version, _type_ima, _type_evm, _type_taint, _type_taint_flags, _type_nvidia_module_taint, _type_nvidia_module_signed, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,efi:_type_efi,secure_boot:_type_secure_boot,setup_mode:_type_setup_mode,lockdown:_type_lockdown,lsms:_type_lsms,module_sig_enforce:_type_module_sig_enforce,modules_disabled:_type_modules_disabled,tpm_present:_type_tpm_present,tpm_version:_type_tpm_version,ima:_type_ima,evm:_type_evm,taint:_type_taint,taint_flags:_type_taint_flags,nvidia_module_taint:_type_nvidia_module_taint,nvidia_module_signed:_type_nvidia_module_signed,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'efi',efi)
         __dataclass_builtins_object__.__setattr__(self,'secure_boot',secure_boot)
@@ -1478,307 +878,167 @@ def _dolmen_facts_security_SecurityFacts__init__(_type_efi, _type_secure_boot, _
         __dataclass_builtins_object__.__setattr__(self,'nvidia_module_taint',nvidia_module_taint)
         __dataclass_builtins_object__.__setattr__(self,'nvidia_module_signed',nvidia_module_signed)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_security_SecurityFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(efi={self.efi!r}, secure_boot={self.secure_boot!r}, setup_mode={self.setup_mode!r}, lockdown={self.lockdown!r}, lsms={self.lsms!r}, module_sig_enforce={self.module_sig_enforce!r}, modules_disabled={self.modules_disabled!r}, tpm_present={self.tpm_present!r}, tpm_version={self.tpm_version!r}, ima={self.ima!r}, evm={self.evm!r}, taint={self.taint!r}, taint_flags={self.taint_flags!r}, nvidia_module_taint={self.nvidia_module_taint!r}, nvidia_module_signed={self.nvidia_module_signed!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_security_SecurityFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.efi,self.secure_boot,self.setup_mode,self.lockdown,self.lsms,self.module_sig_enforce,self.modules_disabled,self.tpm_present,self.tpm_version,self.ima,self.evm,self.taint,self.taint_flags,self.nvidia_module_taint,self.nvidia_module_signed,self.unread,)==(other.efi,other.secure_boot,other.setup_mode,other.lockdown,other.lsms,other.module_sig_enforce,other.modules_disabled,other.tpm_present,other.tpm_version,other.ima,other.evm,other.taint,other.taint_flags,other.nvidia_module_taint,other.nvidia_module_signed,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_security_SecurityFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('efi','secure_boot','setup_mode','lockdown','lsms','module_sig_enforce','modules_disabled','tpm_present','tpm_version','ima','evm','taint','taint_flags','nvidia_module_taint','nvidia_module_signed','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_security_SecurityFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('efi','secure_boot','setup_mode','lockdown','lsms','module_sig_enforce','modules_disabled','tpm_present','tpm_version','ima','evm','taint','taint_flags','nvidia_module_taint','nvidia_module_signed','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_security_SecurityFacts__hash__():
     def __hash__(self):
         return hash((self.efi,self.secure_boot,self.setup_mode,self.lockdown,self.lsms,self.module_sig_enforce,self.modules_disabled,self.tpm_present,self.tpm_version,self.ima,self.evm,self.taint,self.taint_flags,self.nvidia_module_taint,self.nvidia_module_signed,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_security_TaintFlag__init__(_type_bit, _type_letter, _type_meaning, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_security_TaintFlag(_type_bit, _type_letter, _type_meaning, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,bit:_type_bit,letter:_type_letter,meaning:_type_meaning)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'bit',bit)
         __dataclass_builtins_object__.__setattr__(self,'letter',letter)
         __dataclass_builtins_object__.__setattr__(self,'meaning',meaning)
-    return __init__
-
-
-def _dolmen_facts_security_TaintFlag__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(bit={self.bit!r}, letter={self.letter!r}, meaning={self.meaning!r})"
-    return __repr__
-
-
-def _dolmen_facts_security_TaintFlag__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.bit,self.letter,self.meaning,)==(other.bit,other.letter,other.meaning,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_security_TaintFlag__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('bit','letter','meaning',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_security_TaintFlag__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('bit','letter','meaning',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_security_TaintFlag__hash__():
     def __hash__(self):
         return hash((self.bit,self.letter,self.meaning,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_BrokenLink__init__(_type_path, _type_target, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_BrokenLink(_type_path, _type_target, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,path:_type_path,target:_type_target)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'target',target)
-    return __init__
-
-
-def _dolmen_facts_stack_model_BrokenLink__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(path={self.path!r}, target={self.target!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_BrokenLink__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.path,self.target,)==(other.path,other.target,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_BrokenLink__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('path','target',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_BrokenLink__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('path','target',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_BrokenLink__hash__():
     def __hash__(self):
         return hash((self.path,self.target,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_CachedLibrary__init__(_type_name, _type_arch, _type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_CachedLibrary(_type_name, _type_arch, _type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,arch:_type_arch,path:_type_path)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'arch',arch)
         __dataclass_builtins_object__.__setattr__(self,'path',path)
-    return __init__
-
-
-def _dolmen_facts_stack_model_CachedLibrary__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, arch={self.arch!r}, path={self.path!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_CachedLibrary__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.arch,self.path,)==(other.name,other.arch,other.path,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_CachedLibrary__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','arch','path',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_CachedLibrary__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','arch','path',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_CachedLibrary__hash__():
     def __hash__(self):
         return hash((self.name,self.arch,self.path,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_Component__init__(_type_version, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_Component(_type_version, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,version:_type_version,source:_type_source)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'version',version)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
-    return __init__
-
-
-def _dolmen_facts_stack_model_Component__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(version={self.version!r}, source={self.source!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_Component__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.version,self.source,)==(other.version,other.source,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_Component__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('version','source',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_Component__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('version','source',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_Component__hash__():
     def __hash__(self):
         return hash((self.version,self.source,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_EnvEntry__init__(_type_variable, _type_entry, _type_exists, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_EnvEntry(_type_variable, _type_entry, _type_exists, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,variable:_type_variable,entry:_type_entry,exists:_type_exists)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'variable',variable)
         __dataclass_builtins_object__.__setattr__(self,'entry',entry)
         __dataclass_builtins_object__.__setattr__(self,'exists',exists)
-    return __init__
-
-
-def _dolmen_facts_stack_model_EnvEntry__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(variable={self.variable!r}, entry={self.entry!r}, exists={self.exists!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_EnvEntry__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.variable,self.entry,self.exists,)==(other.variable,other.entry,other.exists,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_EnvEntry__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('variable','entry','exists',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_EnvEntry__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('variable','entry','exists',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_EnvEntry__hash__():
     def __hash__(self):
         return hash((self.variable,self.entry,self.exists,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_KernelDriver__init__(_type_version, _type_flavour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_KernelDriver(_type_version, _type_flavour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,version:_type_version,flavour:_type_flavour)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'version',version)
         __dataclass_builtins_object__.__setattr__(self,'flavour',flavour)
-    return __init__
-
-
-def _dolmen_facts_stack_model_KernelDriver__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(version={self.version!r}, flavour={self.flavour!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_KernelDriver__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.version,self.flavour,)==(other.version,other.flavour,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_KernelDriver__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('version','flavour',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_KernelDriver__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('version','flavour',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_KernelDriver__hash__():
     def __hash__(self):
         return hash((self.version,self.flavour,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_LoadedModule__init__(_type_name, _type_size, _type_refcount, _type_used_by, _type_state, _type_taints, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_LoadedModule(_type_name, _type_size, _type_refcount, _type_used_by, _type_state, _type_taints, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,size:_type_size,refcount:_type_refcount,used_by:_type_used_by,state:_type_state,taints:_type_taints)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'size',size)
@@ -1786,89 +1046,49 @@ def _dolmen_facts_stack_model_LoadedModule__init__(_type_name, _type_size, _type
         __dataclass_builtins_object__.__setattr__(self,'used_by',used_by)
         __dataclass_builtins_object__.__setattr__(self,'state',state)
         __dataclass_builtins_object__.__setattr__(self,'taints',taints)
-    return __init__
-
-
-def _dolmen_facts_stack_model_LoadedModule__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, size={self.size!r}, refcount={self.refcount!r}, used_by={self.used_by!r}, state={self.state!r}, taints={self.taints!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_LoadedModule__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.size,self.refcount,self.used_by,self.state,self.taints,)==(other.name,other.size,other.refcount,other.used_by,other.state,other.taints,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_LoadedModule__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','size','refcount','used_by','state','taints',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_LoadedModule__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','size','refcount','used_by','state','taints',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_LoadedModule__hash__():
     def __hash__(self):
         return hash((self.name,self.size,self.refcount,self.used_by,self.state,self.taints,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_NvccVersion__init__(_type_release, _type_full, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_NvccVersion(_type_release, _type_full, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,release:_type_release,full:_type_full)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'release',release)
         __dataclass_builtins_object__.__setattr__(self,'full',full)
-    return __init__
-
-
-def _dolmen_facts_stack_model_NvccVersion__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(release={self.release!r}, full={self.full!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_NvccVersion__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.release,self.full,)==(other.release,other.full,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_NvccVersion__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('release','full',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_NvccVersion__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('release','full',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_NvccVersion__hash__():
     def __hash__(self):
         return hash((self.release,self.full,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_StackFacts__init__(_type_driver_version, _type_driver_flavour, _type_module_version, _type_modules, _type_module_taints, _type_libraries, _type_userspace_versions, _type_libcuda_version, _type_libnvidia_ml_version, _type_cudnn, _type_nccl, _type_tensorrt, _type_toolkits, _type_cuda_default, _type_nvcc_release, _type_nvcc_version, _type_broken_links, _type_env, _type_env_missing, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_stack_model_StackFacts(_type_driver_version, _type_driver_flavour, _type_module_version, _type_modules, _type_module_taints, _type_libraries, _type_userspace_versions, _type_libcuda_version, _type_libnvidia_ml_version, _type_cudnn, _type_nccl, _type_tensorrt, _type_toolkits, _type_cuda_default, _type_nvcc_release, _type_nvcc_version, _type_broken_links, _type_env, _type_env_missing, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,driver_version:_type_driver_version,driver_flavour:_type_driver_flavour,module_version:_type_module_version,modules:_type_modules,module_taints:_type_module_taints,libraries:_type_libraries,userspace_versions:_type_userspace_versions,libcuda_version:_type_libcuda_version,libnvidia_ml_version:_type_libnvidia_ml_version,cudnn:_type_cudnn,nccl:_type_nccl,tensorrt:_type_tensorrt,toolkits:_type_toolkits,cuda_default:_type_cuda_default,nvcc_release:_type_nvcc_release,nvcc_version:_type_nvcc_version,broken_links:_type_broken_links,env:_type_env,env_missing:_type_env_missing,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'driver_version',driver_version)
         __dataclass_builtins_object__.__setattr__(self,'driver_flavour',driver_flavour)
@@ -1890,134 +1110,74 @@ def _dolmen_facts_stack_model_StackFacts__init__(_type_driver_version, _type_dri
         __dataclass_builtins_object__.__setattr__(self,'env',env)
         __dataclass_builtins_object__.__setattr__(self,'env_missing',env_missing)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_stack_model_StackFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(driver_version={self.driver_version!r}, driver_flavour={self.driver_flavour!r}, module_version={self.module_version!r}, modules={self.modules!r}, module_taints={self.module_taints!r}, libraries={self.libraries!r}, userspace_versions={self.userspace_versions!r}, libcuda_version={self.libcuda_version!r}, libnvidia_ml_version={self.libnvidia_ml_version!r}, cudnn={self.cudnn!r}, nccl={self.nccl!r}, tensorrt={self.tensorrt!r}, toolkits={self.toolkits!r}, cuda_default={self.cuda_default!r}, nvcc_release={self.nvcc_release!r}, nvcc_version={self.nvcc_version!r}, broken_links={self.broken_links!r}, env={self.env!r}, env_missing={self.env_missing!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_StackFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.driver_version,self.driver_flavour,self.module_version,self.modules,self.module_taints,self.libraries,self.userspace_versions,self.libcuda_version,self.libnvidia_ml_version,self.cudnn,self.nccl,self.tensorrt,self.toolkits,self.cuda_default,self.nvcc_release,self.nvcc_version,self.broken_links,self.env,self.env_missing,self.unread,)==(other.driver_version,other.driver_flavour,other.module_version,other.modules,other.module_taints,other.libraries,other.userspace_versions,other.libcuda_version,other.libnvidia_ml_version,other.cudnn,other.nccl,other.tensorrt,other.toolkits,other.cuda_default,other.nvcc_release,other.nvcc_version,other.broken_links,other.env,other.env_missing,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_StackFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('driver_version','driver_flavour','module_version','modules','module_taints','libraries','userspace_versions','libcuda_version','libnvidia_ml_version','cudnn','nccl','tensorrt','toolkits','cuda_default','nvcc_release','nvcc_version','broken_links','env','env_missing','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_StackFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('driver_version','driver_flavour','module_version','modules','module_taints','libraries','userspace_versions','libcuda_version','libnvidia_ml_version','cudnn','nccl','tensorrt','toolkits','cuda_default','nvcc_release','nvcc_version','broken_links','env','env_missing','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_StackFacts__hash__():
     def __hash__(self):
         return hash((self.driver_version,self.driver_flavour,self.module_version,self.modules,self.module_taints,self.libraries,self.userspace_versions,self.libcuda_version,self.libnvidia_ml_version,self.cudnn,self.nccl,self.tensorrt,self.toolkits,self.cuda_default,self.nvcc_release,self.nvcc_version,self.broken_links,self.env,self.env_missing,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_StackLibrary__init__(_type_name, _type_path, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_StackLibrary(_type_name, _type_path, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,path:_type_path,version:_type_version)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
-    return __init__
-
-
-def _dolmen_facts_stack_model_StackLibrary__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, path={self.path!r}, version={self.version!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_StackLibrary__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.path,self.version,)==(other.name,other.path,other.version,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_StackLibrary__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','path','version',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_StackLibrary__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','path','version',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_StackLibrary__hash__():
     def __hash__(self):
         return hash((self.name,self.path,self.version,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_stack_model_Toolkit__init__(_type_path, _type_version, _type_version_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_stack_model_Toolkit(_type_path, _type_version, _type_version_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,path:_type_path,version:_type_version,version_source:_type_version_source)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
         __dataclass_builtins_object__.__setattr__(self,'version_source',version_source)
-    return __init__
-
-
-def _dolmen_facts_stack_model_Toolkit__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(path={self.path!r}, version={self.version!r}, version_source={self.version_source!r})"
-    return __repr__
-
-
-def _dolmen_facts_stack_model_Toolkit__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.path,self.version,self.version_source,)==(other.path,other.version,other.version_source,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_stack_model_Toolkit__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('path','version','version_source',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_stack_model_Toolkit__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('path','version','version_source',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_stack_model_Toolkit__hash__():
     def __hash__(self):
         return hash((self.path,self.version,self.version_source,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_storage_FstabEntry__init__(_type_spec, _type_file, _type_vfstype, _type_options, _type_freq, _type_passno, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_freq, _dflt_passno, _return_type):
+def _dolmen_facts_storage_FstabEntry(_type_spec, _type_file, _type_vfstype, _type_options, _type_freq, _type_passno, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_freq, _dflt_passno, _return_type, cls, FrozenInstanceError):
     def __init__(self,spec:_type_spec,file:_type_file,vfstype:_type_vfstype,options:_type_options,freq:_type_freq=_dflt_freq,passno:_type_passno=_dflt_passno)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'spec',spec)
         __dataclass_builtins_object__.__setattr__(self,'file',file)
@@ -2025,46 +1185,26 @@ def _dolmen_facts_storage_FstabEntry__init__(_type_spec, _type_file, _type_vfsty
         __dataclass_builtins_object__.__setattr__(self,'options',options)
         __dataclass_builtins_object__.__setattr__(self,'freq',freq)
         __dataclass_builtins_object__.__setattr__(self,'passno',passno)
-    return __init__
-
-
-def _dolmen_facts_storage_FstabEntry__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(spec={self.spec!r}, file={self.file!r}, vfstype={self.vfstype!r}, options={self.options!r}, freq={self.freq!r}, passno={self.passno!r})"
-    return __repr__
-
-
-def _dolmen_facts_storage_FstabEntry__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.spec,self.file,self.vfstype,self.options,self.freq,self.passno,)==(other.spec,other.file,other.vfstype,other.options,other.freq,other.passno,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_storage_FstabEntry__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('spec','file','vfstype','options','freq','passno',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_storage_FstabEntry__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('spec','file','vfstype','options','freq','passno',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_storage_FstabEntry__hash__():
     def __hash__(self):
         return hash((self.spec,self.file,self.vfstype,self.options,self.freq,self.passno,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_storage_Mount__init__(_type_device, _type_mountpoint, _type_fstype, _type_options, _type_read_only, _type_kind, _type_size_bytes, _type_used_bytes, _type_available_bytes, _type_inodes_total, _type_inodes_used, _type_inodes_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_bytes, _dflt_used_bytes, _dflt_available_bytes, _dflt_inodes_total, _dflt_inodes_used, _dflt_inodes_free, _return_type):
+def _dolmen_facts_storage_Mount(_type_device, _type_mountpoint, _type_fstype, _type_options, _type_read_only, _type_kind, _type_size_bytes, _type_used_bytes, _type_available_bytes, _type_inodes_total, _type_inodes_used, _type_inodes_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_bytes, _dflt_used_bytes, _dflt_available_bytes, _dflt_inodes_total, _dflt_inodes_used, _dflt_inodes_free, _return_type, cls, FrozenInstanceError):
     def __init__(self,device:_type_device,mountpoint:_type_mountpoint,fstype:_type_fstype,options:_type_options,read_only:_type_read_only,kind:_type_kind,size_bytes:_type_size_bytes=_dflt_size_bytes,used_bytes:_type_used_bytes=_dflt_used_bytes,available_bytes:_type_available_bytes=_dflt_available_bytes,inodes_total:_type_inodes_total=_dflt_inodes_total,inodes_used:_type_inodes_used=_dflt_inodes_used,inodes_free:_type_inodes_free=_dflt_inodes_free)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'mountpoint',mountpoint)
@@ -2078,46 +1218,26 @@ def _dolmen_facts_storage_Mount__init__(_type_device, _type_mountpoint, _type_fs
         __dataclass_builtins_object__.__setattr__(self,'inodes_total',inodes_total)
         __dataclass_builtins_object__.__setattr__(self,'inodes_used',inodes_used)
         __dataclass_builtins_object__.__setattr__(self,'inodes_free',inodes_free)
-    return __init__
-
-
-def _dolmen_facts_storage_Mount__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(device={self.device!r}, mountpoint={self.mountpoint!r}, fstype={self.fstype!r}, options={self.options!r}, read_only={self.read_only!r}, kind={self.kind!r}, size_bytes={self.size_bytes!r}, used_bytes={self.used_bytes!r}, available_bytes={self.available_bytes!r}, inodes_total={self.inodes_total!r}, inodes_used={self.inodes_used!r}, inodes_free={self.inodes_free!r})"
-    return __repr__
-
-
-def _dolmen_facts_storage_Mount__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.device,self.mountpoint,self.fstype,self.options,self.read_only,self.kind,self.size_bytes,self.used_bytes,self.available_bytes,self.inodes_total,self.inodes_used,self.inodes_free,)==(other.device,other.mountpoint,other.fstype,other.options,other.read_only,other.kind,other.size_bytes,other.used_bytes,other.available_bytes,other.inodes_total,other.inodes_used,other.inodes_free,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_storage_Mount__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('device','mountpoint','fstype','options','read_only','kind','size_bytes','used_bytes','available_bytes','inodes_total','inodes_used','inodes_free',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_storage_Mount__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('device','mountpoint','fstype','options','read_only','kind','size_bytes','used_bytes','available_bytes','inodes_total','inodes_used','inodes_free',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_storage_Mount__hash__():
     def __hash__(self):
         return hash((self.device,self.mountpoint,self.fstype,self.options,self.read_only,self.kind,self.size_bytes,self.used_bytes,self.available_bytes,self.inodes_total,self.inodes_used,self.inodes_free,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_storage_NvmeController__init__(_type_name, _type_model, _type_firmware_rev, _type_state, _type_transport, _type_address, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_storage_NvmeController(_type_name, _type_model, _type_firmware_rev, _type_state, _type_transport, _type_address, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,model:_type_model,firmware_rev:_type_firmware_rev,state:_type_state,transport:_type_transport,address:_type_address)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'model',model)
@@ -2125,356 +1245,196 @@ def _dolmen_facts_storage_NvmeController__init__(_type_name, _type_model, _type_
         __dataclass_builtins_object__.__setattr__(self,'state',state)
         __dataclass_builtins_object__.__setattr__(self,'transport',transport)
         __dataclass_builtins_object__.__setattr__(self,'address',address)
-    return __init__
-
-
-def _dolmen_facts_storage_NvmeController__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, model={self.model!r}, firmware_rev={self.firmware_rev!r}, state={self.state!r}, transport={self.transport!r}, address={self.address!r})"
-    return __repr__
-
-
-def _dolmen_facts_storage_NvmeController__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.model,self.firmware_rev,self.state,self.transport,self.address,)==(other.name,other.model,other.firmware_rev,other.state,other.transport,other.address,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_storage_NvmeController__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','model','firmware_rev','state','transport','address',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_storage_NvmeController__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','model','firmware_rev','state','transport','address',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_storage_NvmeController__hash__():
     def __hash__(self):
         return hash((self.name,self.model,self.firmware_rev,self.state,self.transport,self.address,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_storage_StorageFacts__init__(_type_mounts, _type_fstab, _type_nvme, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_mounts, _dflt_fstab, _dflt_nvme, _dflt_unread, _return_type):
+def _dolmen_facts_storage_StorageFacts(_type_mounts, _type_fstab, _type_nvme, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_mounts, _dflt_fstab, _dflt_nvme, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,mounts:_type_mounts=_dflt_mounts,fstab:_type_fstab=_dflt_fstab,nvme:_type_nvme=_dflt_nvme,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'mounts',mounts)
         __dataclass_builtins_object__.__setattr__(self,'fstab',fstab)
         __dataclass_builtins_object__.__setattr__(self,'nvme',nvme)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_storage_StorageFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(mounts={self.mounts!r}, fstab={self.fstab!r}, nvme={self.nvme!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_storage_StorageFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.mounts,self.fstab,self.nvme,self.unread,)==(other.mounts,other.fstab,other.nvme,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_storage_StorageFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('mounts','fstab','nvme','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_storage_StorageFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('mounts','fstab','nvme','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_storage_StorageFacts__hash__():
     def __hash__(self):
         return hash((self.mounts,self.fstab,self.nvme,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_topology_model_GpuAffinity__init__(_type_cpus, _type_numa_node, _type_gpu_numa_id, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu_numa_id, _return_type):
+def _dolmen_facts_topology_model_GpuAffinity(_type_cpus, _type_numa_node, _type_gpu_numa_id, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu_numa_id, _return_type, cls, FrozenInstanceError):
     def __init__(self,cpus:_type_cpus,numa_node:_type_numa_node,gpu_numa_id:_type_gpu_numa_id=_dflt_gpu_numa_id)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
         __dataclass_builtins_object__.__setattr__(self,'numa_node',numa_node)
         __dataclass_builtins_object__.__setattr__(self,'gpu_numa_id',gpu_numa_id)
-    return __init__
-
-
-def _dolmen_facts_topology_model_GpuAffinity__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(cpus={self.cpus!r}, numa_node={self.numa_node!r}, gpu_numa_id={self.gpu_numa_id!r})"
-    return __repr__
-
-
-def _dolmen_facts_topology_model_GpuAffinity__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.cpus,self.numa_node,self.gpu_numa_id,)==(other.cpus,other.numa_node,other.gpu_numa_id,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_topology_model_GpuAffinity__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('cpus','numa_node','gpu_numa_id',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_topology_model_GpuAffinity__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('cpus','numa_node','gpu_numa_id',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_topology_model_GpuAffinity__hash__():
     def __hash__(self):
         return hash((self.cpus,self.numa_node,self.gpu_numa_id,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_topology_model_Path__init__(_type_kind, _type_links, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _return_type):
+def _dolmen_facts_topology_model_Path(_type_kind, _type_links, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_links, _return_type, cls, FrozenInstanceError):
     def __init__(self,kind:_type_kind,links:_type_links=_dflt_links)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
         __dataclass_builtins_object__.__setattr__(self,'links',links)
-    return __init__
-
-
-def _dolmen_facts_topology_model_Path__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(kind={self.kind!r}, links={self.links!r})"
-    return __repr__
-
-
-def _dolmen_facts_topology_model_Path__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.kind,self.links,)==(other.kind,other.links,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_topology_model_Path__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('kind','links',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_topology_model_Path__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('kind','links',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_topology_model_Path__hash__():
     def __hash__(self):
         return hash((self.kind,self.links,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_topology_model_TopoMatrix__init__(_type_devices, _type_paths, _type_affinity, _type_nic_names, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_paths, _dflt_affinity, _dflt_nic_names, _dflt_problems, _return_type):
+def _dolmen_facts_topology_model_TopoMatrix(_type_devices, _type_paths, _type_affinity, _type_nic_names, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_paths, _dflt_affinity, _dflt_nic_names, _dflt_problems, _return_type, cls, FrozenInstanceError):
     def __init__(self,devices:_type_devices,paths:_type_paths=_HAS_DEFAULT_FACTORY,affinity:_type_affinity=_HAS_DEFAULT_FACTORY,nic_names:_type_nic_names=_HAS_DEFAULT_FACTORY,problems:_type_problems=_dflt_problems)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'devices',devices)
         __dataclass_builtins_object__.__setattr__(self,'paths',_dflt_paths() if paths is _HAS_DEFAULT_FACTORY else paths)
         __dataclass_builtins_object__.__setattr__(self,'affinity',_dflt_affinity() if affinity is _HAS_DEFAULT_FACTORY else affinity)
         __dataclass_builtins_object__.__setattr__(self,'nic_names',_dflt_nic_names() if nic_names is _HAS_DEFAULT_FACTORY else nic_names)
         __dataclass_builtins_object__.__setattr__(self,'problems',problems)
-    return __init__
-
-
-def _dolmen_facts_topology_model_TopoMatrix__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(devices={self.devices!r}, paths={self.paths!r}, affinity={self.affinity!r}, nic_names={self.nic_names!r}, problems={self.problems!r})"
-    return __repr__
-
-
-def _dolmen_facts_topology_model_TopoMatrix__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.devices,self.paths,self.affinity,self.nic_names,self.problems,)==(other.devices,other.paths,other.affinity,other.nic_names,other.problems,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_topology_model_TopoMatrix__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('devices','paths','affinity','nic_names','problems',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_topology_model_TopoMatrix__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('devices','paths','affinity','nic_names','problems',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_topology_model_TopoMatrix__hash__():
     def __hash__(self):
         return hash((self.devices,self.paths,self.affinity,self.nic_names,self.problems,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_topology_model_TopologyFacts__init__(_type_matrix, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_matrix, _dflt_unread, _return_type):
+def _dolmen_facts_topology_model_TopologyFacts(_type_matrix, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_matrix, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,matrix:_type_matrix=_dflt_matrix,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'matrix',matrix)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_topology_model_TopologyFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(matrix={self.matrix!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_topology_model_TopologyFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.matrix,self.unread,)==(other.matrix,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_topology_model_TopologyFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('matrix','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_topology_model_TopologyFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('matrix','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_topology_model_TopologyFacts__hash__():
     def __hash__(self):
         return hash((self.matrix,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_tuning_model_HugePagePool__init__(_type_total, _type_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_tuning_model_HugePagePool(_type_total, _type_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,total:_type_total,free:_type_free)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'total',total)
         __dataclass_builtins_object__.__setattr__(self,'free',free)
-    return __init__
-
-
-def _dolmen_facts_tuning_model_HugePagePool__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(total={self.total!r}, free={self.free!r})"
-    return __repr__
-
-
-def _dolmen_facts_tuning_model_HugePagePool__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.total,self.free,)==(other.total,other.free,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_tuning_model_HugePagePool__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('total','free',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_tuning_model_HugePagePool__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('total','free',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_tuning_model_HugePagePool__hash__():
     def __hash__(self):
         return hash((self.total,self.free,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_tuning_model_LimitEntry__init__(_type_file, _type_domain, _type_type, _type_item, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_facts_tuning_model_LimitEntry(_type_file, _type_domain, _type_type, _type_item, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,file:_type_file,domain:_type_domain,type:_type_type,item:_type_item,value:_type_value)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'file',file)
         __dataclass_builtins_object__.__setattr__(self,'domain',domain)
         __dataclass_builtins_object__.__setattr__(self,'type',type)
         __dataclass_builtins_object__.__setattr__(self,'item',item)
         __dataclass_builtins_object__.__setattr__(self,'value',value)
-    return __init__
-
-
-def _dolmen_facts_tuning_model_LimitEntry__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(file={self.file!r}, domain={self.domain!r}, type={self.type!r}, item={self.item!r}, value={self.value!r})"
-    return __repr__
-
-
-def _dolmen_facts_tuning_model_LimitEntry__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.file,self.domain,self.type,self.item,self.value,)==(other.file,other.domain,other.type,other.item,other.value,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_tuning_model_LimitEntry__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('file','domain','type','item','value',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_tuning_model_LimitEntry__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('file','domain','type','item','value',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_tuning_model_LimitEntry__hash__():
     def __hash__(self):
         return hash((self.file,self.domain,self.type,self.item,self.value,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_tuning_model_TuningFacts__init__(_type_cpu_governors, _type_cpu_epp, _type_cpufreq_drivers, _type_thp_enabled, _type_thp_defrag, _type_sysctls, _type_numa_balancing, _type_swappiness, _type_max_map_count, _type_hugepages_default, _type_hugepages, _type_irqbalance_running, _type_irqbalance_service, _type_persistenced_running, _type_persistenced_service, _type_limits, _type_process_limits, _type_cmdline, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type):
+def _dolmen_facts_tuning_model_TuningFacts(_type_cpu_governors, _type_cpu_epp, _type_cpufreq_drivers, _type_thp_enabled, _type_thp_defrag, _type_sysctls, _type_numa_balancing, _type_swappiness, _type_max_map_count, _type_hugepages_default, _type_hugepages, _type_irqbalance_running, _type_irqbalance_service, _type_persistenced_running, _type_persistenced_service, _type_limits, _type_process_limits, _type_cmdline, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,cpu_governors:_type_cpu_governors,cpu_epp:_type_cpu_epp,cpufreq_drivers:_type_cpufreq_drivers,thp_enabled:_type_thp_enabled,thp_defrag:_type_thp_defrag,sysctls:_type_sysctls,numa_balancing:_type_numa_balancing,swappiness:_type_swappiness,max_map_count:_type_max_map_count,hugepages_default:_type_hugepages_default,hugepages:_type_hugepages,irqbalance_running:_type_irqbalance_running,irqbalance_service:_type_irqbalance_service,persistenced_running:_type_persistenced_running,persistenced_service:_type_persistenced_service,limits:_type_limits,process_limits:_type_process_limits,cmdline:_type_cmdline,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'cpu_governors',cpu_governors)
         __dataclass_builtins_object__.__setattr__(self,'cpu_epp',cpu_epp)
@@ -2495,97 +1455,77 @@ def _dolmen_facts_tuning_model_TuningFacts__init__(_type_cpu_governors, _type_cp
         __dataclass_builtins_object__.__setattr__(self,'process_limits',process_limits)
         __dataclass_builtins_object__.__setattr__(self,'cmdline',cmdline)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_facts_tuning_model_TuningFacts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(cpu_governors={self.cpu_governors!r}, cpu_epp={self.cpu_epp!r}, cpufreq_drivers={self.cpufreq_drivers!r}, thp_enabled={self.thp_enabled!r}, thp_defrag={self.thp_defrag!r}, sysctls={self.sysctls!r}, numa_balancing={self.numa_balancing!r}, swappiness={self.swappiness!r}, max_map_count={self.max_map_count!r}, hugepages_default={self.hugepages_default!r}, hugepages={self.hugepages!r}, irqbalance_running={self.irqbalance_running!r}, irqbalance_service={self.irqbalance_service!r}, persistenced_running={self.persistenced_running!r}, persistenced_service={self.persistenced_service!r}, limits={self.limits!r}, process_limits={self.process_limits!r}, cmdline={self.cmdline!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_facts_tuning_model_TuningFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.cpu_governors,self.cpu_epp,self.cpufreq_drivers,self.thp_enabled,self.thp_defrag,self.sysctls,self.numa_balancing,self.swappiness,self.max_map_count,self.hugepages_default,self.hugepages,self.irqbalance_running,self.irqbalance_service,self.persistenced_running,self.persistenced_service,self.limits,self.process_limits,self.cmdline,self.unread,)==(other.cpu_governors,other.cpu_epp,other.cpufreq_drivers,other.thp_enabled,other.thp_defrag,other.sysctls,other.numa_balancing,other.swappiness,other.max_map_count,other.hugepages_default,other.hugepages,other.irqbalance_running,other.irqbalance_service,other.persistenced_running,other.persistenced_service,other.limits,other.process_limits,other.cmdline,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_tuning_model_TuningFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('cpu_governors','cpu_epp','cpufreq_drivers','thp_enabled','thp_defrag','sysctls','numa_balancing','swappiness','max_map_count','hugepages_default','hugepages','irqbalance_running','irqbalance_service','persistenced_running','persistenced_service','limits','process_limits','cmdline','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_tuning_model_TuningFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('cpu_governors','cpu_epp','cpufreq_drivers','thp_enabled','thp_defrag','sysctls','numa_balancing','swappiness','max_map_count','hugepages_default','hugepages','irqbalance_running','irqbalance_service','persistenced_running','persistenced_service','limits','process_limits','cmdline','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_tuning_model_TuningFacts__hash__():
     def __hash__(self):
         return hash((self.cpu_governors,self.cpu_epp,self.cpufreq_drivers,self.thp_enabled,self.thp_defrag,self.sysctls,self.numa_balancing,self.swappiness,self.max_map_count,self.hugepages_default,self.hugepages,self.irqbalance_running,self.irqbalance_service,self.persistenced_running,self.persistenced_service,self.limits,self.process_limits,self.cmdline,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True', (('__init__', _dolmen_facts_containers_model_CdiSpec__init__, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_return_type')), ('__repr__', _dolmen_facts_containers_model_CdiSpec__repr__, ()), ('__eq__', _dolmen_facts_containers_model_CdiSpec__eq__, ()), ('__setattr__', _dolmen_facts_containers_model_CdiSpec__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_containers_model_CdiSpec__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_containers_model_CdiSpec__hash__, ()),)),
-    'dolmen.facts.containers.model.ContainerFacts': ('order=False;post_init=False;docker:DockerConfig | None:False;containerd:ContainerdConfig | None:False;toolkit_config:str | None:False;toolkit_mode:str | None:False;cdi_specs:tuple[CdiSpec, ...]:False;tools:Mapping[str, Tool]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_containers_model_ContainerFacts__init__, ('_type_docker', '_type_containerd', '_type_toolkit_config', '_type_toolkit_mode', '_type_cdi_specs', '_type_tools', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_containers_model_ContainerFacts__repr__, ()), ('__eq__', _dolmen_facts_containers_model_ContainerFacts__eq__, ()), ('__setattr__', _dolmen_facts_containers_model_ContainerFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_containers_model_ContainerFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_containers_model_ContainerFacts__hash__, ()),)),
-    'dolmen.facts.containers.model.ContainerdConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:tuple[str, ...]:False;default_runtime:str | None:False', (('__init__', _dolmen_facts_containers_model_ContainerdConfig__init__, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_containers_model_ContainerdConfig__repr__, ()), ('__eq__', _dolmen_facts_containers_model_ContainerdConfig__eq__, ()), ('__setattr__', _dolmen_facts_containers_model_ContainerdConfig__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_containers_model_ContainerdConfig__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_containers_model_ContainerdConfig__hash__, ()),)),
-    'dolmen.facts.containers.model.DockerConfig': ('order=False;post_init=False;default_runtime:str | None:False;runtimes:Mapping[str, str]:False', (('__init__', _dolmen_facts_containers_model_DockerConfig__init__, ('_type_default_runtime', '_type_runtimes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_containers_model_DockerConfig__repr__, ()), ('__eq__', _dolmen_facts_containers_model_DockerConfig__eq__, ()), ('__setattr__', _dolmen_facts_containers_model_DockerConfig__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_containers_model_DockerConfig__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_containers_model_DockerConfig__hash__, ()),)),
-    'dolmen.facts.containers.model.Tool': ('order=False;post_init=False;installed:bool | None:False;version:str | None:False;detail:str:False', (('__init__', _dolmen_facts_containers_model_Tool__init__, ('_type_installed', '_type_version', '_type_detail', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_containers_model_Tool__repr__, ()), ('__eq__', _dolmen_facts_containers_model_Tool__eq__, ()), ('__setattr__', _dolmen_facts_containers_model_Tool__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_containers_model_Tool__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_containers_model_Tool__hash__, ()),)),
-    'dolmen.facts.cpu.model.CpuFacts': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;sockets:int | None:False;cores:int | None:False;threads:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;online:tuple[int, ...] | None:False;isolated:tuple[int, ...] | None:False;smt_active:bool | None:False;cpufreq:tuple[CpuFreqPolicy, ...]:True;implementer:int | None:True;part:int | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_cpu_model_CpuFacts__init__, ('_type_vendor', '_type_model_name', '_type_sockets', '_type_cores', '_type_threads', '_type_flags', '_type_hypervisor', '_type_online', '_type_isolated', '_type_smt_active', '_type_cpufreq', '_type_implementer', '_type_part', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpufreq', '_dflt_implementer', '_dflt_part', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuFacts__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuFacts__hash__, ()),)),
-    'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuFreqPolicy__init__, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuFreqPolicy__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuFreqPolicy__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuFreqPolicy__hash__, ()),)),
-    'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuInfo__init__, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuInfo__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuInfo__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuInfo__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuInfo__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuInfo__hash__, ()),)),
-    'dolmen.facts.dcgm.DcgmFacts': ('order=False;post_init=False;results:tuple[DiagResult, ...]:True;version:str | None:True;driver_version:str | None:True;serials:Mapping[int, str]:field(False, True, True, True, True, None, None);runtime_error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_dcgm_DcgmFacts__init__, ('_type_results', '_type_version', '_type_driver_version', '_type_serials', '_type_runtime_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_results', '_dflt_version', '_dflt_driver_version', '_dflt_serials', '_dflt_runtime_error', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_dcgm_DcgmFacts__repr__, ()), ('__eq__', _dolmen_facts_dcgm_DcgmFacts__eq__, ()), ('__setattr__', _dolmen_facts_dcgm_DcgmFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_dcgm_DcgmFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_dcgm_DcgmFacts__hash__, ()),)),
-    'dolmen.facts.dcgm.DiagResult': ('order=False;post_init=False;category:str:False;test:str:False;status:str:False;gpu:int | None:True;messages:tuple[str, ...]:True;error_ids:tuple[int, ...]:True;info:tuple[str, ...]:True', (('__init__', _dolmen_facts_dcgm_DiagResult__init__, ('_type_category', '_type_test', '_type_status', '_type_gpu', '_type_messages', '_type_error_ids', '_type_info', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_messages', '_dflt_error_ids', '_dflt_info', '_return_type')), ('__repr__', _dolmen_facts_dcgm_DiagResult__repr__, ()), ('__eq__', _dolmen_facts_dcgm_DiagResult__eq__, ()), ('__setattr__', _dolmen_facts_dcgm_DiagResult__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_dcgm_DiagResult__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_dcgm_DiagResult__hash__, ()),)),
-    'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_gpu_GpuFacts__init__, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_gpu_GpuFacts__repr__, ()), ('__eq__', _dolmen_facts_gpu_GpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_gpu_GpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_GpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_GpuFacts__hash__, ()),)),
-    'dolmen.facts.gpu.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', (('__init__', _dolmen_facts_gpu_NvlinkGpu__init__, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type')), ('__repr__', _dolmen_facts_gpu_NvlinkGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_NvlinkGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_NvlinkGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_NvlinkGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_NvlinkGpu__hash__, ()),)),
-    'dolmen.facts.infiniband.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True', (('__init__', _dolmen_facts_infiniband_IbPort__init__, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_return_type')), ('__repr__', _dolmen_facts_infiniband_IbPort__repr__, ()), ('__eq__', _dolmen_facts_infiniband_IbPort__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_IbPort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_IbPort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_IbPort__hash__, ()),)),
-    'dolmen.facts.infiniband.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_infiniband_InfinibandFacts__init__, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_infiniband_InfinibandFacts__repr__, ()), ('__eq__', _dolmen_facts_infiniband_InfinibandFacts__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_InfinibandFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_InfinibandFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_InfinibandFacts__hash__, ()),)),
-    'dolmen.facts.kernel_log.model.KernelLogFacts': ('order=False;post_init=False;source:str | None:True;format:str | None:True;lines:int:True;events:tuple[KernelEvent, ...] | None:True;first_time:datetime | None:True;last_time:datetime | None:True;first_boot_seconds:float | None:True;last_boot_seconds:float | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_kernel_log_model_KernelLogFacts__init__, ('_type_source', '_type_format', '_type_lines', '_type_events', '_type_first_time', '_type_last_time', '_type_first_boot_seconds', '_type_last_boot_seconds', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_format', '_dflt_lines', '_dflt_events', '_dflt_first_time', '_dflt_last_time', '_dflt_first_boot_seconds', '_dflt_last_boot_seconds', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_kernel_log_model_KernelLogFacts__repr__, ()), ('__eq__', _dolmen_facts_kernel_log_model_KernelLogFacts__eq__, ()), ('__setattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_kernel_log_model_KernelLogFacts__hash__, ()),)),
-    'dolmen.facts.memory.HugePagePool': ('order=False;post_init=False;size_kb:int:False;total:int | None:False;free:int | None:False;reserved:int | None:True;surplus:int | None:True', (('__init__', _dolmen_facts_memory_HugePagePool__init__, ('_type_size_kb', '_type_total', '_type_free', '_type_reserved', '_type_surplus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reserved', '_dflt_surplus', '_return_type')), ('__repr__', _dolmen_facts_memory_HugePagePool__repr__, ()), ('__eq__', _dolmen_facts_memory_HugePagePool__eq__, ()), ('__setattr__', _dolmen_facts_memory_HugePagePool__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_memory_HugePagePool__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_memory_HugePagePool__hash__, ()),)),
-    'dolmen.facts.memory.MemoryFacts': ('order=False;post_init=False;total_bytes:int | None:False;available_bytes:int | None:False;free_bytes:int | None:False;swap_total_bytes:int | None:False;swap_free_bytes:int | None:False;hugepages_total:int | None:False;hugepages_free:int | None:False;hugepage_size_bytes:int | None:False;hugetlb_bytes:int | None:False;hugepage_pools:tuple[HugePagePool, ...]:True;thp_enabled:str | None:True;thp_defrag:str | None:True;swaps:tuple[SwapArea, ...] | None:True;meminfo:Mapping[str, int]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_memory_MemoryFacts__init__, ('_type_total_bytes', '_type_available_bytes', '_type_free_bytes', '_type_swap_total_bytes', '_type_swap_free_bytes', '_type_hugepages_total', '_type_hugepages_free', '_type_hugepage_size_bytes', '_type_hugetlb_bytes', '_type_hugepage_pools', '_type_thp_enabled', '_type_thp_defrag', '_type_swaps', '_type_meminfo', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepage_pools', '_dflt_thp_enabled', '_dflt_thp_defrag', '_dflt_swaps', '_dflt_meminfo', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_memory_MemoryFacts__repr__, ()), ('__eq__', _dolmen_facts_memory_MemoryFacts__eq__, ()), ('__setattr__', _dolmen_facts_memory_MemoryFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_memory_MemoryFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_memory_MemoryFacts__hash__, ()),)),
-    'dolmen.facts.memory.SwapArea': ('order=False;post_init=False;filename:str:False;type:str:False;size_bytes:int:False;used_bytes:int:False;priority:int:False', (('__init__', _dolmen_facts_memory_SwapArea__init__, ('_type_filename', '_type_type', '_type_size_bytes', '_type_used_bytes', '_type_priority', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_memory_SwapArea__repr__, ()), ('__eq__', _dolmen_facts_memory_SwapArea__eq__, ()), ('__setattr__', _dolmen_facts_memory_SwapArea__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_memory_SwapArea__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_memory_SwapArea__hash__, ()),)),
-    'dolmen.facts.network.Interface': ('order=False;post_init=False;name:str:False;operstate:str | None:False;carrier:bool | None:False;speed_mbps:int | None:False;duplex:str | None:False;mtu:int | None:False;link_type:int | None:False;link_kind:str | None:False;address:str | None:False;virtual:bool | None:False;driver:str | None:True;pci_bdf:str | None:True;carrier_changes:int | None:True;carrier_up_count:int | None:True;carrier_down_count:int | None:True', (('__init__', _dolmen_facts_network_Interface__init__, ('_type_name', '_type_operstate', '_type_carrier', '_type_speed_mbps', '_type_duplex', '_type_mtu', '_type_link_type', '_type_link_kind', '_type_address', '_type_virtual', '_type_driver', '_type_pci_bdf', '_type_carrier_changes', '_type_carrier_up_count', '_type_carrier_down_count', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_pci_bdf', '_dflt_carrier_changes', '_dflt_carrier_up_count', '_dflt_carrier_down_count', '_return_type')), ('__repr__', _dolmen_facts_network_Interface__repr__, ()), ('__eq__', _dolmen_facts_network_Interface__eq__, ()), ('__setattr__', _dolmen_facts_network_Interface__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_network_Interface__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_network_Interface__hash__, ()),)),
-    'dolmen.facts.network.NetworkFacts': ('order=False;post_init=False;interfaces:tuple[Interface, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_network_NetworkFacts__init__, ('_type_interfaces', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_interfaces', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_network_NetworkFacts__repr__, ()), ('__eq__', _dolmen_facts_network_NetworkFacts__eq__, ()), ('__setattr__', _dolmen_facts_network_NetworkFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_network_NetworkFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_network_NetworkFacts__hash__, ()),)),
-    'dolmen.facts.numa.NumaFacts': ('order=False;post_init=False;nodes:tuple[NumaNode, ...]:False;online:tuple[int, ...] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_numa_NumaFacts__init__, ('_type_nodes', '_type_online', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_numa_NumaFacts__repr__, ()), ('__eq__', _dolmen_facts_numa_NumaFacts__eq__, ()), ('__setattr__', _dolmen_facts_numa_NumaFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_numa_NumaFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_numa_NumaFacts__hash__, ()),)),
-    'dolmen.facts.numa.NumaNode': ('order=False;post_init=False;id:int:False;cpus:tuple[int, ...] | None:False;mem_total_bytes:int | None:False;mem_free_bytes:int | None:False;distances:tuple[int, ...] | None:False;hugepages:tuple[HugePagePool, ...]:True', (('__init__', _dolmen_facts_numa_NumaNode__init__, ('_type_id', '_type_cpus', '_type_mem_total_bytes', '_type_mem_free_bytes', '_type_distances', '_type_hugepages', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepages', '_return_type')), ('__repr__', _dolmen_facts_numa_NumaNode__repr__, ()), ('__eq__', _dolmen_facts_numa_NumaNode__eq__, ()), ('__setattr__', _dolmen_facts_numa_NumaNode__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_numa_NumaNode__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_numa_NumaNode__hash__, ()),)),
-    'dolmen.facts.os.model.Distribution': ('order=False;post_init=False;id:str | None:False;version_id:str | None:False;name:str | None:False;pretty_name:str | None:False;codename:str | None:False;id_like:tuple[str, ...]:True', (('__init__', _dolmen_facts_os_model_Distribution__init__, ('_type_id', '_type_version_id', '_type_name', '_type_pretty_name', '_type_codename', '_type_id_like', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_id_like', '_return_type')), ('__repr__', _dolmen_facts_os_model_Distribution__repr__, ()), ('__eq__', _dolmen_facts_os_model_Distribution__eq__, ()), ('__setattr__', _dolmen_facts_os_model_Distribution__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_os_model_Distribution__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_os_model_Distribution__hash__, ()),)),
-    'dolmen.facts.os.model.Dmi': ('order=False;post_init=False;sys_vendor:str | None:True;product_name:str | None:True;product_version:str | None:True;product_family:str | None:True;board_vendor:str | None:True;board_name:str | None:True;bios_vendor:str | None:True;bios_version:str | None:True;bios_date:str | None:True;chassis_type:str | None:True', (('__init__', _dolmen_facts_os_model_Dmi__init__, ('_type_sys_vendor', '_type_product_name', '_type_product_version', '_type_product_family', '_type_board_vendor', '_type_board_name', '_type_bios_vendor', '_type_bios_version', '_type_bios_date', '_type_chassis_type', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_sys_vendor', '_dflt_product_name', '_dflt_product_version', '_dflt_product_family', '_dflt_board_vendor', '_dflt_board_name', '_dflt_bios_vendor', '_dflt_bios_version', '_dflt_bios_date', '_dflt_chassis_type', '_return_type')), ('__repr__', _dolmen_facts_os_model_Dmi__repr__, ()), ('__eq__', _dolmen_facts_os_model_Dmi__eq__, ()), ('__setattr__', _dolmen_facts_os_model_Dmi__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_os_model_Dmi__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_os_model_Dmi__hash__, ()),)),
-    'dolmen.facts.os.model.OsFacts': ('order=False;post_init=False;distribution:Distribution | None:False;kernel_release:str | None:False;kernel_version:str | None:False;architecture:str | None:False;hostname:str | None:False;virtualization:str | None:False;virtualization_source:str | None:False;container:str | None:False;hypervisor_flag:bool | None:False;uptime_s:float | None:False;boot_time:int | None:False;cmdline:tuple[str, ...] | None:False;kernel_params:Mapping[str, str | None]:field(False, True, True, True, True, None, None);dmi:Dmi | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_os_model_OsFacts__init__, ('_type_distribution', '_type_kernel_release', '_type_kernel_version', '_type_architecture', '_type_hostname', '_type_virtualization', '_type_virtualization_source', '_type_container', '_type_hypervisor_flag', '_type_uptime_s', '_type_boot_time', '_type_cmdline', '_type_kernel_params', '_type_dmi', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_kernel_params', '_dflt_dmi', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_os_model_OsFacts__repr__, ()), ('__eq__', _dolmen_facts_os_model_OsFacts__eq__, ()), ('__setattr__', _dolmen_facts_os_model_OsFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_os_model_OsFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_os_model_OsFacts__hash__, ()),)),
-    'dolmen.facts.pci.model.AerCounters': ('order=False;post_init=False;correctable:Mapping[str, int]:field(False, True, True, True, True, None, None);fatal:Mapping[str, int]:field(False, True, True, True, True, None, None);nonfatal:Mapping[str, int]:field(False, True, True, True, True, None, None);total_correctable:int | None:True;total_fatal:int | None:True;total_nonfatal:int | None:True', (('__init__', _dolmen_facts_pci_model_AerCounters__init__, ('_type_correctable', '_type_fatal', '_type_nonfatal', '_type_total_correctable', '_type_total_fatal', '_type_total_nonfatal', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_fatal', '_dflt_nonfatal', '_dflt_total_correctable', '_dflt_total_fatal', '_dflt_total_nonfatal', '_return_type')), ('__repr__', _dolmen_facts_pci_model_AerCounters__repr__, ()), ('__eq__', _dolmen_facts_pci_model_AerCounters__eq__, ()), ('__setattr__', _dolmen_facts_pci_model_AerCounters__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_pci_model_AerCounters__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_pci_model_AerCounters__hash__, ()),)),
-    'dolmen.facts.pci.model.PciDevice': ('order=False;post_init=False;bdf:str:False;vendor_id:str | None:True;device_id:str | None:True;class_id:str | None:True;subsystem_vendor_id:str | None:True;subsystem_device_id:str | None:True;driver:str | None:True;numa_node:int | None:True;current_link:PciLink | None:True;max_link:PciLink | None:True;aer:AerCounters | None:True;parent:str | None:True;local_cpus:tuple[int, ...] | None:True;description:str | None:True;source:str:True', (('__init__', _dolmen_facts_pci_model_PciDevice__init__, ('_type_bdf', '_type_vendor_id', '_type_device_id', '_type_class_id', '_type_subsystem_vendor_id', '_type_subsystem_device_id', '_type_driver', '_type_numa_node', '_type_current_link', '_type_max_link', '_type_aer', '_type_parent', '_type_local_cpus', '_type_description', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_vendor_id', '_dflt_device_id', '_dflt_class_id', '_dflt_subsystem_vendor_id', '_dflt_subsystem_device_id', '_dflt_driver', '_dflt_numa_node', '_dflt_current_link', '_dflt_max_link', '_dflt_aer', '_dflt_parent', '_dflt_local_cpus', '_dflt_description', '_dflt_source', '_return_type')), ('__repr__', _dolmen_facts_pci_model_PciDevice__repr__, ()), ('__eq__', _dolmen_facts_pci_model_PciDevice__eq__, ()), ('__setattr__', _dolmen_facts_pci_model_PciDevice__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_pci_model_PciDevice__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_pci_model_PciDevice__hash__, ()),)),
-    'dolmen.facts.pci.model.PciFacts': ('order=False;post_init=False;devices:tuple[PciDevice, ...]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_pci_model_PciFacts__init__, ('_type_devices', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_pci_model_PciFacts__repr__, ()), ('__eq__', _dolmen_facts_pci_model_PciFacts__eq__, ()), ('__setattr__', _dolmen_facts_pci_model_PciFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_pci_model_PciFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_pci_model_PciFacts__hash__, ()),)),
-    'dolmen.facts.pci.model.PciLink': ('order=False;post_init=False;speed_gts:float | None:False;width:int | None:False;generation:int | None:True', (('__init__', _dolmen_facts_pci_model_PciLink__init__, ('_type_speed_gts', '_type_width', '_type_generation', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_generation', '_return_type')), ('__repr__', _dolmen_facts_pci_model_PciLink__repr__, ()), ('__eq__', _dolmen_facts_pci_model_PciLink__eq__, ()), ('__setattr__', _dolmen_facts_pci_model_PciLink__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_pci_model_PciLink__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_pci_model_PciLink__hash__, ()),)),
-    'dolmen.facts.reading.Read': ('order=False;post_init=False;text:str | None:False;reason:str:True', (('__init__', _dolmen_facts_reading_Read__init__, ('_type_text', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reason', '_return_type')), ('__repr__', _dolmen_facts_reading_Read__repr__, ()), ('__eq__', _dolmen_facts_reading_Read__eq__, ()), ('__setattr__', _dolmen_facts_reading_Read__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_reading_Read__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_reading_Read__hash__, ()),)),
-    'dolmen.facts.security.SecurityFacts': ('order=False;post_init=False;efi:bool | None:False;secure_boot:bool | None:False;setup_mode:bool | None:False;lockdown:str | None:False;lsms:tuple[str, ...] | None:False;module_sig_enforce:bool | None:False;modules_disabled:bool | None:False;tpm_present:bool | None:False;tpm_version:int | None:False;ima:bool | None:False;evm:int | None:False;taint:int | None:False;taint_flags:tuple[TaintFlag, ...]:False;nvidia_module_taint:str | None:False;nvidia_module_signed:bool | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_security_SecurityFacts__init__, ('_type_efi', '_type_secure_boot', '_type_setup_mode', '_type_lockdown', '_type_lsms', '_type_module_sig_enforce', '_type_modules_disabled', '_type_tpm_present', '_type_tpm_version', '_type_ima', '_type_evm', '_type_taint', '_type_taint_flags', '_type_nvidia_module_taint', '_type_nvidia_module_signed', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_security_SecurityFacts__repr__, ()), ('__eq__', _dolmen_facts_security_SecurityFacts__eq__, ()), ('__setattr__', _dolmen_facts_security_SecurityFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_security_SecurityFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_security_SecurityFacts__hash__, ()),)),
-    'dolmen.facts.security.TaintFlag': ('order=False;post_init=False;bit:int:False;letter:str:False;meaning:str:False', (('__init__', _dolmen_facts_security_TaintFlag__init__, ('_type_bit', '_type_letter', '_type_meaning', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_security_TaintFlag__repr__, ()), ('__eq__', _dolmen_facts_security_TaintFlag__eq__, ()), ('__setattr__', _dolmen_facts_security_TaintFlag__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_security_TaintFlag__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_security_TaintFlag__hash__, ()),)),
-    'dolmen.facts.stack.model.BrokenLink': ('order=False;post_init=False;path:str:False;target:str:False', (('__init__', _dolmen_facts_stack_model_BrokenLink__init__, ('_type_path', '_type_target', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_BrokenLink__repr__, ()), ('__eq__', _dolmen_facts_stack_model_BrokenLink__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_BrokenLink__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_BrokenLink__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_BrokenLink__hash__, ()),)),
-    'dolmen.facts.stack.model.CachedLibrary': ('order=False;post_init=False;name:str:False;arch:str:False;path:str:False', (('__init__', _dolmen_facts_stack_model_CachedLibrary__init__, ('_type_name', '_type_arch', '_type_path', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_CachedLibrary__repr__, ()), ('__eq__', _dolmen_facts_stack_model_CachedLibrary__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_CachedLibrary__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_CachedLibrary__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_CachedLibrary__hash__, ()),)),
-    'dolmen.facts.stack.model.Component': ('order=False;post_init=False;version:str:False;source:str:False', (('__init__', _dolmen_facts_stack_model_Component__init__, ('_type_version', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_Component__repr__, ()), ('__eq__', _dolmen_facts_stack_model_Component__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_Component__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_Component__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_Component__hash__, ()),)),
-    'dolmen.facts.stack.model.EnvEntry': ('order=False;post_init=False;variable:str:False;entry:str:False;exists:bool | None:False', (('__init__', _dolmen_facts_stack_model_EnvEntry__init__, ('_type_variable', '_type_entry', '_type_exists', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_EnvEntry__repr__, ()), ('__eq__', _dolmen_facts_stack_model_EnvEntry__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_EnvEntry__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_EnvEntry__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_EnvEntry__hash__, ()),)),
-    'dolmen.facts.stack.model.KernelDriver': ('order=False;post_init=False;version:str:False;flavour:str:False', (('__init__', _dolmen_facts_stack_model_KernelDriver__init__, ('_type_version', '_type_flavour', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_KernelDriver__repr__, ()), ('__eq__', _dolmen_facts_stack_model_KernelDriver__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_KernelDriver__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_KernelDriver__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_KernelDriver__hash__, ()),)),
-    'dolmen.facts.stack.model.LoadedModule': ('order=False;post_init=False;name:str:False;size:int:False;refcount:int:False;used_by:tuple[str, ...]:False;state:str:False;taints:str:False', (('__init__', _dolmen_facts_stack_model_LoadedModule__init__, ('_type_name', '_type_size', '_type_refcount', '_type_used_by', '_type_state', '_type_taints', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_LoadedModule__repr__, ()), ('__eq__', _dolmen_facts_stack_model_LoadedModule__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_LoadedModule__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_LoadedModule__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_LoadedModule__hash__, ()),)),
-    'dolmen.facts.stack.model.NvccVersion': ('order=False;post_init=False;release:str:False;full:str:False', (('__init__', _dolmen_facts_stack_model_NvccVersion__init__, ('_type_release', '_type_full', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_NvccVersion__repr__, ()), ('__eq__', _dolmen_facts_stack_model_NvccVersion__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_NvccVersion__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_NvccVersion__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_NvccVersion__hash__, ()),)),
-    'dolmen.facts.stack.model.StackFacts': ('order=False;post_init=False;driver_version:str | None:False;driver_flavour:str | None:False;module_version:str | None:False;modules:Mapping[str, bool] | None:False;module_taints:Mapping[str, str]:False;libraries:tuple[StackLibrary, ...] | None:False;userspace_versions:tuple[str, ...]:False;libcuda_version:str | None:False;libnvidia_ml_version:str | None:False;cudnn:Component | None:False;nccl:Component | None:False;tensorrt:Component | None:False;toolkits:tuple[Toolkit, ...]:False;cuda_default:str | None:False;nvcc_release:str | None:False;nvcc_version:str | None:False;broken_links:tuple[BrokenLink, ...]:False;env:Mapping[str, str]:False;env_missing:tuple[EnvEntry, ...]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_stack_model_StackFacts__init__, ('_type_driver_version', '_type_driver_flavour', '_type_module_version', '_type_modules', '_type_module_taints', '_type_libraries', '_type_userspace_versions', '_type_libcuda_version', '_type_libnvidia_ml_version', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_toolkits', '_type_cuda_default', '_type_nvcc_release', '_type_nvcc_version', '_type_broken_links', '_type_env', '_type_env_missing', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_stack_model_StackFacts__repr__, ()), ('__eq__', _dolmen_facts_stack_model_StackFacts__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_StackFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_StackFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_StackFacts__hash__, ()),)),
-    'dolmen.facts.stack.model.StackLibrary': ('order=False;post_init=False;name:str:False;path:str:False;version:str | None:False', (('__init__', _dolmen_facts_stack_model_StackLibrary__init__, ('_type_name', '_type_path', '_type_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_StackLibrary__repr__, ()), ('__eq__', _dolmen_facts_stack_model_StackLibrary__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_StackLibrary__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_StackLibrary__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_StackLibrary__hash__, ()),)),
-    'dolmen.facts.stack.model.Toolkit': ('order=False;post_init=False;path:str:False;version:str | None:False;version_source:str | None:False', (('__init__', _dolmen_facts_stack_model_Toolkit__init__, ('_type_path', '_type_version', '_type_version_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_stack_model_Toolkit__repr__, ()), ('__eq__', _dolmen_facts_stack_model_Toolkit__eq__, ()), ('__setattr__', _dolmen_facts_stack_model_Toolkit__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_stack_model_Toolkit__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_stack_model_Toolkit__hash__, ()),)),
-    'dolmen.facts.storage.FstabEntry': ('order=False;post_init=False;spec:str:False;file:str:False;vfstype:str:False;options:tuple[str, ...]:False;freq:int:True;passno:int:True', (('__init__', _dolmen_facts_storage_FstabEntry__init__, ('_type_spec', '_type_file', '_type_vfstype', '_type_options', '_type_freq', '_type_passno', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_freq', '_dflt_passno', '_return_type')), ('__repr__', _dolmen_facts_storage_FstabEntry__repr__, ()), ('__eq__', _dolmen_facts_storage_FstabEntry__eq__, ()), ('__setattr__', _dolmen_facts_storage_FstabEntry__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_FstabEntry__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_FstabEntry__hash__, ()),)),
-    'dolmen.facts.storage.Mount': ('order=False;post_init=False;device:str:False;mountpoint:str:False;fstype:str:False;options:tuple[str, ...]:False;read_only:bool:False;kind:str:False;size_bytes:int | None:True;used_bytes:int | None:True;available_bytes:int | None:True;inodes_total:int | None:True;inodes_used:int | None:True;inodes_free:int | None:True', (('__init__', _dolmen_facts_storage_Mount__init__, ('_type_device', '_type_mountpoint', '_type_fstype', '_type_options', '_type_read_only', '_type_kind', '_type_size_bytes', '_type_used_bytes', '_type_available_bytes', '_type_inodes_total', '_type_inodes_used', '_type_inodes_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_size_bytes', '_dflt_used_bytes', '_dflt_available_bytes', '_dflt_inodes_total', '_dflt_inodes_used', '_dflt_inodes_free', '_return_type')), ('__repr__', _dolmen_facts_storage_Mount__repr__, ()), ('__eq__', _dolmen_facts_storage_Mount__eq__, ()), ('__setattr__', _dolmen_facts_storage_Mount__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_Mount__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_Mount__hash__, ()),)),
-    'dolmen.facts.storage.NvmeController': ('order=False;post_init=False;name:str:False;model:str | None:False;firmware_rev:str | None:False;state:str | None:False;transport:str | None:False;address:str | None:False', (('__init__', _dolmen_facts_storage_NvmeController__init__, ('_type_name', '_type_model', '_type_firmware_rev', '_type_state', '_type_transport', '_type_address', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_storage_NvmeController__repr__, ()), ('__eq__', _dolmen_facts_storage_NvmeController__eq__, ()), ('__setattr__', _dolmen_facts_storage_NvmeController__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_NvmeController__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_NvmeController__hash__, ()),)),
-    'dolmen.facts.storage.StorageFacts': ('order=False;post_init=False;mounts:tuple[Mount, ...]:True;fstab:tuple[FstabEntry, ...] | None:True;nvme:tuple[NvmeController, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_storage_StorageFacts__init__, ('_type_mounts', '_type_fstab', '_type_nvme', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_mounts', '_dflt_fstab', '_dflt_nvme', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_storage_StorageFacts__repr__, ()), ('__eq__', _dolmen_facts_storage_StorageFacts__eq__, ()), ('__setattr__', _dolmen_facts_storage_StorageFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_storage_StorageFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_storage_StorageFacts__hash__, ()),)),
-    'dolmen.facts.topology.model.GpuAffinity': ('order=False;post_init=False;cpus:CpuList | None:False;numa_node:int | None:False;gpu_numa_id:int | None:True', (('__init__', _dolmen_facts_topology_model_GpuAffinity__init__, ('_type_cpus', '_type_numa_node', '_type_gpu_numa_id', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu_numa_id', '_return_type')), ('__repr__', _dolmen_facts_topology_model_GpuAffinity__repr__, ()), ('__eq__', _dolmen_facts_topology_model_GpuAffinity__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_GpuAffinity__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_GpuAffinity__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_GpuAffinity__hash__, ()),)),
-    'dolmen.facts.topology.model.Path': ('order=False;post_init=False;kind:PathKind:False;links:int:True', (('__init__', _dolmen_facts_topology_model_Path__init__, ('_type_kind', '_type_links', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_links', '_return_type')), ('__repr__', _dolmen_facts_topology_model_Path__repr__, ()), ('__eq__', _dolmen_facts_topology_model_Path__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_Path__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_Path__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_Path__hash__, ()),)),
-    'dolmen.facts.topology.model.TopoMatrix': ('order=False;post_init=False;devices:tuple[str, ...]:False;paths:Mapping[str, Mapping[str, Path]]:field(False, True, True, True, True, None, None);affinity:Mapping[str, GpuAffinity]:field(False, True, True, True, True, None, None);nic_names:Mapping[str, str]:field(False, True, True, True, True, None, None);problems:tuple[str, ...]:True', (('__init__', _dolmen_facts_topology_model_TopoMatrix__init__, ('_type_devices', '_type_paths', '_type_affinity', '_type_nic_names', '_type_problems', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_paths', '_dflt_affinity', '_dflt_nic_names', '_dflt_problems', '_return_type')), ('__repr__', _dolmen_facts_topology_model_TopoMatrix__repr__, ()), ('__eq__', _dolmen_facts_topology_model_TopoMatrix__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_TopoMatrix__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_TopoMatrix__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_TopoMatrix__hash__, ()),)),
-    'dolmen.facts.topology.model.TopologyFacts': ('order=False;post_init=False;matrix:TopoMatrix | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_topology_model_TopologyFacts__init__, ('_type_matrix', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_matrix', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_topology_model_TopologyFacts__repr__, ()), ('__eq__', _dolmen_facts_topology_model_TopologyFacts__eq__, ()), ('__setattr__', _dolmen_facts_topology_model_TopologyFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_topology_model_TopologyFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_topology_model_TopologyFacts__hash__, ()),)),
-    'dolmen.facts.tuning.model.HugePagePool': ('order=False;post_init=False;total:int | None:False;free:int | None:False', (('__init__', _dolmen_facts_tuning_model_HugePagePool__init__, ('_type_total', '_type_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_HugePagePool__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_HugePagePool__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_HugePagePool__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_HugePagePool__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_HugePagePool__hash__, ()),)),
-    'dolmen.facts.tuning.model.LimitEntry': ('order=False;post_init=False;file:str:False;domain:str:False;type:str:False;item:str:False;value:str:False', (('__init__', _dolmen_facts_tuning_model_LimitEntry__init__, ('_type_file', '_type_domain', '_type_type', '_type_item', '_type_value', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_LimitEntry__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_LimitEntry__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_LimitEntry__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_LimitEntry__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_LimitEntry__hash__, ()),)),
-    'dolmen.facts.tuning.model.TuningFacts': ('order=False;post_init=False;cpu_governors:Mapping[str, int] | None:False;cpu_epp:Mapping[str, int] | None:False;cpufreq_drivers:tuple[str, ...] | None:False;thp_enabled:str | None:False;thp_defrag:str | None:False;sysctls:Mapping[str, str]:False;numa_balancing:int | None:False;swappiness:int | None:False;max_map_count:int | None:False;hugepages_default:int | None:False;hugepages:Mapping[int, HugePagePool]:False;irqbalance_running:bool | None:False;irqbalance_service:str | None:False;persistenced_running:bool | None:False;persistenced_service:str | None:False;limits:tuple[LimitEntry, ...]:False;process_limits:Mapping[str, tuple[str, str]] | None:False;cmdline:Mapping[str, tuple[str, ...]] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_tuning_model_TuningFacts__init__, ('_type_cpu_governors', '_type_cpu_epp', '_type_cpufreq_drivers', '_type_thp_enabled', '_type_thp_defrag', '_type_sysctls', '_type_numa_balancing', '_type_swappiness', '_type_max_map_count', '_type_hugepages_default', '_type_hugepages', '_type_irqbalance_running', '_type_irqbalance_service', '_type_persistenced_running', '_type_persistenced_service', '_type_limits', '_type_process_limits', '_type_cmdline', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_tuning_model_TuningFacts__repr__, ()), ('__eq__', _dolmen_facts_tuning_model_TuningFacts__eq__, ()), ('__setattr__', _dolmen_facts_tuning_model_TuningFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_tuning_model_TuningFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_tuning_model_TuningFacts__hash__, ()),)),
+    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True', _dolmen_facts_containers_model_CdiSpec, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.ContainerFacts': ('order=False;post_init=False;docker:DockerConfig | None:False;containerd:ContainerdConfig | None:False;toolkit_config:str | None:False;toolkit_mode:str | None:False;cdi_specs:tuple[CdiSpec, ...]:False;tools:Mapping[str, Tool]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_containers_model_ContainerFacts, ('_type_docker', '_type_containerd', '_type_toolkit_config', '_type_toolkit_mode', '_type_cdi_specs', '_type_tools', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.ContainerdConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:tuple[str, ...]:False;default_runtime:str | None:False', _dolmen_facts_containers_model_ContainerdConfig, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.DockerConfig': ('order=False;post_init=False;default_runtime:str | None:False;runtimes:Mapping[str, str]:False', _dolmen_facts_containers_model_DockerConfig, ('_type_default_runtime', '_type_runtimes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.Tool': ('order=False;post_init=False;installed:bool | None:False;version:str | None:False;detail:str:False', _dolmen_facts_containers_model_Tool, ('_type_installed', '_type_version', '_type_detail', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.cpu.model.CpuFacts': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;sockets:int | None:False;cores:int | None:False;threads:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;online:tuple[int, ...] | None:False;isolated:tuple[int, ...] | None:False;smt_active:bool | None:False;cpufreq:tuple[CpuFreqPolicy, ...]:True;implementer:int | None:True;part:int | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_cpu_model_CpuFacts, ('_type_vendor', '_type_model_name', '_type_sockets', '_type_cores', '_type_threads', '_type_flags', '_type_hypervisor', '_type_online', '_type_isolated', '_type_smt_active', '_type_cpufreq', '_type_implementer', '_type_part', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpufreq', '_dflt_implementer', '_dflt_part', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', _dolmen_facts_cpu_model_CpuFreqPolicy, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', _dolmen_facts_cpu_model_CpuInfo, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.dcgm.DcgmFacts': ('order=False;post_init=False;results:tuple[DiagResult, ...]:True;version:str | None:True;driver_version:str | None:True;serials:Mapping[int, str]:field(False, True, True, True, True, None, None);runtime_error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_dcgm_DcgmFacts, ('_type_results', '_type_version', '_type_driver_version', '_type_serials', '_type_runtime_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_results', '_dflt_version', '_dflt_driver_version', '_dflt_serials', '_dflt_runtime_error', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.dcgm.DiagResult': ('order=False;post_init=False;category:str:False;test:str:False;status:str:False;gpu:int | None:True;messages:tuple[str, ...]:True;error_ids:tuple[int, ...]:True;info:tuple[str, ...]:True', _dolmen_facts_dcgm_DiagResult, ('_type_category', '_type_test', '_type_status', '_type_gpu', '_type_messages', '_type_error_ids', '_type_info', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_messages', '_dflt_error_ids', '_dflt_info', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_gpu_GpuFacts, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.gpu.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', _dolmen_facts_gpu_NvlinkGpu, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.infiniband.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True', _dolmen_facts_infiniband_IbPort, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.infiniband.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_infiniband_InfinibandFacts, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.kernel_log.model.KernelLogFacts': ('order=False;post_init=False;source:str | None:True;format:str | None:True;lines:int:True;events:tuple[KernelEvent, ...] | None:True;first_time:datetime | None:True;last_time:datetime | None:True;first_boot_seconds:float | None:True;last_boot_seconds:float | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_kernel_log_model_KernelLogFacts, ('_type_source', '_type_format', '_type_lines', '_type_events', '_type_first_time', '_type_last_time', '_type_first_boot_seconds', '_type_last_boot_seconds', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_format', '_dflt_lines', '_dflt_events', '_dflt_first_time', '_dflt_last_time', '_dflt_first_boot_seconds', '_dflt_last_boot_seconds', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.memory.HugePagePool': ('order=False;post_init=False;size_kb:int:False;total:int | None:False;free:int | None:False;reserved:int | None:True;surplus:int | None:True', _dolmen_facts_memory_HugePagePool, ('_type_size_kb', '_type_total', '_type_free', '_type_reserved', '_type_surplus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reserved', '_dflt_surplus', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.memory.MemoryFacts': ('order=False;post_init=False;total_bytes:int | None:False;available_bytes:int | None:False;free_bytes:int | None:False;swap_total_bytes:int | None:False;swap_free_bytes:int | None:False;hugepages_total:int | None:False;hugepages_free:int | None:False;hugepage_size_bytes:int | None:False;hugetlb_bytes:int | None:False;hugepage_pools:tuple[HugePagePool, ...]:True;thp_enabled:str | None:True;thp_defrag:str | None:True;swaps:tuple[SwapArea, ...] | None:True;meminfo:Mapping[str, int]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_memory_MemoryFacts, ('_type_total_bytes', '_type_available_bytes', '_type_free_bytes', '_type_swap_total_bytes', '_type_swap_free_bytes', '_type_hugepages_total', '_type_hugepages_free', '_type_hugepage_size_bytes', '_type_hugetlb_bytes', '_type_hugepage_pools', '_type_thp_enabled', '_type_thp_defrag', '_type_swaps', '_type_meminfo', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepage_pools', '_dflt_thp_enabled', '_dflt_thp_defrag', '_dflt_swaps', '_dflt_meminfo', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.memory.SwapArea': ('order=False;post_init=False;filename:str:False;type:str:False;size_bytes:int:False;used_bytes:int:False;priority:int:False', _dolmen_facts_memory_SwapArea, ('_type_filename', '_type_type', '_type_size_bytes', '_type_used_bytes', '_type_priority', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.network.Interface': ('order=False;post_init=False;name:str:False;operstate:str | None:False;carrier:bool | None:False;speed_mbps:int | None:False;duplex:str | None:False;mtu:int | None:False;link_type:int | None:False;link_kind:str | None:False;address:str | None:False;virtual:bool | None:False;driver:str | None:True;pci_bdf:str | None:True;carrier_changes:int | None:True;carrier_up_count:int | None:True;carrier_down_count:int | None:True', _dolmen_facts_network_Interface, ('_type_name', '_type_operstate', '_type_carrier', '_type_speed_mbps', '_type_duplex', '_type_mtu', '_type_link_type', '_type_link_kind', '_type_address', '_type_virtual', '_type_driver', '_type_pci_bdf', '_type_carrier_changes', '_type_carrier_up_count', '_type_carrier_down_count', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_pci_bdf', '_dflt_carrier_changes', '_dflt_carrier_up_count', '_dflt_carrier_down_count', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.network.NetworkFacts': ('order=False;post_init=False;interfaces:tuple[Interface, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_network_NetworkFacts, ('_type_interfaces', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_interfaces', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.numa.NumaFacts': ('order=False;post_init=False;nodes:tuple[NumaNode, ...]:False;online:tuple[int, ...] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_numa_NumaFacts, ('_type_nodes', '_type_online', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.numa.NumaNode': ('order=False;post_init=False;id:int:False;cpus:tuple[int, ...] | None:False;mem_total_bytes:int | None:False;mem_free_bytes:int | None:False;distances:tuple[int, ...] | None:False;hugepages:tuple[HugePagePool, ...]:True', _dolmen_facts_numa_NumaNode, ('_type_id', '_type_cpus', '_type_mem_total_bytes', '_type_mem_free_bytes', '_type_distances', '_type_hugepages', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepages', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.os.model.Distribution': ('order=False;post_init=False;id:str | None:False;version_id:str | None:False;name:str | None:False;pretty_name:str | None:False;codename:str | None:False;id_like:tuple[str, ...]:True', _dolmen_facts_os_model_Distribution, ('_type_id', '_type_version_id', '_type_name', '_type_pretty_name', '_type_codename', '_type_id_like', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_id_like', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.os.model.Dmi': ('order=False;post_init=False;sys_vendor:str | None:True;product_name:str | None:True;product_version:str | None:True;product_family:str | None:True;board_vendor:str | None:True;board_name:str | None:True;bios_vendor:str | None:True;bios_version:str | None:True;bios_date:str | None:True;chassis_type:str | None:True', _dolmen_facts_os_model_Dmi, ('_type_sys_vendor', '_type_product_name', '_type_product_version', '_type_product_family', '_type_board_vendor', '_type_board_name', '_type_bios_vendor', '_type_bios_version', '_type_bios_date', '_type_chassis_type', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_sys_vendor', '_dflt_product_name', '_dflt_product_version', '_dflt_product_family', '_dflt_board_vendor', '_dflt_board_name', '_dflt_bios_vendor', '_dflt_bios_version', '_dflt_bios_date', '_dflt_chassis_type', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.os.model.OsFacts': ('order=False;post_init=False;distribution:Distribution | None:False;kernel_release:str | None:False;kernel_version:str | None:False;architecture:str | None:False;hostname:str | None:False;virtualization:str | None:False;virtualization_source:str | None:False;container:str | None:False;hypervisor_flag:bool | None:False;uptime_s:float | None:False;boot_time:int | None:False;cmdline:tuple[str, ...] | None:False;kernel_params:Mapping[str, str | None]:field(False, True, True, True, True, None, None);dmi:Dmi | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_os_model_OsFacts, ('_type_distribution', '_type_kernel_release', '_type_kernel_version', '_type_architecture', '_type_hostname', '_type_virtualization', '_type_virtualization_source', '_type_container', '_type_hypervisor_flag', '_type_uptime_s', '_type_boot_time', '_type_cmdline', '_type_kernel_params', '_type_dmi', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_kernel_params', '_dflt_dmi', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.pci.model.AerCounters': ('order=False;post_init=False;correctable:Mapping[str, int]:field(False, True, True, True, True, None, None);fatal:Mapping[str, int]:field(False, True, True, True, True, None, None);nonfatal:Mapping[str, int]:field(False, True, True, True, True, None, None);total_correctable:int | None:True;total_fatal:int | None:True;total_nonfatal:int | None:True', _dolmen_facts_pci_model_AerCounters, ('_type_correctable', '_type_fatal', '_type_nonfatal', '_type_total_correctable', '_type_total_fatal', '_type_total_nonfatal', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_fatal', '_dflt_nonfatal', '_dflt_total_correctable', '_dflt_total_fatal', '_dflt_total_nonfatal', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.pci.model.PciDevice': ('order=False;post_init=False;bdf:str:False;vendor_id:str | None:True;device_id:str | None:True;class_id:str | None:True;subsystem_vendor_id:str | None:True;subsystem_device_id:str | None:True;driver:str | None:True;numa_node:int | None:True;current_link:PciLink | None:True;max_link:PciLink | None:True;aer:AerCounters | None:True;parent:str | None:True;local_cpus:tuple[int, ...] | None:True;description:str | None:True;source:str:True', _dolmen_facts_pci_model_PciDevice, ('_type_bdf', '_type_vendor_id', '_type_device_id', '_type_class_id', '_type_subsystem_vendor_id', '_type_subsystem_device_id', '_type_driver', '_type_numa_node', '_type_current_link', '_type_max_link', '_type_aer', '_type_parent', '_type_local_cpus', '_type_description', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_vendor_id', '_dflt_device_id', '_dflt_class_id', '_dflt_subsystem_vendor_id', '_dflt_subsystem_device_id', '_dflt_driver', '_dflt_numa_node', '_dflt_current_link', '_dflt_max_link', '_dflt_aer', '_dflt_parent', '_dflt_local_cpus', '_dflt_description', '_dflt_source', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.pci.model.PciFacts': ('order=False;post_init=False;devices:tuple[PciDevice, ...]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_pci_model_PciFacts, ('_type_devices', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.pci.model.PciLink': ('order=False;post_init=False;speed_gts:float | None:False;width:int | None:False;generation:int | None:True', _dolmen_facts_pci_model_PciLink, ('_type_speed_gts', '_type_width', '_type_generation', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_generation', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.reading.Read': ('order=False;post_init=False;text:str | None:False;reason:str:True', _dolmen_facts_reading_Read, ('_type_text', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reason', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.security.SecurityFacts': ('order=False;post_init=False;efi:bool | None:False;secure_boot:bool | None:False;setup_mode:bool | None:False;lockdown:str | None:False;lsms:tuple[str, ...] | None:False;module_sig_enforce:bool | None:False;modules_disabled:bool | None:False;tpm_present:bool | None:False;tpm_version:int | None:False;ima:bool | None:False;evm:int | None:False;taint:int | None:False;taint_flags:tuple[TaintFlag, ...]:False;nvidia_module_taint:str | None:False;nvidia_module_signed:bool | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_security_SecurityFacts, ('_type_efi', '_type_secure_boot', '_type_setup_mode', '_type_lockdown', '_type_lsms', '_type_module_sig_enforce', '_type_modules_disabled', '_type_tpm_present', '_type_tpm_version', '_type_ima', '_type_evm', '_type_taint', '_type_taint_flags', '_type_nvidia_module_taint', '_type_nvidia_module_signed', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.security.TaintFlag': ('order=False;post_init=False;bit:int:False;letter:str:False;meaning:str:False', _dolmen_facts_security_TaintFlag, ('_type_bit', '_type_letter', '_type_meaning', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.BrokenLink': ('order=False;post_init=False;path:str:False;target:str:False', _dolmen_facts_stack_model_BrokenLink, ('_type_path', '_type_target', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.CachedLibrary': ('order=False;post_init=False;name:str:False;arch:str:False;path:str:False', _dolmen_facts_stack_model_CachedLibrary, ('_type_name', '_type_arch', '_type_path', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.Component': ('order=False;post_init=False;version:str:False;source:str:False', _dolmen_facts_stack_model_Component, ('_type_version', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.EnvEntry': ('order=False;post_init=False;variable:str:False;entry:str:False;exists:bool | None:False', _dolmen_facts_stack_model_EnvEntry, ('_type_variable', '_type_entry', '_type_exists', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.KernelDriver': ('order=False;post_init=False;version:str:False;flavour:str:False', _dolmen_facts_stack_model_KernelDriver, ('_type_version', '_type_flavour', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.LoadedModule': ('order=False;post_init=False;name:str:False;size:int:False;refcount:int:False;used_by:tuple[str, ...]:False;state:str:False;taints:str:False', _dolmen_facts_stack_model_LoadedModule, ('_type_name', '_type_size', '_type_refcount', '_type_used_by', '_type_state', '_type_taints', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.NvccVersion': ('order=False;post_init=False;release:str:False;full:str:False', _dolmen_facts_stack_model_NvccVersion, ('_type_release', '_type_full', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.StackFacts': ('order=False;post_init=False;driver_version:str | None:False;driver_flavour:str | None:False;module_version:str | None:False;modules:Mapping[str, bool] | None:False;module_taints:Mapping[str, str]:False;libraries:tuple[StackLibrary, ...] | None:False;userspace_versions:tuple[str, ...]:False;libcuda_version:str | None:False;libnvidia_ml_version:str | None:False;cudnn:Component | None:False;nccl:Component | None:False;tensorrt:Component | None:False;toolkits:tuple[Toolkit, ...]:False;cuda_default:str | None:False;nvcc_release:str | None:False;nvcc_version:str | None:False;broken_links:tuple[BrokenLink, ...]:False;env:Mapping[str, str]:False;env_missing:tuple[EnvEntry, ...]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_stack_model_StackFacts, ('_type_driver_version', '_type_driver_flavour', '_type_module_version', '_type_modules', '_type_module_taints', '_type_libraries', '_type_userspace_versions', '_type_libcuda_version', '_type_libnvidia_ml_version', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_toolkits', '_type_cuda_default', '_type_nvcc_release', '_type_nvcc_version', '_type_broken_links', '_type_env', '_type_env_missing', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.StackLibrary': ('order=False;post_init=False;name:str:False;path:str:False;version:str | None:False', _dolmen_facts_stack_model_StackLibrary, ('_type_name', '_type_path', '_type_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.stack.model.Toolkit': ('order=False;post_init=False;path:str:False;version:str | None:False;version_source:str | None:False', _dolmen_facts_stack_model_Toolkit, ('_type_path', '_type_version', '_type_version_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.storage.FstabEntry': ('order=False;post_init=False;spec:str:False;file:str:False;vfstype:str:False;options:tuple[str, ...]:False;freq:int:True;passno:int:True', _dolmen_facts_storage_FstabEntry, ('_type_spec', '_type_file', '_type_vfstype', '_type_options', '_type_freq', '_type_passno', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_freq', '_dflt_passno', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.storage.Mount': ('order=False;post_init=False;device:str:False;mountpoint:str:False;fstype:str:False;options:tuple[str, ...]:False;read_only:bool:False;kind:str:False;size_bytes:int | None:True;used_bytes:int | None:True;available_bytes:int | None:True;inodes_total:int | None:True;inodes_used:int | None:True;inodes_free:int | None:True', _dolmen_facts_storage_Mount, ('_type_device', '_type_mountpoint', '_type_fstype', '_type_options', '_type_read_only', '_type_kind', '_type_size_bytes', '_type_used_bytes', '_type_available_bytes', '_type_inodes_total', '_type_inodes_used', '_type_inodes_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_size_bytes', '_dflt_used_bytes', '_dflt_available_bytes', '_dflt_inodes_total', '_dflt_inodes_used', '_dflt_inodes_free', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.storage.NvmeController': ('order=False;post_init=False;name:str:False;model:str | None:False;firmware_rev:str | None:False;state:str | None:False;transport:str | None:False;address:str | None:False', _dolmen_facts_storage_NvmeController, ('_type_name', '_type_model', '_type_firmware_rev', '_type_state', '_type_transport', '_type_address', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.storage.StorageFacts': ('order=False;post_init=False;mounts:tuple[Mount, ...]:True;fstab:tuple[FstabEntry, ...] | None:True;nvme:tuple[NvmeController, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_storage_StorageFacts, ('_type_mounts', '_type_fstab', '_type_nvme', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_mounts', '_dflt_fstab', '_dflt_nvme', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.model.GpuAffinity': ('order=False;post_init=False;cpus:CpuList | None:False;numa_node:int | None:False;gpu_numa_id:int | None:True', _dolmen_facts_topology_model_GpuAffinity, ('_type_cpus', '_type_numa_node', '_type_gpu_numa_id', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu_numa_id', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.model.Path': ('order=False;post_init=False;kind:PathKind:False;links:int:True', _dolmen_facts_topology_model_Path, ('_type_kind', '_type_links', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_links', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.model.TopoMatrix': ('order=False;post_init=False;devices:tuple[str, ...]:False;paths:Mapping[str, Mapping[str, Path]]:field(False, True, True, True, True, None, None);affinity:Mapping[str, GpuAffinity]:field(False, True, True, True, True, None, None);nic_names:Mapping[str, str]:field(False, True, True, True, True, None, None);problems:tuple[str, ...]:True', _dolmen_facts_topology_model_TopoMatrix, ('_type_devices', '_type_paths', '_type_affinity', '_type_nic_names', '_type_problems', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_paths', '_dflt_affinity', '_dflt_nic_names', '_dflt_problems', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.model.TopologyFacts': ('order=False;post_init=False;matrix:TopoMatrix | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_topology_model_TopologyFacts, ('_type_matrix', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_matrix', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.tuning.model.HugePagePool': ('order=False;post_init=False;total:int | None:False;free:int | None:False', _dolmen_facts_tuning_model_HugePagePool, ('_type_total', '_type_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.tuning.model.LimitEntry': ('order=False;post_init=False;file:str:False;domain:str:False;type:str:False;item:str:False;value:str:False', _dolmen_facts_tuning_model_LimitEntry, ('_type_file', '_type_domain', '_type_type', '_type_item', '_type_value', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.tuning.model.TuningFacts': ('order=False;post_init=False;cpu_governors:Mapping[str, int] | None:False;cpu_epp:Mapping[str, int] | None:False;cpufreq_drivers:tuple[str, ...] | None:False;thp_enabled:str | None:False;thp_defrag:str | None:False;sysctls:Mapping[str, str]:False;numa_balancing:int | None:False;swappiness:int | None:False;max_map_count:int | None:False;hugepages_default:int | None:False;hugepages:Mapping[int, HugePagePool]:False;irqbalance_running:bool | None:False;irqbalance_service:str | None:False;persistenced_running:bool | None:False;persistenced_service:str | None:False;limits:tuple[LimitEntry, ...]:False;process_limits:Mapping[str, tuple[str, str]] | None:False;cmdline:Mapping[str, tuple[str, ...]] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_tuning_model_TuningFacts, ('_type_cpu_governors', '_type_cpu_epp', '_type_cpufreq_drivers', '_type_thp_enabled', '_type_thp_defrag', '_type_sysctls', '_type_numa_balancing', '_type_swappiness', '_type_max_map_count', '_type_hugepages_default', '_type_hugepages', '_type_irqbalance_running', '_type_irqbalance_service', '_type_persistenced_running', '_type_persistenced_service', '_type_limits', '_type_process_limits', '_type_cmdline', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

@@ -9,7 +9,7 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_host_command_CommandResult__init__(_type_argv, _type_status, _type_stdout, _type_stderr, _type_rc, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_stdout, _dflt_stderr, _dflt_rc, _dflt_reason, _return_type):
+def _dolmen_host_command_CommandResult(_type_argv, _type_status, _type_stdout, _type_stderr, _type_rc, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_stdout, _dflt_stderr, _dflt_rc, _dflt_reason, _return_type, cls, FrozenInstanceError):
     def __init__(self,argv:_type_argv,status:_type_status,stdout:_type_stdout=_dflt_stdout,stderr:_type_stderr=_dflt_stderr,rc:_type_rc=_dflt_rc,reason:_type_reason=_dflt_reason)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'argv',argv)
         __dataclass_builtins_object__.__setattr__(self,'status',status)
@@ -17,89 +17,49 @@ def _dolmen_host_command_CommandResult__init__(_type_argv, _type_status, _type_s
         __dataclass_builtins_object__.__setattr__(self,'stderr',stderr)
         __dataclass_builtins_object__.__setattr__(self,'rc',rc)
         __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-    return __init__
-
-
-def _dolmen_host_command_CommandResult__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(argv={self.argv!r}, status={self.status!r}, stdout={self.stdout!r}, stderr={self.stderr!r}, rc={self.rc!r}, reason={self.reason!r})"
-    return __repr__
-
-
-def _dolmen_host_command_CommandResult__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.argv,self.status,self.stdout,self.stderr,self.rc,self.reason,)==(other.argv,other.status,other.stdout,other.stderr,other.rc,other.reason,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_command_CommandResult__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('argv','status','stdout','stderr','rc','reason',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_command_CommandResult__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('argv','status','stdout','stderr','rc','reason',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_command_CommandResult__hash__():
     def __hash__(self):
         return hash((self.argv,self.status,self.stdout,self.stderr,self.rc,self.reason,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_ClockEvents__init__(_type_active, _type_counters_us, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_active, _dflt_counters_us, _return_type):
+def _dolmen_host_gpu_model_ClockEvents(_type_active, _type_counters_us, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_active, _dflt_counters_us, _return_type, cls, FrozenInstanceError):
     def __init__(self,active:_type_active=_dflt_active,counters_us:_type_counters_us=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'active',active)
         __dataclass_builtins_object__.__setattr__(self,'counters_us',_dflt_counters_us() if counters_us is _HAS_DEFAULT_FACTORY else counters_us)
-    return __init__
-
-
-def _dolmen_host_gpu_model_ClockEvents__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(active={self.active!r}, counters_us={self.counters_us!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_ClockEvents__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.active,self.counters_us,)==(other.active,other.counters_us,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_ClockEvents__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('active','counters_us',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_ClockEvents__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('active','counters_us',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_ClockEvents__hash__():
     def __hash__(self):
         return hash((self.active,self.counters_us,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Clocks__init__(_type_graphics, _type_sm, _type_memory, _type_graphics_max, _type_sm_max, _type_memory_max, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_graphics, _dflt_sm, _dflt_memory, _dflt_graphics_max, _dflt_sm_max, _dflt_memory_max, _return_type):
+def _dolmen_host_gpu_model_Clocks(_type_graphics, _type_sm, _type_memory, _type_graphics_max, _type_sm_max, _type_memory_max, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_graphics, _dflt_sm, _dflt_memory, _dflt_graphics_max, _dflt_sm_max, _dflt_memory_max, _return_type, cls, FrozenInstanceError):
     def __init__(self,graphics:_type_graphics=_dflt_graphics,sm:_type_sm=_dflt_sm,memory:_type_memory=_dflt_memory,graphics_max:_type_graphics_max=_dflt_graphics_max,sm_max:_type_sm_max=_dflt_sm_max,memory_max:_type_memory_max=_dflt_memory_max)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'graphics',graphics)
         __dataclass_builtins_object__.__setattr__(self,'sm',sm)
@@ -107,46 +67,26 @@ def _dolmen_host_gpu_model_Clocks__init__(_type_graphics, _type_sm, _type_memory
         __dataclass_builtins_object__.__setattr__(self,'graphics_max',graphics_max)
         __dataclass_builtins_object__.__setattr__(self,'sm_max',sm_max)
         __dataclass_builtins_object__.__setattr__(self,'memory_max',memory_max)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Clocks__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(graphics={self.graphics!r}, sm={self.sm!r}, memory={self.memory!r}, graphics_max={self.graphics_max!r}, sm_max={self.sm_max!r}, memory_max={self.memory_max!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Clocks__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.graphics,self.sm,self.memory,self.graphics_max,self.sm_max,self.memory_max,)==(other.graphics,other.sm,other.memory,other.graphics_max,other.sm_max,other.memory_max,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Clocks__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('graphics','sm','memory','graphics_max','sm_max','memory_max',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Clocks__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('graphics','sm','memory','graphics_max','sm_max','memory_max',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Clocks__hash__():
     def __hash__(self):
         return hash((self.graphics,self.sm,self.memory,self.graphics_max,self.sm_max,self.memory_max,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Ecc__init__(_type_mode, _type_mode_pending, _type_volatile, _type_aggregate, _type_sram_threshold_exceeded, _type_channel_repair_pending, _type_tpc_repair_pending, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_mode, _dflt_mode_pending, _dflt_volatile, _dflt_aggregate, _dflt_sram_threshold_exceeded, _dflt_channel_repair_pending, _dflt_tpc_repair_pending, _return_type):
+def _dolmen_host_gpu_model_Ecc(_type_mode, _type_mode_pending, _type_volatile, _type_aggregate, _type_sram_threshold_exceeded, _type_channel_repair_pending, _type_tpc_repair_pending, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_mode, _dflt_mode_pending, _dflt_volatile, _dflt_aggregate, _dflt_sram_threshold_exceeded, _dflt_channel_repair_pending, _dflt_tpc_repair_pending, _return_type, cls, FrozenInstanceError):
     def __init__(self,mode:_type_mode=_dflt_mode,mode_pending:_type_mode_pending=_dflt_mode_pending,volatile:_type_volatile=_HAS_DEFAULT_FACTORY,aggregate:_type_aggregate=_HAS_DEFAULT_FACTORY,sram_threshold_exceeded:_type_sram_threshold_exceeded=_dflt_sram_threshold_exceeded,channel_repair_pending:_type_channel_repair_pending=_dflt_channel_repair_pending,tpc_repair_pending:_type_tpc_repair_pending=_dflt_tpc_repair_pending)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'mode',mode)
         __dataclass_builtins_object__.__setattr__(self,'mode_pending',mode_pending)
@@ -155,90 +95,50 @@ def _dolmen_host_gpu_model_Ecc__init__(_type_mode, _type_mode_pending, _type_vol
         __dataclass_builtins_object__.__setattr__(self,'sram_threshold_exceeded',sram_threshold_exceeded)
         __dataclass_builtins_object__.__setattr__(self,'channel_repair_pending',channel_repair_pending)
         __dataclass_builtins_object__.__setattr__(self,'tpc_repair_pending',tpc_repair_pending)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Ecc__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(mode={self.mode!r}, mode_pending={self.mode_pending!r}, volatile={self.volatile!r}, aggregate={self.aggregate!r}, sram_threshold_exceeded={self.sram_threshold_exceeded!r}, channel_repair_pending={self.channel_repair_pending!r}, tpc_repair_pending={self.tpc_repair_pending!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Ecc__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.mode,self.mode_pending,self.volatile,self.aggregate,self.sram_threshold_exceeded,self.channel_repair_pending,self.tpc_repair_pending,)==(other.mode,other.mode_pending,other.volatile,other.aggregate,other.sram_threshold_exceeded,other.channel_repair_pending,other.tpc_repair_pending,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Ecc__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('mode','mode_pending','volatile','aggregate','sram_threshold_exceeded','channel_repair_pending','tpc_repair_pending',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Ecc__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('mode','mode_pending','volatile','aggregate','sram_threshold_exceeded','channel_repair_pending','tpc_repair_pending',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Ecc__hash__():
     def __hash__(self):
         return hash((self.mode,self.mode_pending,self.volatile,self.aggregate,self.sram_threshold_exceeded,self.channel_repair_pending,self.tpc_repair_pending,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_EccCounts__init__(_type_correctable, _type_uncorrectable, _type_raw, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_uncorrectable, _dflt_raw, _return_type):
+def _dolmen_host_gpu_model_EccCounts(_type_correctable, _type_uncorrectable, _type_raw, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_uncorrectable, _dflt_raw, _return_type, cls, FrozenInstanceError):
     def __init__(self,correctable:_type_correctable=_dflt_correctable,uncorrectable:_type_uncorrectable=_dflt_uncorrectable,raw:_type_raw=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'correctable',correctable)
         __dataclass_builtins_object__.__setattr__(self,'uncorrectable',uncorrectable)
         __dataclass_builtins_object__.__setattr__(self,'raw',_dflt_raw() if raw is _HAS_DEFAULT_FACTORY else raw)
-    return __init__
-
-
-def _dolmen_host_gpu_model_EccCounts__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(correctable={self.correctable!r}, uncorrectable={self.uncorrectable!r}, raw={self.raw!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_EccCounts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.correctable,self.uncorrectable,self.raw,)==(other.correctable,other.uncorrectable,other.raw,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_EccCounts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('correctable','uncorrectable','raw',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_EccCounts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('correctable','uncorrectable','raw',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_EccCounts__hash__():
     def __hash__(self):
         return hash((self.correctable,self.uncorrectable,self.raw,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Fabric__init__(_type_state, _type_status, _type_clique_id, _type_cluster_uuid, _type_health_summary, _type_health, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_state, _dflt_status, _dflt_clique_id, _dflt_cluster_uuid, _dflt_health_summary, _dflt_health, _return_type):
+def _dolmen_host_gpu_model_Fabric(_type_state, _type_status, _type_clique_id, _type_cluster_uuid, _type_health_summary, _type_health, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_state, _dflt_status, _dflt_clique_id, _dflt_cluster_uuid, _dflt_health_summary, _dflt_health, _return_type, cls, FrozenInstanceError):
     def __init__(self,state:_type_state=_dflt_state,status:_type_status=_dflt_status,clique_id:_type_clique_id=_dflt_clique_id,cluster_uuid:_type_cluster_uuid=_dflt_cluster_uuid,health_summary:_type_health_summary=_dflt_health_summary,health:_type_health=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'state',state)
         __dataclass_builtins_object__.__setattr__(self,'status',status)
@@ -246,46 +146,26 @@ def _dolmen_host_gpu_model_Fabric__init__(_type_state, _type_status, _type_cliqu
         __dataclass_builtins_object__.__setattr__(self,'cluster_uuid',cluster_uuid)
         __dataclass_builtins_object__.__setattr__(self,'health_summary',health_summary)
         __dataclass_builtins_object__.__setattr__(self,'health',_dflt_health() if health is _HAS_DEFAULT_FACTORY else health)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Fabric__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(state={self.state!r}, status={self.status!r}, clique_id={self.clique_id!r}, cluster_uuid={self.cluster_uuid!r}, health_summary={self.health_summary!r}, health={self.health!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Fabric__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.state,self.status,self.clique_id,self.cluster_uuid,self.health_summary,self.health,)==(other.state,other.status,other.clique_id,other.cluster_uuid,other.health_summary,other.health,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Fabric__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('state','status','clique_id','cluster_uuid','health_summary','health',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Fabric__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('state','status','clique_id','cluster_uuid','health_summary','health',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Fabric__hash__():
     def __hash__(self):
         return hash((self.state,self.status,self.clique_id,self.cluster_uuid,self.health_summary,self.health,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Gpu__init__(_type_position, _type_index, _type_name, _type_brand, _type_architecture, _type_uuid, _type_bus_id, _type_pci_address, _type_pci_device_id, _type_serial, _type_vbios, _type_board_id, _type_board_part_number, _type_gpu_part_number, _type_persistence_mode, _type_compute_mode, _type_virtualization_mode, _type_driver_model, _type_performance_state, _type_mig, _type_ecc, _type_retired_pages, _type_remapped_rows, _type_clock_events, _type_temperature, _type_power, _type_clocks, _type_utilization, _type_memory, _type_pcie, _type_fabric, _type_reset, _type_lost, _type_processes, _type_nvlinks, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index, _dflt_name, _dflt_brand, _dflt_architecture, _dflt_uuid, _dflt_bus_id, _dflt_pci_address, _dflt_pci_device_id, _dflt_serial, _dflt_vbios, _dflt_board_id, _dflt_board_part_number, _dflt_gpu_part_number, _dflt_persistence_mode, _dflt_compute_mode, _dflt_virtualization_mode, _dflt_driver_model, _dflt_performance_state, _dflt_mig, _dflt_ecc, _dflt_retired_pages, _dflt_remapped_rows, _dflt_clock_events, _dflt_temperature, _dflt_power, _dflt_clocks, _dflt_utilization, _dflt_memory, _dflt_pcie, _dflt_fabric, _dflt_reset, _dflt_lost, _dflt_processes, _dflt_nvlinks, _dflt_unread, _return_type):
+def _dolmen_host_gpu_model_Gpu(_type_position, _type_index, _type_name, _type_brand, _type_architecture, _type_uuid, _type_bus_id, _type_pci_address, _type_pci_device_id, _type_serial, _type_vbios, _type_board_id, _type_board_part_number, _type_gpu_part_number, _type_persistence_mode, _type_compute_mode, _type_virtualization_mode, _type_driver_model, _type_performance_state, _type_mig, _type_ecc, _type_retired_pages, _type_remapped_rows, _type_clock_events, _type_temperature, _type_power, _type_clocks, _type_utilization, _type_memory, _type_pcie, _type_fabric, _type_reset, _type_lost, _type_processes, _type_nvlinks, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index, _dflt_name, _dflt_brand, _dflt_architecture, _dflt_uuid, _dflt_bus_id, _dflt_pci_address, _dflt_pci_device_id, _dflt_serial, _dflt_vbios, _dflt_board_id, _dflt_board_part_number, _dflt_gpu_part_number, _dflt_persistence_mode, _dflt_compute_mode, _dflt_virtualization_mode, _dflt_driver_model, _dflt_performance_state, _dflt_mig, _dflt_ecc, _dflt_retired_pages, _dflt_remapped_rows, _dflt_clock_events, _dflt_temperature, _dflt_power, _dflt_clocks, _dflt_utilization, _dflt_memory, _dflt_pcie, _dflt_fabric, _dflt_reset, _dflt_lost, _dflt_processes, _dflt_nvlinks, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,position:_type_position,index:_type_index=_dflt_index,name:_type_name=_dflt_name,brand:_type_brand=_dflt_brand,architecture:_type_architecture=_dflt_architecture,uuid:_type_uuid=_dflt_uuid,bus_id:_type_bus_id=_dflt_bus_id,pci_address:_type_pci_address=_dflt_pci_address,pci_device_id:_type_pci_device_id=_dflt_pci_device_id,serial:_type_serial=_dflt_serial,vbios:_type_vbios=_dflt_vbios,board_id:_type_board_id=_dflt_board_id,board_part_number:_type_board_part_number=_dflt_board_part_number,gpu_part_number:_type_gpu_part_number=_dflt_gpu_part_number,persistence_mode:_type_persistence_mode=_dflt_persistence_mode,compute_mode:_type_compute_mode=_dflt_compute_mode,virtualization_mode:_type_virtualization_mode=_dflt_virtualization_mode,driver_model:_type_driver_model=_dflt_driver_model,performance_state:_type_performance_state=_dflt_performance_state,mig:_type_mig=_HAS_DEFAULT_FACTORY,ecc:_type_ecc=_HAS_DEFAULT_FACTORY,retired_pages:_type_retired_pages=_HAS_DEFAULT_FACTORY,remapped_rows:_type_remapped_rows=_HAS_DEFAULT_FACTORY,clock_events:_type_clock_events=_HAS_DEFAULT_FACTORY,temperature:_type_temperature=_HAS_DEFAULT_FACTORY,power:_type_power=_HAS_DEFAULT_FACTORY,clocks:_type_clocks=_HAS_DEFAULT_FACTORY,utilization:_type_utilization=_HAS_DEFAULT_FACTORY,memory:_type_memory=_HAS_DEFAULT_FACTORY,pcie:_type_pcie=_HAS_DEFAULT_FACTORY,fabric:_type_fabric=_HAS_DEFAULT_FACTORY,reset:_type_reset=_HAS_DEFAULT_FACTORY,lost:_type_lost=_dflt_lost,processes:_type_processes=_dflt_processes,nvlinks:_type_nvlinks=_dflt_nvlinks,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'position',position)
         __dataclass_builtins_object__.__setattr__(self,'index',index)
@@ -323,46 +203,26 @@ def _dolmen_host_gpu_model_Gpu__init__(_type_position, _type_index, _type_name, 
         __dataclass_builtins_object__.__setattr__(self,'processes',processes)
         __dataclass_builtins_object__.__setattr__(self,'nvlinks',nvlinks)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Gpu__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(position={self.position!r}, index={self.index!r}, name={self.name!r}, brand={self.brand!r}, architecture={self.architecture!r}, uuid={self.uuid!r}, bus_id={self.bus_id!r}, pci_address={self.pci_address!r}, pci_device_id={self.pci_device_id!r}, serial={self.serial!r}, vbios={self.vbios!r}, board_id={self.board_id!r}, board_part_number={self.board_part_number!r}, gpu_part_number={self.gpu_part_number!r}, persistence_mode={self.persistence_mode!r}, compute_mode={self.compute_mode!r}, virtualization_mode={self.virtualization_mode!r}, driver_model={self.driver_model!r}, performance_state={self.performance_state!r}, mig={self.mig!r}, ecc={self.ecc!r}, retired_pages={self.retired_pages!r}, remapped_rows={self.remapped_rows!r}, clock_events={self.clock_events!r}, temperature={self.temperature!r}, power={self.power!r}, clocks={self.clocks!r}, utilization={self.utilization!r}, memory={self.memory!r}, pcie={self.pcie!r}, fabric={self.fabric!r}, reset={self.reset!r}, lost={self.lost!r}, processes={self.processes!r}, nvlinks={self.nvlinks!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Gpu__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.position,self.index,self.name,self.brand,self.architecture,self.uuid,self.bus_id,self.pci_address,self.pci_device_id,self.serial,self.vbios,self.board_id,self.board_part_number,self.gpu_part_number,self.persistence_mode,self.compute_mode,self.virtualization_mode,self.driver_model,self.performance_state,self.mig,self.ecc,self.retired_pages,self.remapped_rows,self.clock_events,self.temperature,self.power,self.clocks,self.utilization,self.memory,self.pcie,self.fabric,self.reset,self.lost,self.processes,self.nvlinks,self.unread,)==(other.position,other.index,other.name,other.brand,other.architecture,other.uuid,other.bus_id,other.pci_address,other.pci_device_id,other.serial,other.vbios,other.board_id,other.board_part_number,other.gpu_part_number,other.persistence_mode,other.compute_mode,other.virtualization_mode,other.driver_model,other.performance_state,other.mig,other.ecc,other.retired_pages,other.remapped_rows,other.clock_events,other.temperature,other.power,other.clocks,other.utilization,other.memory,other.pcie,other.fabric,other.reset,other.lost,other.processes,other.nvlinks,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Gpu__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('position','index','name','brand','architecture','uuid','bus_id','pci_address','pci_device_id','serial','vbios','board_id','board_part_number','gpu_part_number','persistence_mode','compute_mode','virtualization_mode','driver_model','performance_state','mig','ecc','retired_pages','remapped_rows','clock_events','temperature','power','clocks','utilization','memory','pcie','fabric','reset','lost','processes','nvlinks','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Gpu__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('position','index','name','brand','architecture','uuid','bus_id','pci_address','pci_device_id','serial','vbios','board_id','board_part_number','gpu_part_number','persistence_mode','compute_mode','virtualization_mode','driver_model','performance_state','mig','ecc','retired_pages','remapped_rows','clock_events','temperature','power','clocks','utilization','memory','pcie','fabric','reset','lost','processes','nvlinks','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Gpu__hash__():
     def __hash__(self):
         return hash((self.position,self.index,self.name,self.brand,self.architecture,self.uuid,self.bus_id,self.pci_address,self.pci_device_id,self.serial,self.vbios,self.board_id,self.board_part_number,self.gpu_part_number,self.persistence_mode,self.compute_mode,self.virtualization_mode,self.driver_model,self.performance_state,self.mig,self.ecc,self.retired_pages,self.remapped_rows,self.clock_events,self.temperature,self.power,self.clocks,self.utilization,self.memory,self.pcie,self.fabric,self.reset,self.lost,self.processes,self.nvlinks,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_GpuInventory__init__(_type_source, _type_gpus, _type_driver_version, _type_cuda_version, _type_attached_gpus, _type_error, _type_attempts, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_gpus, _dflt_driver_version, _dflt_cuda_version, _dflt_attached_gpus, _dflt_error, _dflt_attempts, _dflt_unread, _return_type):
+def _dolmen_host_gpu_model_GpuInventory(_type_source, _type_gpus, _type_driver_version, _type_cuda_version, _type_attached_gpus, _type_error, _type_attempts, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_gpus, _dflt_driver_version, _dflt_cuda_version, _dflt_attached_gpus, _dflt_error, _dflt_attempts, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,source:_type_source=_dflt_source,gpus:_type_gpus=_dflt_gpus,driver_version:_type_driver_version=_dflt_driver_version,cuda_version:_type_cuda_version=_dflt_cuda_version,attached_gpus:_type_attached_gpus=_dflt_attached_gpus,error:_type_error=_dflt_error,attempts:_type_attempts=_HAS_DEFAULT_FACTORY,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
@@ -372,223 +232,123 @@ def _dolmen_host_gpu_model_GpuInventory__init__(_type_source, _type_gpus, _type_
         __dataclass_builtins_object__.__setattr__(self,'error',error)
         __dataclass_builtins_object__.__setattr__(self,'attempts',_dflt_attempts() if attempts is _HAS_DEFAULT_FACTORY else attempts)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
-    return __init__
-
-
-def _dolmen_host_gpu_model_GpuInventory__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(source={self.source!r}, gpus={self.gpus!r}, driver_version={self.driver_version!r}, cuda_version={self.cuda_version!r}, attached_gpus={self.attached_gpus!r}, error={self.error!r}, attempts={self.attempts!r}, unread={self.unread!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_GpuInventory__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.source,self.gpus,self.driver_version,self.cuda_version,self.attached_gpus,self.error,self.attempts,self.unread,)==(other.source,other.gpus,other.driver_version,other.cuda_version,other.attached_gpus,other.error,other.attempts,other.unread,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_GpuInventory__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('source','gpus','driver_version','cuda_version','attached_gpus','error','attempts','unread',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_GpuInventory__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('source','gpus','driver_version','cuda_version','attached_gpus','error','attempts','unread',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_GpuInventory__hash__():
     def __hash__(self):
         return hash((self.source,self.gpus,self.driver_version,self.cuda_version,self.attached_gpus,self.error,self.attempts,self.unread,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Memory__init__(_type_total_mib, _type_used_mib, _type_reserved_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_total_mib, _dflt_used_mib, _dflt_reserved_mib, _return_type):
+def _dolmen_host_gpu_model_Memory(_type_total_mib, _type_used_mib, _type_reserved_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_total_mib, _dflt_used_mib, _dflt_reserved_mib, _return_type, cls, FrozenInstanceError):
     def __init__(self,total_mib:_type_total_mib=_dflt_total_mib,used_mib:_type_used_mib=_dflt_used_mib,reserved_mib:_type_reserved_mib=_dflt_reserved_mib)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'total_mib',total_mib)
         __dataclass_builtins_object__.__setattr__(self,'used_mib',used_mib)
         __dataclass_builtins_object__.__setattr__(self,'reserved_mib',reserved_mib)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Memory__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(total_mib={self.total_mib!r}, used_mib={self.used_mib!r}, reserved_mib={self.reserved_mib!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Memory__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.total_mib,self.used_mib,self.reserved_mib,)==(other.total_mib,other.used_mib,other.reserved_mib,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Memory__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('total_mib','used_mib','reserved_mib',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Memory__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('total_mib','used_mib','reserved_mib',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Memory__hash__():
     def __hash__(self):
         return hash((self.total_mib,self.used_mib,self.reserved_mib,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Mig__init__(_type_current, _type_pending, _type_devices, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_current, _dflt_pending, _dflt_devices, _return_type):
+def _dolmen_host_gpu_model_Mig(_type_current, _type_pending, _type_devices, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_current, _dflt_pending, _dflt_devices, _return_type, cls, FrozenInstanceError):
     def __init__(self,current:_type_current=_dflt_current,pending:_type_pending=_dflt_pending,devices:_type_devices=_dflt_devices)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'current',current)
         __dataclass_builtins_object__.__setattr__(self,'pending',pending)
         __dataclass_builtins_object__.__setattr__(self,'devices',devices)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Mig__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(current={self.current!r}, pending={self.pending!r}, devices={self.devices!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Mig__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.current,self.pending,self.devices,)==(other.current,other.pending,other.devices,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Mig__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('current','pending','devices',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Mig__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('current','pending','devices',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Mig__hash__():
     def __hash__(self):
         return hash((self.current,self.pending,self.devices,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_MigDevice__init__(_type_index, _type_gpu_instance_id, _type_compute_instance_id, _type_memory_total_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index, _dflt_gpu_instance_id, _dflt_compute_instance_id, _dflt_memory_total_mib, _return_type):
+def _dolmen_host_gpu_model_MigDevice(_type_index, _type_gpu_instance_id, _type_compute_instance_id, _type_memory_total_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index, _dflt_gpu_instance_id, _dflt_compute_instance_id, _dflt_memory_total_mib, _return_type, cls, FrozenInstanceError):
     def __init__(self,index:_type_index=_dflt_index,gpu_instance_id:_type_gpu_instance_id=_dflt_gpu_instance_id,compute_instance_id:_type_compute_instance_id=_dflt_compute_instance_id,memory_total_mib:_type_memory_total_mib=_dflt_memory_total_mib)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'index',index)
         __dataclass_builtins_object__.__setattr__(self,'gpu_instance_id',gpu_instance_id)
         __dataclass_builtins_object__.__setattr__(self,'compute_instance_id',compute_instance_id)
         __dataclass_builtins_object__.__setattr__(self,'memory_total_mib',memory_total_mib)
-    return __init__
-
-
-def _dolmen_host_gpu_model_MigDevice__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(index={self.index!r}, gpu_instance_id={self.gpu_instance_id!r}, compute_instance_id={self.compute_instance_id!r}, memory_total_mib={self.memory_total_mib!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_MigDevice__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.index,self.gpu_instance_id,self.compute_instance_id,self.memory_total_mib,)==(other.index,other.gpu_instance_id,other.compute_instance_id,other.memory_total_mib,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_MigDevice__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('index','gpu_instance_id','compute_instance_id','memory_total_mib',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_MigDevice__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('index','gpu_instance_id','compute_instance_id','memory_total_mib',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_MigDevice__hash__():
     def __hash__(self):
         return hash((self.index,self.gpu_instance_id,self.compute_instance_id,self.memory_total_mib,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_NvLink__init__(_type_link, _type_state, _type_speed_gbps, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_speed_gbps, _return_type):
+def _dolmen_host_gpu_model_NvLink(_type_link, _type_state, _type_speed_gbps, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_speed_gbps, _return_type, cls, FrozenInstanceError):
     def __init__(self,link:_type_link,state:_type_state,speed_gbps:_type_speed_gbps=_dflt_speed_gbps)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'link',link)
         __dataclass_builtins_object__.__setattr__(self,'state',state)
         __dataclass_builtins_object__.__setattr__(self,'speed_gbps',speed_gbps)
-    return __init__
-
-
-def _dolmen_host_gpu_model_NvLink__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(link={self.link!r}, state={self.state!r}, speed_gbps={self.speed_gbps!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_NvLink__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.link,self.state,self.speed_gbps,)==(other.link,other.state,other.speed_gbps,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_NvLink__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('link','state','speed_gbps',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_NvLink__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('link','state','speed_gbps',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_NvLink__hash__():
     def __hash__(self):
         return hash((self.link,self.state,self.speed_gbps,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Pcie__init__(_type_gen_current, _type_gen_max, _type_gen_device_current, _type_gen_device_max, _type_gen_host_max, _type_width_current, _type_width_max, _type_replay_counter, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gen_current, _dflt_gen_max, _dflt_gen_device_current, _dflt_gen_device_max, _dflt_gen_host_max, _dflt_width_current, _dflt_width_max, _dflt_replay_counter, _return_type):
+def _dolmen_host_gpu_model_Pcie(_type_gen_current, _type_gen_max, _type_gen_device_current, _type_gen_device_max, _type_gen_host_max, _type_width_current, _type_width_max, _type_replay_counter, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gen_current, _dflt_gen_max, _dflt_gen_device_current, _dflt_gen_device_max, _dflt_gen_host_max, _dflt_width_current, _dflt_width_max, _dflt_replay_counter, _return_type, cls, FrozenInstanceError):
     def __init__(self,gen_current:_type_gen_current=_dflt_gen_current,gen_max:_type_gen_max=_dflt_gen_max,gen_device_current:_type_gen_device_current=_dflt_gen_device_current,gen_device_max:_type_gen_device_max=_dflt_gen_device_max,gen_host_max:_type_gen_host_max=_dflt_gen_host_max,width_current:_type_width_current=_dflt_width_current,width_max:_type_width_max=_dflt_width_max,replay_counter:_type_replay_counter=_dflt_replay_counter)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gen_current',gen_current)
         __dataclass_builtins_object__.__setattr__(self,'gen_max',gen_max)
@@ -598,46 +358,26 @@ def _dolmen_host_gpu_model_Pcie__init__(_type_gen_current, _type_gen_max, _type_
         __dataclass_builtins_object__.__setattr__(self,'width_current',width_current)
         __dataclass_builtins_object__.__setattr__(self,'width_max',width_max)
         __dataclass_builtins_object__.__setattr__(self,'replay_counter',replay_counter)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Pcie__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(gen_current={self.gen_current!r}, gen_max={self.gen_max!r}, gen_device_current={self.gen_device_current!r}, gen_device_max={self.gen_device_max!r}, gen_host_max={self.gen_host_max!r}, width_current={self.width_current!r}, width_max={self.width_max!r}, replay_counter={self.replay_counter!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Pcie__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.gen_current,self.gen_max,self.gen_device_current,self.gen_device_max,self.gen_host_max,self.width_current,self.width_max,self.replay_counter,)==(other.gen_current,other.gen_max,other.gen_device_current,other.gen_device_max,other.gen_host_max,other.width_current,other.width_max,other.replay_counter,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Pcie__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('gen_current','gen_max','gen_device_current','gen_device_max','gen_host_max','width_current','width_max','replay_counter',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Pcie__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('gen_current','gen_max','gen_device_current','gen_device_max','gen_host_max','width_current','width_max','replay_counter',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Pcie__hash__():
     def __hash__(self):
         return hash((self.gen_current,self.gen_max,self.gen_device_current,self.gen_device_max,self.gen_host_max,self.width_current,self.width_max,self.replay_counter,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Power__init__(_type_draw, _type_limit, _type_enforced_limit, _type_default_limit, _type_min_limit, _type_max_limit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_draw, _dflt_limit, _dflt_enforced_limit, _dflt_default_limit, _dflt_min_limit, _dflt_max_limit, _return_type):
+def _dolmen_host_gpu_model_Power(_type_draw, _type_limit, _type_enforced_limit, _type_default_limit, _type_min_limit, _type_max_limit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_draw, _dflt_limit, _dflt_enforced_limit, _dflt_default_limit, _dflt_min_limit, _dflt_max_limit, _return_type, cls, FrozenInstanceError):
     def __init__(self,draw:_type_draw=_dflt_draw,limit:_type_limit=_dflt_limit,enforced_limit:_type_enforced_limit=_dflt_enforced_limit,default_limit:_type_default_limit=_dflt_default_limit,min_limit:_type_min_limit=_dflt_min_limit,max_limit:_type_max_limit=_dflt_max_limit)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'draw',draw)
         __dataclass_builtins_object__.__setattr__(self,'limit',limit)
@@ -645,180 +385,100 @@ def _dolmen_host_gpu_model_Power__init__(_type_draw, _type_limit, _type_enforced
         __dataclass_builtins_object__.__setattr__(self,'default_limit',default_limit)
         __dataclass_builtins_object__.__setattr__(self,'min_limit',min_limit)
         __dataclass_builtins_object__.__setattr__(self,'max_limit',max_limit)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Power__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(draw={self.draw!r}, limit={self.limit!r}, enforced_limit={self.enforced_limit!r}, default_limit={self.default_limit!r}, min_limit={self.min_limit!r}, max_limit={self.max_limit!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Power__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.draw,self.limit,self.enforced_limit,self.default_limit,self.min_limit,self.max_limit,)==(other.draw,other.limit,other.enforced_limit,other.default_limit,other.min_limit,other.max_limit,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Power__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('draw','limit','enforced_limit','default_limit','min_limit','max_limit',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Power__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('draw','limit','enforced_limit','default_limit','min_limit','max_limit',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Power__hash__():
     def __hash__(self):
         return hash((self.draw,self.limit,self.enforced_limit,self.default_limit,self.min_limit,self.max_limit,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_RemappedRows__init__(_type_correctable, _type_uncorrectable, _type_pending, _type_failure, _type_histogram, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_uncorrectable, _dflt_pending, _dflt_failure, _dflt_histogram, _return_type):
+def _dolmen_host_gpu_model_RemappedRows(_type_correctable, _type_uncorrectable, _type_pending, _type_failure, _type_histogram, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_correctable, _dflt_uncorrectable, _dflt_pending, _dflt_failure, _dflt_histogram, _return_type, cls, FrozenInstanceError):
     def __init__(self,correctable:_type_correctable=_dflt_correctable,uncorrectable:_type_uncorrectable=_dflt_uncorrectable,pending:_type_pending=_dflt_pending,failure:_type_failure=_dflt_failure,histogram:_type_histogram=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'correctable',correctable)
         __dataclass_builtins_object__.__setattr__(self,'uncorrectable',uncorrectable)
         __dataclass_builtins_object__.__setattr__(self,'pending',pending)
         __dataclass_builtins_object__.__setattr__(self,'failure',failure)
         __dataclass_builtins_object__.__setattr__(self,'histogram',_dflt_histogram() if histogram is _HAS_DEFAULT_FACTORY else histogram)
-    return __init__
-
-
-def _dolmen_host_gpu_model_RemappedRows__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(correctable={self.correctable!r}, uncorrectable={self.uncorrectable!r}, pending={self.pending!r}, failure={self.failure!r}, histogram={self.histogram!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_RemappedRows__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.correctable,self.uncorrectable,self.pending,self.failure,self.histogram,)==(other.correctable,other.uncorrectable,other.pending,other.failure,other.histogram,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_RemappedRows__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('correctable','uncorrectable','pending','failure','histogram',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_RemappedRows__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('correctable','uncorrectable','pending','failure','histogram',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_RemappedRows__hash__():
     def __hash__(self):
         return hash((self.correctable,self.uncorrectable,self.pending,self.failure,self.histogram,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Reset__init__(_type_required, _type_drain_recommended, _type_recovery_action, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _dflt_drain_recommended, _dflt_recovery_action, _return_type):
+def _dolmen_host_gpu_model_Reset(_type_required, _type_drain_recommended, _type_recovery_action, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _dflt_drain_recommended, _dflt_recovery_action, _return_type, cls, FrozenInstanceError):
     def __init__(self,required:_type_required=_dflt_required,drain_recommended:_type_drain_recommended=_dflt_drain_recommended,recovery_action:_type_recovery_action=_dflt_recovery_action)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'required',required)
         __dataclass_builtins_object__.__setattr__(self,'drain_recommended',drain_recommended)
         __dataclass_builtins_object__.__setattr__(self,'recovery_action',recovery_action)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Reset__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(required={self.required!r}, drain_recommended={self.drain_recommended!r}, recovery_action={self.recovery_action!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Reset__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.required,self.drain_recommended,self.recovery_action,)==(other.required,other.drain_recommended,other.recovery_action,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Reset__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('required','drain_recommended','recovery_action',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Reset__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('required','drain_recommended','recovery_action',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Reset__hash__():
     def __hash__(self):
         return hash((self.required,self.drain_recommended,self.recovery_action,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_RetiredPages__init__(_type_sbe, _type_dbe, _type_pending, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_sbe, _dflt_dbe, _dflt_pending, _return_type):
+def _dolmen_host_gpu_model_RetiredPages(_type_sbe, _type_dbe, _type_pending, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_sbe, _dflt_dbe, _dflt_pending, _return_type, cls, FrozenInstanceError):
     def __init__(self,sbe:_type_sbe=_dflt_sbe,dbe:_type_dbe=_dflt_dbe,pending:_type_pending=_dflt_pending)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'sbe',sbe)
         __dataclass_builtins_object__.__setattr__(self,'dbe',dbe)
         __dataclass_builtins_object__.__setattr__(self,'pending',pending)
-    return __init__
-
-
-def _dolmen_host_gpu_model_RetiredPages__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(sbe={self.sbe!r}, dbe={self.dbe!r}, pending={self.pending!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_RetiredPages__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.sbe,self.dbe,self.pending,)==(other.sbe,other.dbe,other.pending,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_RetiredPages__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('sbe','dbe','pending',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_RetiredPages__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('sbe','dbe','pending',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_RetiredPages__hash__():
     def __hash__(self):
         return hash((self.sbe,self.dbe,self.pending,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Temperature__init__(_type_gpu, _type_memory, _type_shutdown, _type_slowdown, _type_max_operating, _type_memory_max, _type_tlimit, _type_tlimit_shutdown, _type_tlimit_slowdown, _type_tlimit_max_operating, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_memory, _dflt_shutdown, _dflt_slowdown, _dflt_max_operating, _dflt_memory_max, _dflt_tlimit, _dflt_tlimit_shutdown, _dflt_tlimit_slowdown, _dflt_tlimit_max_operating, _return_type):
+def _dolmen_host_gpu_model_Temperature(_type_gpu, _type_memory, _type_shutdown, _type_slowdown, _type_max_operating, _type_memory_max, _type_tlimit, _type_tlimit_shutdown, _type_tlimit_slowdown, _type_tlimit_max_operating, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_memory, _dflt_shutdown, _dflt_slowdown, _dflt_max_operating, _dflt_memory_max, _dflt_tlimit, _dflt_tlimit_shutdown, _dflt_tlimit_slowdown, _dflt_tlimit_max_operating, _return_type, cls, FrozenInstanceError):
     def __init__(self,gpu:_type_gpu=_dflt_gpu,memory:_type_memory=_dflt_memory,shutdown:_type_shutdown=_dflt_shutdown,slowdown:_type_slowdown=_dflt_slowdown,max_operating:_type_max_operating=_dflt_max_operating,memory_max:_type_memory_max=_dflt_memory_max,tlimit:_type_tlimit=_dflt_tlimit,tlimit_shutdown:_type_tlimit_shutdown=_dflt_tlimit_shutdown,tlimit_slowdown:_type_tlimit_slowdown=_dflt_tlimit_slowdown,tlimit_max_operating:_type_tlimit_max_operating=_dflt_tlimit_max_operating)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
         __dataclass_builtins_object__.__setattr__(self,'memory',memory)
@@ -830,242 +490,142 @@ def _dolmen_host_gpu_model_Temperature__init__(_type_gpu, _type_memory, _type_sh
         __dataclass_builtins_object__.__setattr__(self,'tlimit_shutdown',tlimit_shutdown)
         __dataclass_builtins_object__.__setattr__(self,'tlimit_slowdown',tlimit_slowdown)
         __dataclass_builtins_object__.__setattr__(self,'tlimit_max_operating',tlimit_max_operating)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Temperature__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, memory={self.memory!r}, shutdown={self.shutdown!r}, slowdown={self.slowdown!r}, max_operating={self.max_operating!r}, memory_max={self.memory_max!r}, tlimit={self.tlimit!r}, tlimit_shutdown={self.tlimit_shutdown!r}, tlimit_slowdown={self.tlimit_slowdown!r}, tlimit_max_operating={self.tlimit_max_operating!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Temperature__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.gpu,self.memory,self.shutdown,self.slowdown,self.max_operating,self.memory_max,self.tlimit,self.tlimit_shutdown,self.tlimit_slowdown,self.tlimit_max_operating,)==(other.gpu,other.memory,other.shutdown,other.slowdown,other.max_operating,other.memory_max,other.tlimit,other.tlimit_shutdown,other.tlimit_slowdown,other.tlimit_max_operating,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Temperature__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('gpu','memory','shutdown','slowdown','max_operating','memory_max','tlimit','tlimit_shutdown','tlimit_slowdown','tlimit_max_operating',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Temperature__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('gpu','memory','shutdown','slowdown','max_operating','memory_max','tlimit','tlimit_shutdown','tlimit_slowdown','tlimit_max_operating',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Temperature__hash__():
     def __hash__(self):
         return hash((self.gpu,self.memory,self.shutdown,self.slowdown,self.max_operating,self.memory_max,self.tlimit,self.tlimit_shutdown,self.tlimit_slowdown,self.tlimit_max_operating,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_gpu_model_Utilization__init__(_type_gpu, _type_memory, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_memory, _return_type):
+def _dolmen_host_gpu_model_Utilization(_type_gpu, _type_memory, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpu, _dflt_memory, _return_type, cls, FrozenInstanceError):
     def __init__(self,gpu:_type_gpu=_dflt_gpu,memory:_type_memory=_dflt_memory)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
         __dataclass_builtins_object__.__setattr__(self,'memory',memory)
-    return __init__
-
-
-def _dolmen_host_gpu_model_Utilization__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, memory={self.memory!r})"
-    return __repr__
-
-
-def _dolmen_host_gpu_model_Utilization__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.gpu,self.memory,)==(other.gpu,other.memory,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_gpu_model_Utilization__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('gpu','memory',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_gpu_model_Utilization__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('gpu','memory',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_gpu_model_Utilization__hash__():
     def __hash__(self):
         return hash((self.gpu,self.memory,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_paste_detect_Detected__init__(_type_kind, _type_count, _type_unit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _dflt_unit, _return_type):
+def _dolmen_host_paste_detect_Detected(_type_kind, _type_count, _type_unit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _dflt_unit, _return_type, cls, FrozenInstanceError):
     def __init__(self,kind:_type_kind,count:_type_count=_dflt_count,unit:_type_unit=_dflt_unit)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
         __dataclass_builtins_object__.__setattr__(self,'count',count)
         __dataclass_builtins_object__.__setattr__(self,'unit',unit)
-    return __init__
-
-
-def _dolmen_host_paste_detect_Detected__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(kind={self.kind!r}, count={self.count!r}, unit={self.unit!r})"
-    return __repr__
-
-
-def _dolmen_host_paste_detect_Detected__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.kind,self.count,self.unit,)==(other.kind,other.count,other.unit,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_paste_detect_Detected__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('kind','count','unit',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_paste_detect_Detected__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('kind','count','unit',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_paste_detect_Detected__hash__():
     def __hash__(self):
         return hash((self.kind,self.count,self.unit,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_paste_detect_Kind__init__(_type_name, _type_label, _type_argv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_host_paste_detect_Kind(_type_name, _type_label, _type_argv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,name:_type_name,label:_type_label,argv:_type_argv)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'name',name)
         __dataclass_builtins_object__.__setattr__(self,'label',label)
         __dataclass_builtins_object__.__setattr__(self,'argv',argv)
-    return __init__
-
-
-def _dolmen_host_paste_detect_Kind__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(name={self.name!r}, label={self.label!r}, argv={self.argv!r})"
-    return __repr__
-
-
-def _dolmen_host_paste_detect_Kind__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.name,self.label,self.argv,)==(other.name,other.label,other.argv,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_paste_detect_Kind__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('name','label','argv',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_paste_detect_Kind__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('name','label','argv',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_paste_detect_Kind__hash__():
     def __hash__(self):
         return hash((self.name,self.label,self.argv,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_host_paste_sections_Section__init__(_type_title, _type_text, _type_argv, _type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_argv, _dflt_path, _return_type):
+def _dolmen_host_paste_sections_Section(_type_title, _type_text, _type_argv, _type_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_argv, _dflt_path, _return_type, cls, FrozenInstanceError):
     def __init__(self,title:_type_title,text:_type_text,argv:_type_argv=_dflt_argv,path:_type_path=_dflt_path)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'title',title)
         __dataclass_builtins_object__.__setattr__(self,'text',text)
         __dataclass_builtins_object__.__setattr__(self,'argv',argv)
         __dataclass_builtins_object__.__setattr__(self,'path',path)
-    return __init__
-
-
-def _dolmen_host_paste_sections_Section__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(title={self.title!r}, text={self.text!r}, argv={self.argv!r}, path={self.path!r})"
-    return __repr__
-
-
-def _dolmen_host_paste_sections_Section__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.title,self.text,self.argv,self.path,)==(other.title,other.text,other.argv,other.path,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_host_paste_sections_Section__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('title','text','argv','path',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_host_paste_sections_Section__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('title','text','argv','path',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_host_paste_sections_Section__hash__():
     def __hash__(self):
         return hash((self.title,self.text,self.argv,self.path,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.host.command.CommandResult': ('order=False;post_init=False;argv:tuple[str, ...]:False;status:RunStatus:False;stdout:str:True;stderr:str:True;rc:int | None:True;reason:str:True', (('__init__', _dolmen_host_command_CommandResult__init__, ('_type_argv', '_type_status', '_type_stdout', '_type_stderr', '_type_rc', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_stdout', '_dflt_stderr', '_dflt_rc', '_dflt_reason', '_return_type')), ('__repr__', _dolmen_host_command_CommandResult__repr__, ()), ('__eq__', _dolmen_host_command_CommandResult__eq__, ()), ('__setattr__', _dolmen_host_command_CommandResult__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_command_CommandResult__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_command_CommandResult__hash__, ()),)),
-    'dolmen.host.gpu.model.ClockEvents': ('order=False;post_init=False;active:tuple[str, ...] | None:True;counters_us:Mapping[str, int]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_ClockEvents__init__, ('_type_active', '_type_counters_us', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_active', '_dflt_counters_us', '_return_type')), ('__repr__', _dolmen_host_gpu_model_ClockEvents__repr__, ()), ('__eq__', _dolmen_host_gpu_model_ClockEvents__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_ClockEvents__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_ClockEvents__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_ClockEvents__hash__, ()),)),
-    'dolmen.host.gpu.model.Clocks': ('order=False;post_init=False;graphics:int | None:True;sm:int | None:True;memory:int | None:True;graphics_max:int | None:True;sm_max:int | None:True;memory_max:int | None:True', (('__init__', _dolmen_host_gpu_model_Clocks__init__, ('_type_graphics', '_type_sm', '_type_memory', '_type_graphics_max', '_type_sm_max', '_type_memory_max', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_graphics', '_dflt_sm', '_dflt_memory', '_dflt_graphics_max', '_dflt_sm_max', '_dflt_memory_max', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Clocks__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Clocks__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Clocks__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Clocks__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Clocks__hash__, ()),)),
-    'dolmen.host.gpu.model.Ecc': ('order=False;post_init=False;mode:bool | None:True;mode_pending:bool | None:True;volatile:EccCounts:field(False, True, True, True, True, None, None);aggregate:EccCounts:field(False, True, True, True, True, None, None);sram_threshold_exceeded:bool | None:True;channel_repair_pending:bool | None:True;tpc_repair_pending:bool | None:True', (('__init__', _dolmen_host_gpu_model_Ecc__init__, ('_type_mode', '_type_mode_pending', '_type_volatile', '_type_aggregate', '_type_sram_threshold_exceeded', '_type_channel_repair_pending', '_type_tpc_repair_pending', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_mode', '_dflt_mode_pending', '_dflt_volatile', '_dflt_aggregate', '_dflt_sram_threshold_exceeded', '_dflt_channel_repair_pending', '_dflt_tpc_repair_pending', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Ecc__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Ecc__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Ecc__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Ecc__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Ecc__hash__, ()),)),
-    'dolmen.host.gpu.model.EccCounts': ('order=False;post_init=False;correctable:int | None:True;uncorrectable:int | None:True;raw:Mapping[str, int]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_EccCounts__init__, ('_type_correctable', '_type_uncorrectable', '_type_raw', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_uncorrectable', '_dflt_raw', '_return_type')), ('__repr__', _dolmen_host_gpu_model_EccCounts__repr__, ()), ('__eq__', _dolmen_host_gpu_model_EccCounts__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_EccCounts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_EccCounts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_EccCounts__hash__, ()),)),
-    'dolmen.host.gpu.model.Fabric': ('order=False;post_init=False;state:str | None:True;status:str | None:True;clique_id:int | None:True;cluster_uuid:str | None:True;health_summary:str | None:True;health:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_Fabric__init__, ('_type_state', '_type_status', '_type_clique_id', '_type_cluster_uuid', '_type_health_summary', '_type_health', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_state', '_dflt_status', '_dflt_clique_id', '_dflt_cluster_uuid', '_dflt_health_summary', '_dflt_health', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Fabric__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Fabric__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Fabric__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Fabric__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Fabric__hash__, ()),)),
-    'dolmen.host.gpu.model.Gpu': ('order=False;post_init=False;position:int:False;index:int | None:True;name:str | None:True;brand:str | None:True;architecture:str | None:True;uuid:str | None:True;bus_id:str | None:True;pci_address:str | None:True;pci_device_id:str | None:True;serial:str | None:True;vbios:str | None:True;board_id:str | None:True;board_part_number:str | None:True;gpu_part_number:str | None:True;persistence_mode:bool | None:True;compute_mode:str | None:True;virtualization_mode:str | None:True;driver_model:str | None:True;performance_state:str | None:True;mig:Mig:field(False, True, True, True, True, None, None);ecc:Ecc:field(False, True, True, True, True, None, None);retired_pages:RetiredPages:field(False, True, True, True, True, None, None);remapped_rows:RemappedRows:field(False, True, True, True, True, None, None);clock_events:ClockEvents:field(False, True, True, True, True, None, None);temperature:Temperature:field(False, True, True, True, True, None, None);power:Power:field(False, True, True, True, True, None, None);clocks:Clocks:field(False, True, True, True, True, None, None);utilization:Utilization:field(False, True, True, True, True, None, None);memory:Memory:field(False, True, True, True, True, None, None);pcie:Pcie:field(False, True, True, True, True, None, None);fabric:Fabric:field(False, True, True, True, True, None, None);reset:Reset:field(False, True, True, True, True, None, None);lost:bool:True;processes:int | None:True;nvlinks:tuple[NvLink, ...] | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_Gpu__init__, ('_type_position', '_type_index', '_type_name', '_type_brand', '_type_architecture', '_type_uuid', '_type_bus_id', '_type_pci_address', '_type_pci_device_id', '_type_serial', '_type_vbios', '_type_board_id', '_type_board_part_number', '_type_gpu_part_number', '_type_persistence_mode', '_type_compute_mode', '_type_virtualization_mode', '_type_driver_model', '_type_performance_state', '_type_mig', '_type_ecc', '_type_retired_pages', '_type_remapped_rows', '_type_clock_events', '_type_temperature', '_type_power', '_type_clocks', '_type_utilization', '_type_memory', '_type_pcie', '_type_fabric', '_type_reset', '_type_lost', '_type_processes', '_type_nvlinks', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_index', '_dflt_name', '_dflt_brand', '_dflt_architecture', '_dflt_uuid', '_dflt_bus_id', '_dflt_pci_address', '_dflt_pci_device_id', '_dflt_serial', '_dflt_vbios', '_dflt_board_id', '_dflt_board_part_number', '_dflt_gpu_part_number', '_dflt_persistence_mode', '_dflt_compute_mode', '_dflt_virtualization_mode', '_dflt_driver_model', '_dflt_performance_state', '_dflt_mig', '_dflt_ecc', '_dflt_retired_pages', '_dflt_remapped_rows', '_dflt_clock_events', '_dflt_temperature', '_dflt_power', '_dflt_clocks', '_dflt_utilization', '_dflt_memory', '_dflt_pcie', '_dflt_fabric', '_dflt_reset', '_dflt_lost', '_dflt_processes', '_dflt_nvlinks', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Gpu__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Gpu__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Gpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Gpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Gpu__hash__, ()),)),
-    'dolmen.host.gpu.model.GpuInventory': ('order=False;post_init=False;source:str:True;gpus:tuple[Gpu, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;attached_gpus:int | None:True;error:str | None:True;attempts:Mapping[str, str]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_GpuInventory__init__, ('_type_source', '_type_gpus', '_type_driver_version', '_type_cuda_version', '_type_attached_gpus', '_type_error', '_type_attempts', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_gpus', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_attached_gpus', '_dflt_error', '_dflt_attempts', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_host_gpu_model_GpuInventory__repr__, ()), ('__eq__', _dolmen_host_gpu_model_GpuInventory__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_GpuInventory__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_GpuInventory__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_GpuInventory__hash__, ()),)),
-    'dolmen.host.gpu.model.Memory': ('order=False;post_init=False;total_mib:int | None:True;used_mib:int | None:True;reserved_mib:int | None:True', (('__init__', _dolmen_host_gpu_model_Memory__init__, ('_type_total_mib', '_type_used_mib', '_type_reserved_mib', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_total_mib', '_dflt_used_mib', '_dflt_reserved_mib', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Memory__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Memory__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Memory__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Memory__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Memory__hash__, ()),)),
-    'dolmen.host.gpu.model.Mig': ('order=False;post_init=False;current:bool | None:True;pending:bool | None:True;devices:tuple[MigDevice, ...]:True', (('__init__', _dolmen_host_gpu_model_Mig__init__, ('_type_current', '_type_pending', '_type_devices', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_current', '_dflt_pending', '_dflt_devices', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Mig__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Mig__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Mig__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Mig__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Mig__hash__, ()),)),
-    'dolmen.host.gpu.model.MigDevice': ('order=False;post_init=False;index:int | None:True;gpu_instance_id:int | None:True;compute_instance_id:int | None:True;memory_total_mib:int | None:True', (('__init__', _dolmen_host_gpu_model_MigDevice__init__, ('_type_index', '_type_gpu_instance_id', '_type_compute_instance_id', '_type_memory_total_mib', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_index', '_dflt_gpu_instance_id', '_dflt_compute_instance_id', '_dflt_memory_total_mib', '_return_type')), ('__repr__', _dolmen_host_gpu_model_MigDevice__repr__, ()), ('__eq__', _dolmen_host_gpu_model_MigDevice__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_MigDevice__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_MigDevice__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_MigDevice__hash__, ()),)),
-    'dolmen.host.gpu.model.NvLink': ('order=False;post_init=False;link:int:False;state:str:False;speed_gbps:float | None:True', (('__init__', _dolmen_host_gpu_model_NvLink__init__, ('_type_link', '_type_state', '_type_speed_gbps', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_speed_gbps', '_return_type')), ('__repr__', _dolmen_host_gpu_model_NvLink__repr__, ()), ('__eq__', _dolmen_host_gpu_model_NvLink__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_NvLink__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_NvLink__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_NvLink__hash__, ()),)),
-    'dolmen.host.gpu.model.Pcie': ('order=False;post_init=False;gen_current:int | None:True;gen_max:int | None:True;gen_device_current:int | None:True;gen_device_max:int | None:True;gen_host_max:int | None:True;width_current:int | None:True;width_max:int | None:True;replay_counter:int | None:True', (('__init__', _dolmen_host_gpu_model_Pcie__init__, ('_type_gen_current', '_type_gen_max', '_type_gen_device_current', '_type_gen_device_max', '_type_gen_host_max', '_type_width_current', '_type_width_max', '_type_replay_counter', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gen_current', '_dflt_gen_max', '_dflt_gen_device_current', '_dflt_gen_device_max', '_dflt_gen_host_max', '_dflt_width_current', '_dflt_width_max', '_dflt_replay_counter', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Pcie__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Pcie__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Pcie__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Pcie__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Pcie__hash__, ()),)),
-    'dolmen.host.gpu.model.Power': ('order=False;post_init=False;draw:float | None:True;limit:float | None:True;enforced_limit:float | None:True;default_limit:float | None:True;min_limit:float | None:True;max_limit:float | None:True', (('__init__', _dolmen_host_gpu_model_Power__init__, ('_type_draw', '_type_limit', '_type_enforced_limit', '_type_default_limit', '_type_min_limit', '_type_max_limit', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_draw', '_dflt_limit', '_dflt_enforced_limit', '_dflt_default_limit', '_dflt_min_limit', '_dflt_max_limit', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Power__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Power__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Power__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Power__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Power__hash__, ()),)),
-    'dolmen.host.gpu.model.RemappedRows': ('order=False;post_init=False;correctable:int | None:True;uncorrectable:int | None:True;pending:bool | None:True;failure:bool | None:True;histogram:Mapping[str, int]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_host_gpu_model_RemappedRows__init__, ('_type_correctable', '_type_uncorrectable', '_type_pending', '_type_failure', '_type_histogram', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_uncorrectable', '_dflt_pending', '_dflt_failure', '_dflt_histogram', '_return_type')), ('__repr__', _dolmen_host_gpu_model_RemappedRows__repr__, ()), ('__eq__', _dolmen_host_gpu_model_RemappedRows__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_RemappedRows__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_RemappedRows__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_RemappedRows__hash__, ()),)),
-    'dolmen.host.gpu.model.Reset': ('order=False;post_init=False;required:bool | None:True;drain_recommended:bool | None:True;recovery_action:str | None:True', (('__init__', _dolmen_host_gpu_model_Reset__init__, ('_type_required', '_type_drain_recommended', '_type_recovery_action', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_dflt_drain_recommended', '_dflt_recovery_action', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Reset__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Reset__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Reset__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Reset__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Reset__hash__, ()),)),
-    'dolmen.host.gpu.model.RetiredPages': ('order=False;post_init=False;sbe:int | None:True;dbe:int | None:True;pending:bool | None:True', (('__init__', _dolmen_host_gpu_model_RetiredPages__init__, ('_type_sbe', '_type_dbe', '_type_pending', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_sbe', '_dflt_dbe', '_dflt_pending', '_return_type')), ('__repr__', _dolmen_host_gpu_model_RetiredPages__repr__, ()), ('__eq__', _dolmen_host_gpu_model_RetiredPages__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_RetiredPages__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_RetiredPages__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_RetiredPages__hash__, ()),)),
-    'dolmen.host.gpu.model.Temperature': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True;shutdown:int | None:True;slowdown:int | None:True;max_operating:int | None:True;memory_max:int | None:True;tlimit:int | None:True;tlimit_shutdown:int | None:True;tlimit_slowdown:int | None:True;tlimit_max_operating:int | None:True', (('__init__', _dolmen_host_gpu_model_Temperature__init__, ('_type_gpu', '_type_memory', '_type_shutdown', '_type_slowdown', '_type_max_operating', '_type_memory_max', '_type_tlimit', '_type_tlimit_shutdown', '_type_tlimit_slowdown', '_type_tlimit_max_operating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_dflt_shutdown', '_dflt_slowdown', '_dflt_max_operating', '_dflt_memory_max', '_dflt_tlimit', '_dflt_tlimit_shutdown', '_dflt_tlimit_slowdown', '_dflt_tlimit_max_operating', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Temperature__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Temperature__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Temperature__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Temperature__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Temperature__hash__, ()),)),
-    'dolmen.host.gpu.model.Utilization': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True', (('__init__', _dolmen_host_gpu_model_Utilization__init__, ('_type_gpu', '_type_memory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_return_type')), ('__repr__', _dolmen_host_gpu_model_Utilization__repr__, ()), ('__eq__', _dolmen_host_gpu_model_Utilization__eq__, ()), ('__setattr__', _dolmen_host_gpu_model_Utilization__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_gpu_model_Utilization__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_gpu_model_Utilization__hash__, ()),)),
-    'dolmen.host.paste.detect.Detected': ('order=False;post_init=False;kind:Kind:False;count:int | None:True;unit:str:True', (('__init__', _dolmen_host_paste_detect_Detected__init__, ('_type_kind', '_type_count', '_type_unit', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_count', '_dflt_unit', '_return_type')), ('__repr__', _dolmen_host_paste_detect_Detected__repr__, ()), ('__eq__', _dolmen_host_paste_detect_Detected__eq__, ()), ('__setattr__', _dolmen_host_paste_detect_Detected__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_detect_Detected__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_detect_Detected__hash__, ()),)),
-    'dolmen.host.paste.detect.Kind': ('order=False;post_init=False;name:str:False;label:str:False;argv:tuple[str, ...]:False', (('__init__', _dolmen_host_paste_detect_Kind__init__, ('_type_name', '_type_label', '_type_argv', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_host_paste_detect_Kind__repr__, ()), ('__eq__', _dolmen_host_paste_detect_Kind__eq__, ()), ('__setattr__', _dolmen_host_paste_detect_Kind__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_detect_Kind__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_detect_Kind__hash__, ()),)),
-    'dolmen.host.paste.sections.Section': ('order=False;post_init=False;title:str:False;text:str:False;argv:tuple[str, ...] | None:True;path:str | None:True', (('__init__', _dolmen_host_paste_sections_Section__init__, ('_type_title', '_type_text', '_type_argv', '_type_path', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_argv', '_dflt_path', '_return_type')), ('__repr__', _dolmen_host_paste_sections_Section__repr__, ()), ('__eq__', _dolmen_host_paste_sections_Section__eq__, ()), ('__setattr__', _dolmen_host_paste_sections_Section__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_host_paste_sections_Section__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_host_paste_sections_Section__hash__, ()),)),
+    'dolmen.host.command.CommandResult': ('order=False;post_init=False;argv:tuple[str, ...]:False;status:RunStatus:False;stdout:str:True;stderr:str:True;rc:int | None:True;reason:str:True', _dolmen_host_command_CommandResult, ('_type_argv', '_type_status', '_type_stdout', '_type_stderr', '_type_rc', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_stdout', '_dflt_stderr', '_dflt_rc', '_dflt_reason', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.ClockEvents': ('order=False;post_init=False;active:tuple[str, ...] | None:True;counters_us:Mapping[str, int]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_ClockEvents, ('_type_active', '_type_counters_us', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_active', '_dflt_counters_us', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Clocks': ('order=False;post_init=False;graphics:int | None:True;sm:int | None:True;memory:int | None:True;graphics_max:int | None:True;sm_max:int | None:True;memory_max:int | None:True', _dolmen_host_gpu_model_Clocks, ('_type_graphics', '_type_sm', '_type_memory', '_type_graphics_max', '_type_sm_max', '_type_memory_max', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_graphics', '_dflt_sm', '_dflt_memory', '_dflt_graphics_max', '_dflt_sm_max', '_dflt_memory_max', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Ecc': ('order=False;post_init=False;mode:bool | None:True;mode_pending:bool | None:True;volatile:EccCounts:field(False, True, True, True, True, None, None);aggregate:EccCounts:field(False, True, True, True, True, None, None);sram_threshold_exceeded:bool | None:True;channel_repair_pending:bool | None:True;tpc_repair_pending:bool | None:True', _dolmen_host_gpu_model_Ecc, ('_type_mode', '_type_mode_pending', '_type_volatile', '_type_aggregate', '_type_sram_threshold_exceeded', '_type_channel_repair_pending', '_type_tpc_repair_pending', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_mode', '_dflt_mode_pending', '_dflt_volatile', '_dflt_aggregate', '_dflt_sram_threshold_exceeded', '_dflt_channel_repair_pending', '_dflt_tpc_repair_pending', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.EccCounts': ('order=False;post_init=False;correctable:int | None:True;uncorrectable:int | None:True;raw:Mapping[str, int]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_EccCounts, ('_type_correctable', '_type_uncorrectable', '_type_raw', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_uncorrectable', '_dflt_raw', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Fabric': ('order=False;post_init=False;state:str | None:True;status:str | None:True;clique_id:int | None:True;cluster_uuid:str | None:True;health_summary:str | None:True;health:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_Fabric, ('_type_state', '_type_status', '_type_clique_id', '_type_cluster_uuid', '_type_health_summary', '_type_health', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_state', '_dflt_status', '_dflt_clique_id', '_dflt_cluster_uuid', '_dflt_health_summary', '_dflt_health', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Gpu': ('order=False;post_init=False;position:int:False;index:int | None:True;name:str | None:True;brand:str | None:True;architecture:str | None:True;uuid:str | None:True;bus_id:str | None:True;pci_address:str | None:True;pci_device_id:str | None:True;serial:str | None:True;vbios:str | None:True;board_id:str | None:True;board_part_number:str | None:True;gpu_part_number:str | None:True;persistence_mode:bool | None:True;compute_mode:str | None:True;virtualization_mode:str | None:True;driver_model:str | None:True;performance_state:str | None:True;mig:Mig:field(False, True, True, True, True, None, None);ecc:Ecc:field(False, True, True, True, True, None, None);retired_pages:RetiredPages:field(False, True, True, True, True, None, None);remapped_rows:RemappedRows:field(False, True, True, True, True, None, None);clock_events:ClockEvents:field(False, True, True, True, True, None, None);temperature:Temperature:field(False, True, True, True, True, None, None);power:Power:field(False, True, True, True, True, None, None);clocks:Clocks:field(False, True, True, True, True, None, None);utilization:Utilization:field(False, True, True, True, True, None, None);memory:Memory:field(False, True, True, True, True, None, None);pcie:Pcie:field(False, True, True, True, True, None, None);fabric:Fabric:field(False, True, True, True, True, None, None);reset:Reset:field(False, True, True, True, True, None, None);lost:bool:True;processes:int | None:True;nvlinks:tuple[NvLink, ...] | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_Gpu, ('_type_position', '_type_index', '_type_name', '_type_brand', '_type_architecture', '_type_uuid', '_type_bus_id', '_type_pci_address', '_type_pci_device_id', '_type_serial', '_type_vbios', '_type_board_id', '_type_board_part_number', '_type_gpu_part_number', '_type_persistence_mode', '_type_compute_mode', '_type_virtualization_mode', '_type_driver_model', '_type_performance_state', '_type_mig', '_type_ecc', '_type_retired_pages', '_type_remapped_rows', '_type_clock_events', '_type_temperature', '_type_power', '_type_clocks', '_type_utilization', '_type_memory', '_type_pcie', '_type_fabric', '_type_reset', '_type_lost', '_type_processes', '_type_nvlinks', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_index', '_dflt_name', '_dflt_brand', '_dflt_architecture', '_dflt_uuid', '_dflt_bus_id', '_dflt_pci_address', '_dflt_pci_device_id', '_dflt_serial', '_dflt_vbios', '_dflt_board_id', '_dflt_board_part_number', '_dflt_gpu_part_number', '_dflt_persistence_mode', '_dflt_compute_mode', '_dflt_virtualization_mode', '_dflt_driver_model', '_dflt_performance_state', '_dflt_mig', '_dflt_ecc', '_dflt_retired_pages', '_dflt_remapped_rows', '_dflt_clock_events', '_dflt_temperature', '_dflt_power', '_dflt_clocks', '_dflt_utilization', '_dflt_memory', '_dflt_pcie', '_dflt_fabric', '_dflt_reset', '_dflt_lost', '_dflt_processes', '_dflt_nvlinks', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.GpuInventory': ('order=False;post_init=False;source:str:True;gpus:tuple[Gpu, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;attached_gpus:int | None:True;error:str | None:True;attempts:Mapping[str, str]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_GpuInventory, ('_type_source', '_type_gpus', '_type_driver_version', '_type_cuda_version', '_type_attached_gpus', '_type_error', '_type_attempts', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_gpus', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_attached_gpus', '_dflt_error', '_dflt_attempts', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Memory': ('order=False;post_init=False;total_mib:int | None:True;used_mib:int | None:True;reserved_mib:int | None:True', _dolmen_host_gpu_model_Memory, ('_type_total_mib', '_type_used_mib', '_type_reserved_mib', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_total_mib', '_dflt_used_mib', '_dflt_reserved_mib', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Mig': ('order=False;post_init=False;current:bool | None:True;pending:bool | None:True;devices:tuple[MigDevice, ...]:True', _dolmen_host_gpu_model_Mig, ('_type_current', '_type_pending', '_type_devices', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_current', '_dflt_pending', '_dflt_devices', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.MigDevice': ('order=False;post_init=False;index:int | None:True;gpu_instance_id:int | None:True;compute_instance_id:int | None:True;memory_total_mib:int | None:True', _dolmen_host_gpu_model_MigDevice, ('_type_index', '_type_gpu_instance_id', '_type_compute_instance_id', '_type_memory_total_mib', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_index', '_dflt_gpu_instance_id', '_dflt_compute_instance_id', '_dflt_memory_total_mib', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.NvLink': ('order=False;post_init=False;link:int:False;state:str:False;speed_gbps:float | None:True', _dolmen_host_gpu_model_NvLink, ('_type_link', '_type_state', '_type_speed_gbps', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_speed_gbps', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Pcie': ('order=False;post_init=False;gen_current:int | None:True;gen_max:int | None:True;gen_device_current:int | None:True;gen_device_max:int | None:True;gen_host_max:int | None:True;width_current:int | None:True;width_max:int | None:True;replay_counter:int | None:True', _dolmen_host_gpu_model_Pcie, ('_type_gen_current', '_type_gen_max', '_type_gen_device_current', '_type_gen_device_max', '_type_gen_host_max', '_type_width_current', '_type_width_max', '_type_replay_counter', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gen_current', '_dflt_gen_max', '_dflt_gen_device_current', '_dflt_gen_device_max', '_dflt_gen_host_max', '_dflt_width_current', '_dflt_width_max', '_dflt_replay_counter', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Power': ('order=False;post_init=False;draw:float | None:True;limit:float | None:True;enforced_limit:float | None:True;default_limit:float | None:True;min_limit:float | None:True;max_limit:float | None:True', _dolmen_host_gpu_model_Power, ('_type_draw', '_type_limit', '_type_enforced_limit', '_type_default_limit', '_type_min_limit', '_type_max_limit', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_draw', '_dflt_limit', '_dflt_enforced_limit', '_dflt_default_limit', '_dflt_min_limit', '_dflt_max_limit', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.RemappedRows': ('order=False;post_init=False;correctable:int | None:True;uncorrectable:int | None:True;pending:bool | None:True;failure:bool | None:True;histogram:Mapping[str, int]:field(False, True, True, True, True, None, None)', _dolmen_host_gpu_model_RemappedRows, ('_type_correctable', '_type_uncorrectable', '_type_pending', '_type_failure', '_type_histogram', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_correctable', '_dflt_uncorrectable', '_dflt_pending', '_dflt_failure', '_dflt_histogram', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Reset': ('order=False;post_init=False;required:bool | None:True;drain_recommended:bool | None:True;recovery_action:str | None:True', _dolmen_host_gpu_model_Reset, ('_type_required', '_type_drain_recommended', '_type_recovery_action', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_dflt_drain_recommended', '_dflt_recovery_action', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.RetiredPages': ('order=False;post_init=False;sbe:int | None:True;dbe:int | None:True;pending:bool | None:True', _dolmen_host_gpu_model_RetiredPages, ('_type_sbe', '_type_dbe', '_type_pending', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_sbe', '_dflt_dbe', '_dflt_pending', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Temperature': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True;shutdown:int | None:True;slowdown:int | None:True;max_operating:int | None:True;memory_max:int | None:True;tlimit:int | None:True;tlimit_shutdown:int | None:True;tlimit_slowdown:int | None:True;tlimit_max_operating:int | None:True', _dolmen_host_gpu_model_Temperature, ('_type_gpu', '_type_memory', '_type_shutdown', '_type_slowdown', '_type_max_operating', '_type_memory_max', '_type_tlimit', '_type_tlimit_shutdown', '_type_tlimit_slowdown', '_type_tlimit_max_operating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_dflt_shutdown', '_dflt_slowdown', '_dflt_max_operating', '_dflt_memory_max', '_dflt_tlimit', '_dflt_tlimit_shutdown', '_dflt_tlimit_slowdown', '_dflt_tlimit_max_operating', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.gpu.model.Utilization': ('order=False;post_init=False;gpu:int | None:True;memory:int | None:True', _dolmen_host_gpu_model_Utilization, ('_type_gpu', '_type_memory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_memory', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.paste.detect.Detected': ('order=False;post_init=False;kind:Kind:False;count:int | None:True;unit:str:True', _dolmen_host_paste_detect_Detected, ('_type_kind', '_type_count', '_type_unit', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_count', '_dflt_unit', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.paste.detect.Kind': ('order=False;post_init=False;name:str:False;label:str:False;argv:tuple[str, ...]:False', _dolmen_host_paste_detect_Kind, ('_type_name', '_type_label', '_type_argv', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.host.paste.sections.Section': ('order=False;post_init=False;title:str:False;text:str:False;argv:tuple[str, ...] | None:True;path:str | None:True', _dolmen_host_paste_sections_Section, ('_type_title', '_type_text', '_type_argv', '_type_path', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_argv', '_dflt_path', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

@@ -9,49 +9,29 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_kb_builds_BuildTable__init__(_type_libraries, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_builds_BuildTable(_type_libraries, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,libraries:_type_libraries)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'libraries',libraries)
-    return __init__
-
-
-def _dolmen_kb_builds_BuildTable__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(libraries={self.libraries!r})"
-    return __repr__
-
-
-def _dolmen_kb_builds_BuildTable__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.libraries,)==(other.libraries,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_builds_BuildTable__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('libraries',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_builds_BuildTable__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('libraries',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_builds_BuildTable__hash__():
     def __hash__(self):
         return hash((self.libraries,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_builds_Builds__init__(_type_id, _type_name, _type_rows, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_unverified, _dflt_note, _return_type):
+def _dolmen_kb_builds_Builds(_type_id, _type_name, _type_rows, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_unverified, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,name:_type_name,rows:_type_rows,source:_type_source,verified:_type_verified=_dflt_verified,unverified:_type_unverified=_dflt_unverified,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'name',name)
@@ -60,46 +40,26 @@ def _dolmen_kb_builds_Builds__init__(_type_id, _type_name, _type_rows, _type_sou
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_kb_builds_Builds__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, name={self.name!r}, rows={self.rows!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_kb_builds_Builds__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.name,self.rows,self.source,self.verified,self.unverified,self.note,)==(other.id,other.name,other.rows,other.source,other.verified,other.unverified,other.note,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_builds_Builds__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','name','rows','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_builds_Builds__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','name','rows','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_builds_Builds__hash__():
     def __hash__(self):
         return hash((self.id,self.name,self.rows,self.source,self.verified,self.unverified,self.note,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_CompatFamily__init__(_type_major, _type_min_driver, _type_minor_compat_below, _type_source, _type_verified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_note, _return_type):
+def _dolmen_kb_cuda_CompatFamily(_type_major, _type_min_driver, _type_minor_compat_below, _type_source, _type_verified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,major:_type_major,min_driver:_type_min_driver,minor_compat_below:_type_minor_compat_below,source:_type_source,verified:_type_verified=_dflt_verified,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'major',major)
         __dataclass_builtins_object__.__setattr__(self,'min_driver',min_driver)
@@ -107,91 +67,51 @@ def _dolmen_kb_cuda_CompatFamily__init__(_type_major, _type_min_driver, _type_mi
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_kb_cuda_CompatFamily__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(major={self.major!r}, min_driver={self.min_driver!r}, minor_compat_below={self.minor_compat_below!r}, source={self.source!r}, verified={self.verified!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_CompatFamily__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.major,self.min_driver,self.minor_compat_below,self.source,self.verified,self.note,)==(other.major,other.min_driver,other.minor_compat_below,other.source,other.verified,other.note,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_CompatFamily__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('major','min_driver','minor_compat_below','source','verified','note',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_CompatFamily__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('major','min_driver','minor_compat_below','source','verified','note',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_CompatFamily__hash__():
     def __hash__(self):
         return hash((self.major,self.min_driver,self.minor_compat_below,self.source,self.verified,self.note,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_CompatRule__init__(_type_id, _type_text, _type_source, _type_verified, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _return_type):
+def _dolmen_kb_cuda_CompatRule(_type_id, _type_text, _type_source, _type_verified, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,text:_type_text,source:_type_source,verified:_type_verified=_dflt_verified)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'text',text)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
-    return __init__
-
-
-def _dolmen_kb_cuda_CompatRule__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, text={self.text!r}, source={self.source!r}, verified={self.verified!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_CompatRule__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.text,self.source,self.verified,)==(other.id,other.text,other.source,other.verified,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_CompatRule__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','text','source','verified',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_CompatRule__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','text','source','verified',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_CompatRule__hash__():
     def __hash__(self):
         return hash((self.id,self.text,self.source,self.verified,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_CompatVerdict__init__(_type_toolkit, _type_driver, _type_ok, _type_mode, _type_why, _type_required, _type_family_min, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _dflt_family_min, _return_type):
+def _dolmen_kb_cuda_CompatVerdict(_type_toolkit, _type_driver, _type_ok, _type_mode, _type_why, _type_required, _type_family_min, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _dflt_family_min, _return_type, cls, FrozenInstanceError):
     def __init__(self,toolkit:_type_toolkit,driver:_type_driver,ok:_type_ok,mode:_type_mode,why:_type_why,required:_type_required=_dflt_required,family_min:_type_family_min=_dflt_family_min)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'toolkit',toolkit)
         __dataclass_builtins_object__.__setattr__(self,'driver',driver)
@@ -200,297 +120,162 @@ def _dolmen_kb_cuda_CompatVerdict__init__(_type_toolkit, _type_driver, _type_ok,
         __dataclass_builtins_object__.__setattr__(self,'why',why)
         __dataclass_builtins_object__.__setattr__(self,'required',required)
         __dataclass_builtins_object__.__setattr__(self,'family_min',family_min)
-    return __init__
-
-
-def _dolmen_kb_cuda_CompatVerdict__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(toolkit={self.toolkit!r}, driver={self.driver!r}, ok={self.ok!r}, mode={self.mode!r}, why={self.why!r}, required={self.required!r}, family_min={self.family_min!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_CompatVerdict__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.toolkit,self.driver,self.ok,self.mode,self.why,self.required,self.family_min,)==(other.toolkit,other.driver,other.ok,other.mode,other.why,other.required,other.family_min,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_CompatVerdict__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('toolkit','driver','ok','mode','why','required','family_min',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_CompatVerdict__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('toolkit','driver','ok','mode','why','required','family_min',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_CompatVerdict__hash__():
     def __hash__(self):
         return hash((self.toolkit,self.driver,self.ok,self.mode,self.why,self.required,self.family_min,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_CudaTable__init__(_type_releases, _type_families, _type_rules, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_rules, _return_type):
+def _dolmen_kb_cuda_CudaTable(_type_releases, _type_families, _type_rules, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_rules, _return_type, cls, FrozenInstanceError):
     def __init__(self,releases:_type_releases,families:_type_families,rules:_type_rules=_dflt_rules)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'releases',releases)
         __dataclass_builtins_object__.__setattr__(self,'families',families)
         __dataclass_builtins_object__.__setattr__(self,'rules',rules)
-    return __init__
-
-
-def _dolmen_kb_cuda_CudaTable__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(releases={self.releases!r}, families={self.families!r}, rules={self.rules!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_CudaTable__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.releases,self.families,self.rules,)==(other.releases,other.families,other.rules,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_CudaTable__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('releases','families','rules',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_CudaTable__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('releases','families','rules',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_CudaTable__hash__():
     def __hash__(self):
         return hash((self.releases,self.families,self.rules,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_DriverVersion__init__(_type_parts, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_cuda_DriverVersion(_type_parts, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,parts:_type_parts,text:_type_text)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'parts',parts)
         __dataclass_builtins_object__.__setattr__(self,'text',text)
-    return __init__
-
-
-def _dolmen_kb_cuda_DriverVersion__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(parts={self.parts!r}, text={self.text!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_DriverVersion__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.parts,)==(other.parts,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_DriverVersion__lt__():
     def __lt__(self,other):
         if other.__class__ is self.__class__:
             return (self.parts,)<(other.parts,)
         return NotImplemented
-    return __lt__
-
-
-def _dolmen_kb_cuda_DriverVersion__le__():
     def __le__(self,other):
         if other.__class__ is self.__class__:
             return (self.parts,)<=(other.parts,)
         return NotImplemented
-    return __le__
-
-
-def _dolmen_kb_cuda_DriverVersion__gt__():
     def __gt__(self,other):
         if other.__class__ is self.__class__:
             return (self.parts,)>(other.parts,)
         return NotImplemented
-    return __gt__
-
-
-def _dolmen_kb_cuda_DriverVersion__ge__():
     def __ge__(self,other):
         if other.__class__ is self.__class__:
             return (self.parts,)>=(other.parts,)
         return NotImplemented
-    return __ge__
-
-
-def _dolmen_kb_cuda_DriverVersion__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('parts','text',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_DriverVersion__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('parts','text',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_DriverVersion__hash__():
     def __hash__(self):
         return hash((self.parts,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __lt__, __le__, __gt__, __ge__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_cuda_ToolkitRelease__init__(_type_versions, _type_label, _type_min_driver, _type_source, _type_verified, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _return_type):
+def _dolmen_kb_cuda_ToolkitRelease(_type_versions, _type_label, _type_min_driver, _type_source, _type_verified, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _return_type, cls, FrozenInstanceError):
     def __init__(self,versions:_type_versions,label:_type_label,min_driver:_type_min_driver,source:_type_source,verified:_type_verified=_dflt_verified)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'versions',versions)
         __dataclass_builtins_object__.__setattr__(self,'label',label)
         __dataclass_builtins_object__.__setattr__(self,'min_driver',min_driver)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
-    return __init__
-
-
-def _dolmen_kb_cuda_ToolkitRelease__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(versions={self.versions!r}, label={self.label!r}, min_driver={self.min_driver!r}, source={self.source!r}, verified={self.verified!r})"
-    return __repr__
-
-
-def _dolmen_kb_cuda_ToolkitRelease__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.versions,self.label,self.min_driver,self.source,self.verified,)==(other.versions,other.label,other.min_driver,other.source,other.verified,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_cuda_ToolkitRelease__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('versions','label','min_driver','source','verified',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_cuda_ToolkitRelease__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('versions','label','min_driver','source','verified',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_cuda_ToolkitRelease__hash__():
     def __hash__(self):
         return hash((self.versions,self.label,self.min_driver,self.source,self.verified,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_datafile_Field__init__(_type_types, _type_required, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _return_type):
+def _dolmen_kb_datafile_Field(_type_types, _type_required, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_required, _return_type, cls, FrozenInstanceError):
     def __init__(self,types:_type_types,required:_type_required=_dflt_required)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'types',types)
         __dataclass_builtins_object__.__setattr__(self,'required',required)
-    return __init__
-
-
-def _dolmen_kb_datafile_Field__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(types={self.types!r}, required={self.required!r})"
-    return __repr__
-
-
-def _dolmen_kb_datafile_Field__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.types,self.required,)==(other.types,other.required,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_datafile_Field__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('types','required',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_datafile_Field__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('types','required',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_datafile_Field__hash__():
     def __hash__(self):
         return hash((self.types,self.required,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_gpus_GpuCatalogue__init__(_type_models, _type__compiled, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_gpus_GpuCatalogue(_type_models, _type__patterns, _type__regexes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt__regexes, _return_type, cls, FrozenInstanceError):
     def __init__(self,models:_type_models)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'models',models)
+        __dataclass_builtins_object__.__setattr__(self,'_regexes',_dflt__regexes())
         self.__post_init__()
-    return __init__
-
-
-def _dolmen_kb_gpus_GpuCatalogue__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(models={self.models!r})"
-    return __repr__
-
-
-def _dolmen_kb_gpus_GpuCatalogue__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.models,)==(other.models,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_gpus_GpuCatalogue__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('models','_compiled',):
+        if type(self) is cls or name in ('models','_patterns','_regexes',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_gpus_GpuCatalogue__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
-        if type(self) is cls or name in ('models','_compiled',):
+        if type(self) is cls or name in ('models','_patterns','_regexes',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_gpus_GpuCatalogue__hash__():
     def __hash__(self):
         return hash((self.models,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_gpus_GpuModel__init__(_type_id, _type_name, _type_architecture, _type_compute_capability, _type_form_factor, _type_patterns, _type_bf16_tflops, _type_fp16_tflops, _type_fp8_tflops, _type_fp32_tflops, _type_memory_gb, _type_memory_type, _type_memory_bandwidth_gbs, _type_nvlink_links, _type_nvlink_bandwidth_gbs, _type_pcie_gen, _type_pcie_width, _type_tdp_w, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type):
+def _dolmen_kb_gpus_GpuModel(_type_id, _type_name, _type_architecture, _type_compute_capability, _type_form_factor, _type_patterns, _type_bf16_tflops, _type_fp16_tflops, _type_fp8_tflops, _type_fp32_tflops, _type_memory_gb, _type_memory_type, _type_memory_bandwidth_gbs, _type_nvlink_links, _type_nvlink_bandwidth_gbs, _type_pcie_gen, _type_pcie_width, _type_tdp_w, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,id:_type_id,name:_type_name,architecture:_type_architecture,compute_capability:_type_compute_capability,form_factor:_type_form_factor,patterns:_type_patterns,bf16_tflops:_type_bf16_tflops,fp16_tflops:_type_fp16_tflops,fp8_tflops:_type_fp8_tflops,fp32_tflops:_type_fp32_tflops,memory_gb:_type_memory_gb,memory_type:_type_memory_type,memory_bandwidth_gbs:_type_memory_bandwidth_gbs,nvlink_links:_type_nvlink_links,nvlink_bandwidth_gbs:_type_nvlink_bandwidth_gbs,pcie_gen:_type_pcie_gen,pcie_width:_type_pcie_width,tdp_w:_type_tdp_w,source:_type_source,verified:_type_verified,unverified:_type_unverified,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'id',id)
         __dataclass_builtins_object__.__setattr__(self,'name',name)
@@ -514,46 +299,26 @@ def _dolmen_kb_gpus_GpuModel__init__(_type_id, _type_name, _type_architecture, _
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_kb_gpus_GpuModel__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(id={self.id!r}, name={self.name!r}, architecture={self.architecture!r}, compute_capability={self.compute_capability!r}, form_factor={self.form_factor!r}, patterns={self.patterns!r}, bf16_tflops={self.bf16_tflops!r}, fp16_tflops={self.fp16_tflops!r}, fp8_tflops={self.fp8_tflops!r}, fp32_tflops={self.fp32_tflops!r}, memory_gb={self.memory_gb!r}, memory_type={self.memory_type!r}, memory_bandwidth_gbs={self.memory_bandwidth_gbs!r}, nvlink_links={self.nvlink_links!r}, nvlink_bandwidth_gbs={self.nvlink_bandwidth_gbs!r}, pcie_gen={self.pcie_gen!r}, pcie_width={self.pcie_width!r}, tdp_w={self.tdp_w!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_kb_gpus_GpuModel__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.id,self.name,self.architecture,self.compute_capability,self.form_factor,self.patterns,self.bf16_tflops,self.fp16_tflops,self.fp8_tflops,self.fp32_tflops,self.memory_gb,self.memory_type,self.memory_bandwidth_gbs,self.nvlink_links,self.nvlink_bandwidth_gbs,self.pcie_gen,self.pcie_width,self.tdp_w,self.source,self.verified,self.unverified,self.note,)==(other.id,other.name,other.architecture,other.compute_capability,other.form_factor,other.patterns,other.bf16_tflops,other.fp16_tflops,other.fp8_tflops,other.fp32_tflops,other.memory_gb,other.memory_type,other.memory_bandwidth_gbs,other.nvlink_links,other.nvlink_bandwidth_gbs,other.pcie_gen,other.pcie_width,other.tdp_w,other.source,other.verified,other.unverified,other.note,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_gpus_GpuModel__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('id','name','architecture','compute_capability','form_factor','patterns','bf16_tflops','fp16_tflops','fp8_tflops','fp32_tflops','memory_gb','memory_type','memory_bandwidth_gbs','nvlink_links','nvlink_bandwidth_gbs','pcie_gen','pcie_width','tdp_w','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_gpus_GpuModel__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('id','name','architecture','compute_capability','form_factor','patterns','bf16_tflops','fp16_tflops','fp8_tflops','fp32_tflops','memory_gb','memory_type','memory_bandwidth_gbs','nvlink_links','nvlink_bandwidth_gbs','pcie_gen','pcie_width','tdp_w','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_gpus_GpuModel__hash__():
     def __hash__(self):
         return hash((self.id,self.name,self.architecture,self.compute_capability,self.form_factor,self.patterns,self.bf16_tflops,self.fp16_tflops,self.fp8_tflops,self.fp32_tflops,self.memory_gb,self.memory_type,self.memory_bandwidth_gbs,self.nvlink_links,self.nvlink_bandwidth_gbs,self.pcie_gen,self.pcie_width,self.tdp_w,self.source,self.verified,self.unverified,self.note,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_ngc_NgcRelease__init__(_type_release, _type_pytorch, _type_cuda, _type_cudnn, _type_nccl, _type_tensorrt, _type_ubuntu, _type_driver_branch, _type_datacenter_compat_drivers, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type):
+def _dolmen_kb_ngc_NgcRelease(_type_release, _type_pytorch, _type_cuda, _type_cudnn, _type_nccl, _type_tensorrt, _type_ubuntu, _type_driver_branch, _type_datacenter_compat_drivers, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,release:_type_release,pytorch:_type_pytorch,cuda:_type_cuda,cudnn:_type_cudnn,nccl:_type_nccl,tensorrt:_type_tensorrt,ubuntu:_type_ubuntu,driver_branch:_type_driver_branch,datacenter_compat_drivers:_type_datacenter_compat_drivers,source:_type_source,verified:_type_verified,unverified:_type_unverified,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'release',release)
         __dataclass_builtins_object__.__setattr__(self,'pytorch',pytorch)
@@ -568,177 +333,97 @@ def _dolmen_kb_ngc_NgcRelease__init__(_type_release, _type_pytorch, _type_cuda, 
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_kb_ngc_NgcRelease__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(release={self.release!r}, pytorch={self.pytorch!r}, cuda={self.cuda!r}, cudnn={self.cudnn!r}, nccl={self.nccl!r}, tensorrt={self.tensorrt!r}, ubuntu={self.ubuntu!r}, driver_branch={self.driver_branch!r}, datacenter_compat_drivers={self.datacenter_compat_drivers!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_kb_ngc_NgcRelease__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,)==(other.release,other.pytorch,other.cuda,other.cudnn,other.nccl,other.tensorrt,other.ubuntu,other.driver_branch,other.datacenter_compat_drivers,other.source,other.verified,other.unverified,other.note,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_ngc_NgcRelease__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_ngc_NgcRelease__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_ngc_NgcRelease__hash__():
     def __hash__(self):
         return hash((self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_ngc_NgcTable__init__(_type_releases, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_ngc_NgcTable(_type_releases, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,releases:_type_releases)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'releases',releases)
-    return __init__
-
-
-def _dolmen_kb_ngc_NgcTable__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(releases={self.releases!r})"
-    return __repr__
-
-
-def _dolmen_kb_ngc_NgcTable__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.releases,)==(other.releases,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_ngc_NgcTable__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('releases',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_ngc_NgcTable__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('releases',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_ngc_NgcTable__hash__():
     def __hash__(self):
         return hash((self.releases,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_xids_Assessment__init__(_type_severity, _type_action, _type_meaning, _type_entry, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_xids_Assessment(_type_severity, _type_action, _type_meaning, _type_entry, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,severity:_type_severity,action:_type_action,meaning:_type_meaning,entry:_type_entry)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'severity',severity)
         __dataclass_builtins_object__.__setattr__(self,'action',action)
         __dataclass_builtins_object__.__setattr__(self,'meaning',meaning)
         __dataclass_builtins_object__.__setattr__(self,'entry',entry)
-    return __init__
-
-
-def _dolmen_kb_xids_Assessment__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(severity={self.severity!r}, action={self.action!r}, meaning={self.meaning!r}, entry={self.entry!r})"
-    return __repr__
-
-
-def _dolmen_kb_xids_Assessment__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.severity,self.action,self.meaning,self.entry,)==(other.severity,other.action,other.meaning,other.entry,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_xids_Assessment__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('severity','action','meaning','entry',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_xids_Assessment__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('severity','action','meaning','entry',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_xids_Assessment__hash__():
     def __hash__(self):
         return hash((self.severity,self.action,self.meaning,self.entry,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_xids_XidCatalogue__init__(_type_xids, _type_sxids, _type_events, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_kb_xids_XidCatalogue(_type_xids, _type_sxids, _type_events, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,xids:_type_xids,sxids:_type_sxids,events:_type_events)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'xids',xids)
         __dataclass_builtins_object__.__setattr__(self,'sxids',sxids)
         __dataclass_builtins_object__.__setattr__(self,'events',events)
-    return __init__
-
-
-def _dolmen_kb_xids_XidCatalogue__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(xids={self.xids!r}, sxids={self.sxids!r}, events={self.events!r})"
-    return __repr__
-
-
-def _dolmen_kb_xids_XidCatalogue__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.xids,self.sxids,self.events,)==(other.xids,other.sxids,other.events,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_xids_XidCatalogue__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('xids','sxids','events',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_xids_XidCatalogue__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('xids','sxids','events',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_xids_XidCatalogue__hash__():
     def __hash__(self):
         return hash((self.xids,self.sxids,self.events,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_xids_XidEntry__init__(_type_kind, _type_code, _type_name, _type_meaning, _type_severity, _type_action, _type_note, _type_source, _type_verified, _type_unverified, _type_line_fatality, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_unverified, _dflt_line_fatality, _return_type):
+def _dolmen_kb_xids_XidEntry(_type_kind, _type_code, _type_name, _type_meaning, _type_severity, _type_action, _type_note, _type_source, _type_verified, _type_unverified, _type_line_fatality, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_unverified, _dflt_line_fatality, _return_type, cls, FrozenInstanceError):
     def __init__(self,kind:_type_kind,code:_type_code,name:_type_name,meaning:_type_meaning,severity:_type_severity,action:_type_action,note:_type_note,source:_type_source,verified:_type_verified=_dflt_verified,unverified:_type_unverified=_dflt_unverified,line_fatality:_type_line_fatality=_dflt_line_fatality)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
         __dataclass_builtins_object__.__setattr__(self,'code',code)
@@ -751,60 +436,40 @@ def _dolmen_kb_xids_XidEntry__init__(_type_kind, _type_code, _type_name, _type_m
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
         __dataclass_builtins_object__.__setattr__(self,'line_fatality',line_fatality)
-    return __init__
-
-
-def _dolmen_kb_xids_XidEntry__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(kind={self.kind!r}, code={self.code!r}, name={self.name!r}, meaning={self.meaning!r}, severity={self.severity!r}, action={self.action!r}, note={self.note!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, line_fatality={self.line_fatality!r})"
-    return __repr__
-
-
-def _dolmen_kb_xids_XidEntry__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.kind,self.code,self.name,self.meaning,self.severity,self.action,self.note,self.source,self.verified,self.unverified,self.line_fatality,)==(other.kind,other.code,other.name,other.meaning,other.severity,other.action,other.note,other.source,other.verified,other.unverified,other.line_fatality,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_kb_xids_XidEntry__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('kind','code','name','meaning','severity','action','note','source','verified','unverified','line_fatality',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_kb_xids_XidEntry__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('kind','code','name','meaning','severity','action','note','source','verified','unverified','line_fatality',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_kb_xids_XidEntry__hash__():
     def __hash__(self):
         return hash((self.kind,self.code,self.name,self.meaning,self.severity,self.action,self.note,self.source,self.verified,self.unverified,self.line_fatality,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.kb.builds.BuildTable': ('order=False;post_init=False;libraries:tuple[Builds, ...]:False', (('__init__', _dolmen_kb_builds_BuildTable__init__, ('_type_libraries', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_builds_BuildTable__repr__, ()), ('__eq__', _dolmen_kb_builds_BuildTable__eq__, ()), ('__setattr__', _dolmen_kb_builds_BuildTable__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_builds_BuildTable__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_builds_BuildTable__hash__, ()),)),
-    'dolmen.kb.builds.Builds': ('order=False;post_init=False;id:str:False;name:str:False;rows:tuple[tuple[int, Version, Version | None], ...]:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;note:str:True', (('__init__', _dolmen_kb_builds_Builds__init__, ('_type_id', '_type_name', '_type_rows', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_note', '_return_type')), ('__repr__', _dolmen_kb_builds_Builds__repr__, ()), ('__eq__', _dolmen_kb_builds_Builds__eq__, ()), ('__setattr__', _dolmen_kb_builds_Builds__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_builds_Builds__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_builds_Builds__hash__, ()),)),
-    'dolmen.kb.cuda.CompatFamily': ('order=False;post_init=False;major:int:False;min_driver:DriverVersion:False;minor_compat_below:DriverVersion | None:False;source:str:False;verified:bool:True;note:str:True', (('__init__', _dolmen_kb_cuda_CompatFamily__init__, ('_type_major', '_type_min_driver', '_type_minor_compat_below', '_type_source', '_type_verified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_note', '_return_type')), ('__repr__', _dolmen_kb_cuda_CompatFamily__repr__, ()), ('__eq__', _dolmen_kb_cuda_CompatFamily__eq__, ()), ('__setattr__', _dolmen_kb_cuda_CompatFamily__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_CompatFamily__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_CompatFamily__hash__, ()),)),
-    'dolmen.kb.cuda.CompatRule': ('order=False;post_init=False;id:str:False;text:str:False;source:str:False;verified:bool:True', (('__init__', _dolmen_kb_cuda_CompatRule__init__, ('_type_id', '_type_text', '_type_source', '_type_verified', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_return_type')), ('__repr__', _dolmen_kb_cuda_CompatRule__repr__, ()), ('__eq__', _dolmen_kb_cuda_CompatRule__eq__, ()), ('__setattr__', _dolmen_kb_cuda_CompatRule__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_CompatRule__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_CompatRule__hash__, ()),)),
-    'dolmen.kb.cuda.CompatVerdict': ('order=False;post_init=False;toolkit:str:False;driver:str:False;ok:bool:False;mode:CompatMode:False;why:str:False;required:str | None:True;family_min:str | None:True', (('__init__', _dolmen_kb_cuda_CompatVerdict__init__, ('_type_toolkit', '_type_driver', '_type_ok', '_type_mode', '_type_why', '_type_required', '_type_family_min', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_dflt_family_min', '_return_type')), ('__repr__', _dolmen_kb_cuda_CompatVerdict__repr__, ()), ('__eq__', _dolmen_kb_cuda_CompatVerdict__eq__, ()), ('__setattr__', _dolmen_kb_cuda_CompatVerdict__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_CompatVerdict__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_CompatVerdict__hash__, ()),)),
-    'dolmen.kb.cuda.CudaTable': ('order=False;post_init=False;releases:tuple[ToolkitRelease, ...]:False;families:Mapping[int, CompatFamily]:False;rules:tuple[CompatRule, ...]:True', (('__init__', _dolmen_kb_cuda_CudaTable__init__, ('_type_releases', '_type_families', '_type_rules', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_rules', '_return_type')), ('__repr__', _dolmen_kb_cuda_CudaTable__repr__, ()), ('__eq__', _dolmen_kb_cuda_CudaTable__eq__, ()), ('__setattr__', _dolmen_kb_cuda_CudaTable__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_CudaTable__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_CudaTable__hash__, ()),)),
-    'dolmen.kb.cuda.DriverVersion': ('order=True;post_init=False;parts:tuple[int, ...]:False;text:str:field(False, False, True, True, False, None, None)', (('__init__', _dolmen_kb_cuda_DriverVersion__init__, ('_type_parts', '_type_text', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_cuda_DriverVersion__repr__, ()), ('__eq__', _dolmen_kb_cuda_DriverVersion__eq__, ()), ('__lt__', _dolmen_kb_cuda_DriverVersion__lt__, ()), ('__le__', _dolmen_kb_cuda_DriverVersion__le__, ()), ('__gt__', _dolmen_kb_cuda_DriverVersion__gt__, ()), ('__ge__', _dolmen_kb_cuda_DriverVersion__ge__, ()), ('__setattr__', _dolmen_kb_cuda_DriverVersion__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_DriverVersion__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_DriverVersion__hash__, ()),)),
-    'dolmen.kb.cuda.ToolkitRelease': ('order=False;post_init=False;versions:tuple[str, ...]:False;label:str:False;min_driver:DriverVersion:False;source:str:False;verified:bool:True', (('__init__', _dolmen_kb_cuda_ToolkitRelease__init__, ('_type_versions', '_type_label', '_type_min_driver', '_type_source', '_type_verified', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_return_type')), ('__repr__', _dolmen_kb_cuda_ToolkitRelease__repr__, ()), ('__eq__', _dolmen_kb_cuda_ToolkitRelease__eq__, ()), ('__setattr__', _dolmen_kb_cuda_ToolkitRelease__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_cuda_ToolkitRelease__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_cuda_ToolkitRelease__hash__, ()),)),
-    'dolmen.kb.datafile.Field': ('order=False;post_init=False;types:type | tuple[type, ...]:False;required:bool:True', (('__init__', _dolmen_kb_datafile_Field__init__, ('_type_types', '_type_required', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_return_type')), ('__repr__', _dolmen_kb_datafile_Field__repr__, ()), ('__eq__', _dolmen_kb_datafile_Field__eq__, ()), ('__setattr__', _dolmen_kb_datafile_Field__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_datafile_Field__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_datafile_Field__hash__, ()),)),
-    'dolmen.kb.gpus.GpuCatalogue': ('order=False;post_init=True;models:tuple[GpuModel, ...]:False;_compiled:tuple[tuple[re.Pattern[str], GpuModel], ...]:field(False, False, False, False, False, None, None)', (('__init__', _dolmen_kb_gpus_GpuCatalogue__init__, ('_type_models', '_type__compiled', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_gpus_GpuCatalogue__repr__, ()), ('__eq__', _dolmen_kb_gpus_GpuCatalogue__eq__, ()), ('__setattr__', _dolmen_kb_gpus_GpuCatalogue__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_gpus_GpuCatalogue__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_gpus_GpuCatalogue__hash__, ()),)),
-    'dolmen.kb.gpus.GpuModel': ('order=False;post_init=False;id:str:False;name:str:False;architecture:str:False;compute_capability:str | None:False;form_factor:str | None:False;patterns:tuple[str, ...]:False;bf16_tflops:float | None:False;fp16_tflops:float | None:False;fp8_tflops:float | None:False;fp32_tflops:float | None:False;memory_gb:float | None:False;memory_type:str | None:False;memory_bandwidth_gbs:float | None:False;nvlink_links:int | None:False;nvlink_bandwidth_gbs:float | None:False;pcie_gen:int | None:False;pcie_width:int | None:False;tdp_w:float | None:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', (('__init__', _dolmen_kb_gpus_GpuModel__init__, ('_type_id', '_type_name', '_type_architecture', '_type_compute_capability', '_type_form_factor', '_type_patterns', '_type_bf16_tflops', '_type_fp16_tflops', '_type_fp8_tflops', '_type_fp32_tflops', '_type_memory_gb', '_type_memory_type', '_type_memory_bandwidth_gbs', '_type_nvlink_links', '_type_nvlink_bandwidth_gbs', '_type_pcie_gen', '_type_pcie_width', '_type_tdp_w', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type')), ('__repr__', _dolmen_kb_gpus_GpuModel__repr__, ()), ('__eq__', _dolmen_kb_gpus_GpuModel__eq__, ()), ('__setattr__', _dolmen_kb_gpus_GpuModel__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_gpus_GpuModel__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_gpus_GpuModel__hash__, ()),)),
-    'dolmen.kb.ngc.NgcRelease': ('order=False;post_init=False;release:str:False;pytorch:str | None:False;cuda:str | None:False;cudnn:str | None:False;nccl:str | None:False;tensorrt:str | None:False;ubuntu:str | None:False;driver_branch:str | None:False;datacenter_compat_drivers:tuple[str, ...]:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', (('__init__', _dolmen_kb_ngc_NgcRelease__init__, ('_type_release', '_type_pytorch', '_type_cuda', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_ubuntu', '_type_driver_branch', '_type_datacenter_compat_drivers', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type')), ('__repr__', _dolmen_kb_ngc_NgcRelease__repr__, ()), ('__eq__', _dolmen_kb_ngc_NgcRelease__eq__, ()), ('__setattr__', _dolmen_kb_ngc_NgcRelease__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_ngc_NgcRelease__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_ngc_NgcRelease__hash__, ()),)),
-    'dolmen.kb.ngc.NgcTable': ('order=False;post_init=False;releases:tuple[NgcRelease, ...]:False', (('__init__', _dolmen_kb_ngc_NgcTable__init__, ('_type_releases', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_ngc_NgcTable__repr__, ()), ('__eq__', _dolmen_kb_ngc_NgcTable__eq__, ()), ('__setattr__', _dolmen_kb_ngc_NgcTable__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_ngc_NgcTable__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_ngc_NgcTable__hash__, ()),)),
-    'dolmen.kb.xids.Assessment': ('order=False;post_init=False;severity:str:False;action:str:False;meaning:str:False;entry:XidEntry | None:False', (('__init__', _dolmen_kb_xids_Assessment__init__, ('_type_severity', '_type_action', '_type_meaning', '_type_entry', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_xids_Assessment__repr__, ()), ('__eq__', _dolmen_kb_xids_Assessment__eq__, ()), ('__setattr__', _dolmen_kb_xids_Assessment__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_xids_Assessment__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_xids_Assessment__hash__, ()),)),
-    'dolmen.kb.xids.XidCatalogue': ('order=False;post_init=False;xids:Mapping[int, XidEntry]:False;sxids:Mapping[int, XidEntry]:False;events:Mapping[str, XidEntry]:False', (('__init__', _dolmen_kb_xids_XidCatalogue__init__, ('_type_xids', '_type_sxids', '_type_events', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_kb_xids_XidCatalogue__repr__, ()), ('__eq__', _dolmen_kb_xids_XidCatalogue__eq__, ()), ('__setattr__', _dolmen_kb_xids_XidCatalogue__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_xids_XidCatalogue__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_xids_XidCatalogue__hash__, ()),)),
-    'dolmen.kb.xids.XidEntry': ('order=False;post_init=False;kind:str:False;code:int | None:False;name:str:False;meaning:str:False;severity:str:False;action:str:False;note:str:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;line_fatality:bool:True', (('__init__', _dolmen_kb_xids_XidEntry__init__, ('_type_kind', '_type_code', '_type_name', '_type_meaning', '_type_severity', '_type_action', '_type_note', '_type_source', '_type_verified', '_type_unverified', '_type_line_fatality', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_line_fatality', '_return_type')), ('__repr__', _dolmen_kb_xids_XidEntry__repr__, ()), ('__eq__', _dolmen_kb_xids_XidEntry__eq__, ()), ('__setattr__', _dolmen_kb_xids_XidEntry__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_kb_xids_XidEntry__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_kb_xids_XidEntry__hash__, ()),)),
+    'dolmen.kb.builds.BuildTable': ('order=False;post_init=False;libraries:tuple[Builds, ...]:False', _dolmen_kb_builds_BuildTable, ('_type_libraries', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.builds.Builds': ('order=False;post_init=False;id:str:False;name:str:False;rows:tuple[tuple[int, Version, Version | None], ...]:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;note:str:True', _dolmen_kb_builds_Builds, ('_type_id', '_type_name', '_type_rows', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.CompatFamily': ('order=False;post_init=False;major:int:False;min_driver:DriverVersion:False;minor_compat_below:DriverVersion | None:False;source:str:False;verified:bool:True;note:str:True', _dolmen_kb_cuda_CompatFamily, ('_type_major', '_type_min_driver', '_type_minor_compat_below', '_type_source', '_type_verified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.CompatRule': ('order=False;post_init=False;id:str:False;text:str:False;source:str:False;verified:bool:True', _dolmen_kb_cuda_CompatRule, ('_type_id', '_type_text', '_type_source', '_type_verified', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.CompatVerdict': ('order=False;post_init=False;toolkit:str:False;driver:str:False;ok:bool:False;mode:CompatMode:False;why:str:False;required:str | None:True;family_min:str | None:True', _dolmen_kb_cuda_CompatVerdict, ('_type_toolkit', '_type_driver', '_type_ok', '_type_mode', '_type_why', '_type_required', '_type_family_min', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_dflt_family_min', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.CudaTable': ('order=False;post_init=False;releases:tuple[ToolkitRelease, ...]:False;families:Mapping[int, CompatFamily]:False;rules:tuple[CompatRule, ...]:True', _dolmen_kb_cuda_CudaTable, ('_type_releases', '_type_families', '_type_rules', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_rules', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.DriverVersion': ('order=True;post_init=False;parts:tuple[int, ...]:False;text:str:field(False, False, True, True, False, None, None)', _dolmen_kb_cuda_DriverVersion, ('_type_parts', '_type_text', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__lt__', '__le__', '__gt__', '__ge__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.cuda.ToolkitRelease': ('order=False;post_init=False;versions:tuple[str, ...]:False;label:str:False;min_driver:DriverVersion:False;source:str:False;verified:bool:True', _dolmen_kb_cuda_ToolkitRelease, ('_type_versions', '_type_label', '_type_min_driver', '_type_source', '_type_verified', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.datafile.Field': ('order=False;post_init=False;types:type | tuple[type, ...]:False;required:bool:True', _dolmen_kb_datafile_Field, ('_type_types', '_type_required', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.gpus.GpuCatalogue': ('order=False;post_init=True;models:tuple[GpuModel, ...]:False;_patterns:tuple[tuple[str, str | None, GpuModel], ...]:field(False, False, False, False, False, None, None);_regexes:dict[str, re.Pattern[str]]:field(False, True, False, False, False, None, None)', _dolmen_kb_gpus_GpuCatalogue, ('_type_models', '_type__patterns', '_type__regexes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt__regexes', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.gpus.GpuModel': ('order=False;post_init=False;id:str:False;name:str:False;architecture:str:False;compute_capability:str | None:False;form_factor:str | None:False;patterns:tuple[str, ...]:False;bf16_tflops:float | None:False;fp16_tflops:float | None:False;fp8_tflops:float | None:False;fp32_tflops:float | None:False;memory_gb:float | None:False;memory_type:str | None:False;memory_bandwidth_gbs:float | None:False;nvlink_links:int | None:False;nvlink_bandwidth_gbs:float | None:False;pcie_gen:int | None:False;pcie_width:int | None:False;tdp_w:float | None:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_gpus_GpuModel, ('_type_id', '_type_name', '_type_architecture', '_type_compute_capability', '_type_form_factor', '_type_patterns', '_type_bf16_tflops', '_type_fp16_tflops', '_type_fp8_tflops', '_type_fp32_tflops', '_type_memory_gb', '_type_memory_type', '_type_memory_bandwidth_gbs', '_type_nvlink_links', '_type_nvlink_bandwidth_gbs', '_type_pcie_gen', '_type_pcie_width', '_type_tdp_w', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.ngc.NgcRelease': ('order=False;post_init=False;release:str:False;pytorch:str | None:False;cuda:str | None:False;cudnn:str | None:False;nccl:str | None:False;tensorrt:str | None:False;ubuntu:str | None:False;driver_branch:str | None:False;datacenter_compat_drivers:tuple[str, ...]:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_ngc_NgcRelease, ('_type_release', '_type_pytorch', '_type_cuda', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_ubuntu', '_type_driver_branch', '_type_datacenter_compat_drivers', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.ngc.NgcTable': ('order=False;post_init=False;releases:tuple[NgcRelease, ...]:False', _dolmen_kb_ngc_NgcTable, ('_type_releases', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.xids.Assessment': ('order=False;post_init=False;severity:str:False;action:str:False;meaning:str:False;entry:XidEntry | None:False', _dolmen_kb_xids_Assessment, ('_type_severity', '_type_action', '_type_meaning', '_type_entry', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.xids.XidCatalogue': ('order=False;post_init=False;xids:Mapping[int, XidEntry]:False;sxids:Mapping[int, XidEntry]:False;events:Mapping[str, XidEntry]:False', _dolmen_kb_xids_XidCatalogue, ('_type_xids', '_type_sxids', '_type_events', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.xids.XidEntry': ('order=False;post_init=False;kind:str:False;code:int | None:False;name:str:False;meaning:str:False;severity:str:False;action:str:False;note:str:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;line_fatality:bool:True', _dolmen_kb_xids_XidEntry, ('_type_kind', '_type_code', '_type_name', '_type_meaning', '_type_severity', '_type_action', '_type_note', '_type_source', '_type_verified', '_type_unverified', '_type_line_fatality', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_line_fatality', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

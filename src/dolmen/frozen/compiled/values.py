@@ -9,126 +9,70 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_values_busid_BusId__init__(_type_domain, _type_bus, _type_device, _type_function, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+def _dolmen_values_busid_BusId(_type_domain, _type_bus, _type_device, _type_function, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,domain:_type_domain,bus:_type_bus,device:_type_device,function:_type_function)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'domain',domain)
         __dataclass_builtins_object__.__setattr__(self,'bus',bus)
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'function',function)
-    return __init__
-
-
-def _dolmen_values_busid_BusId__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(domain={self.domain!r}, bus={self.bus!r}, device={self.device!r}, function={self.function!r})"
-    return __repr__
-
-
-def _dolmen_values_busid_BusId__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.domain,self.bus,self.device,self.function,)==(other.domain,other.bus,other.device,other.function,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_values_busid_BusId__lt__():
     def __lt__(self,other):
         if other.__class__ is self.__class__:
             return (self.domain,self.bus,self.device,self.function,)<(other.domain,other.bus,other.device,other.function,)
         return NotImplemented
-    return __lt__
-
-
-def _dolmen_values_busid_BusId__le__():
     def __le__(self,other):
         if other.__class__ is self.__class__:
             return (self.domain,self.bus,self.device,self.function,)<=(other.domain,other.bus,other.device,other.function,)
         return NotImplemented
-    return __le__
-
-
-def _dolmen_values_busid_BusId__gt__():
     def __gt__(self,other):
         if other.__class__ is self.__class__:
             return (self.domain,self.bus,self.device,self.function,)>(other.domain,other.bus,other.device,other.function,)
         return NotImplemented
-    return __gt__
-
-
-def _dolmen_values_busid_BusId__ge__():
     def __ge__(self,other):
         if other.__class__ is self.__class__:
             return (self.domain,self.bus,self.device,self.function,)>=(other.domain,other.bus,other.device,other.function,)
         return NotImplemented
-    return __ge__
-
-
-def _dolmen_values_busid_BusId__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('domain','bus','device','function',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_values_busid_BusId__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('domain','bus','device','function',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_values_busid_BusId__hash__():
     def __hash__(self):
         return hash((self.domain,self.bus,self.device,self.function,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __lt__, __le__, __gt__, __ge__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_values_cpulist_CpuList__init__(_type_cpus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_cpus, _return_type):
+def _dolmen_values_cpulist_CpuList(_type_cpus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_cpus, _return_type, cls, FrozenInstanceError):
     def __init__(self,cpus:_type_cpus=_dflt_cpus)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
-    return __init__
-
-
-def _dolmen_values_cpulist_CpuList__repr__():
     def __repr__(self):
         return self.__class__.__qualname__ + f"(cpus={self.cpus!r})"
-    return __repr__
-
-
-def _dolmen_values_cpulist_CpuList__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
             return (self.cpus,)==(other.cpus,)
         return NotImplemented
-    return __eq__
-
-
-def _dolmen_values_cpulist_CpuList__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
         if type(self) is cls or name in ('cpus',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_values_cpulist_CpuList__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
         if type(self) is cls or name in ('cpus',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_values_cpulist_CpuList__hash__():
     def __hash__(self):
         return hash((self.cpus,))
-    return __hash__
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
 RECORDS = {
-    'dolmen.values.busid.BusId': ('order=True;post_init=False;domain:int:False;bus:int:False;device:int:False;function:int:False', (('__init__', _dolmen_values_busid_BusId__init__, ('_type_domain', '_type_bus', '_type_device', '_type_function', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_values_busid_BusId__repr__, ()), ('__eq__', _dolmen_values_busid_BusId__eq__, ()), ('__lt__', _dolmen_values_busid_BusId__lt__, ()), ('__le__', _dolmen_values_busid_BusId__le__, ()), ('__gt__', _dolmen_values_busid_BusId__gt__, ()), ('__ge__', _dolmen_values_busid_BusId__ge__, ()), ('__setattr__', _dolmen_values_busid_BusId__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_values_busid_BusId__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_values_busid_BusId__hash__, ()),)),
-    'dolmen.values.cpulist.CpuList': ('order=False;post_init=False;cpus:tuple[int, ...]:True', (('__init__', _dolmen_values_cpulist_CpuList__init__, ('_type_cpus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpus', '_return_type')), ('__repr__', _dolmen_values_cpulist_CpuList__repr__, ()), ('__eq__', _dolmen_values_cpulist_CpuList__eq__, ()), ('__setattr__', _dolmen_values_cpulist_CpuList__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_values_cpulist_CpuList__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_values_cpulist_CpuList__hash__, ()),)),
+    'dolmen.values.busid.BusId': ('order=True;post_init=False;domain:int:False;bus:int:False;device:int:False;function:int:False', _dolmen_values_busid_BusId, ('_type_domain', '_type_bus', '_type_device', '_type_function', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__lt__', '__le__', '__gt__', '__ge__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.values.cpulist.CpuList': ('order=False;post_init=False;cpus:tuple[int, ...]:True', _dolmen_values_cpulist_CpuList, ('_type_cpus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpus', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }
