@@ -488,8 +488,8 @@ def _dolmen_facts_gpu_NvlinkGpu__hash__():
     return __hash__
 
 
-def _dolmen_facts_infiniband_IbPort__init__(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_hw_counters, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_hw_counters, _dflt_source, _return_type):
-    def __init__(self,device:_type_device,port:_type_port,state:_type_state,phys_state:_type_phys_state,rate_gbps:_type_rate_gbps,rate_text:_type_rate_text,link_layer:_type_link_layer,lid:_type_lid=_dflt_lid,fw_version:_type_fw_version=_dflt_fw_version,hca_type:_type_hca_type=_dflt_hca_type,board_id:_type_board_id=_dflt_board_id,node_guid:_type_node_guid=_dflt_node_guid,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,counters:_type_counters=_HAS_DEFAULT_FACTORY,hw_counters:_type_hw_counters=_HAS_DEFAULT_FACTORY,source:_type_source=_dflt_source)->_return_type:
+def _dolmen_facts_infiniband_model_IbPort__init__(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_hw_counters, _type_source, _type_active_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_hw_counters, _dflt_source, _dflt_active_width, _return_type):
+    def __init__(self,device:_type_device,port:_type_port,state:_type_state,phys_state:_type_phys_state,rate_gbps:_type_rate_gbps,rate_text:_type_rate_text,link_layer:_type_link_layer,lid:_type_lid=_dflt_lid,fw_version:_type_fw_version=_dflt_fw_version,hca_type:_type_hca_type=_dflt_hca_type,board_id:_type_board_id=_dflt_board_id,node_guid:_type_node_guid=_dflt_node_guid,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,counters:_type_counters=_HAS_DEFAULT_FACTORY,hw_counters:_type_hw_counters=_HAS_DEFAULT_FACTORY,source:_type_source=_dflt_source,active_width:_type_active_width=_dflt_active_width)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'port',port)
         __dataclass_builtins_object__.__setattr__(self,'state',state)
@@ -506,87 +506,90 @@ def _dolmen_facts_infiniband_IbPort__init__(_type_device, _type_port, _type_stat
         __dataclass_builtins_object__.__setattr__(self,'counters',_dflt_counters() if counters is _HAS_DEFAULT_FACTORY else counters)
         __dataclass_builtins_object__.__setattr__(self,'hw_counters',_dflt_hw_counters() if hw_counters is _HAS_DEFAULT_FACTORY else hw_counters)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
+        __dataclass_builtins_object__.__setattr__(self,'active_width',active_width)
     return __init__
 
 
-def _dolmen_facts_infiniband_IbPort__repr__():
+def _dolmen_facts_infiniband_model_IbPort__repr__():
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, state={self.state!r}, phys_state={self.phys_state!r}, rate_gbps={self.rate_gbps!r}, rate_text={self.rate_text!r}, link_layer={self.link_layer!r}, lid={self.lid!r}, fw_version={self.fw_version!r}, hca_type={self.hca_type!r}, board_id={self.board_id!r}, node_guid={self.node_guid!r}, pci_bdf={self.pci_bdf!r}, counters={self.counters!r}, hw_counters={self.hw_counters!r}, source={self.source!r})"
+        return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, state={self.state!r}, phys_state={self.phys_state!r}, rate_gbps={self.rate_gbps!r}, rate_text={self.rate_text!r}, link_layer={self.link_layer!r}, lid={self.lid!r}, fw_version={self.fw_version!r}, hca_type={self.hca_type!r}, board_id={self.board_id!r}, node_guid={self.node_guid!r}, pci_bdf={self.pci_bdf!r}, counters={self.counters!r}, hw_counters={self.hw_counters!r}, source={self.source!r}, active_width={self.active_width!r})"
     return __repr__
 
 
-def _dolmen_facts_infiniband_IbPort__eq__():
+def _dolmen_facts_infiniband_model_IbPort__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,)==(other.device,other.port,other.state,other.phys_state,other.rate_gbps,other.rate_text,other.link_layer,other.lid,other.fw_version,other.hca_type,other.board_id,other.node_guid,other.pci_bdf,other.counters,other.hw_counters,other.source,)
+            return (self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,self.active_width,)==(other.device,other.port,other.state,other.phys_state,other.rate_gbps,other.rate_text,other.link_layer,other.lid,other.fw_version,other.hca_type,other.board_id,other.node_guid,other.pci_bdf,other.counters,other.hw_counters,other.source,other.active_width,)
         return NotImplemented
     return __eq__
 
 
-def _dolmen_facts_infiniband_IbPort__setattr__(cls, FrozenInstanceError):
+def _dolmen_facts_infiniband_model_IbPort__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source',):
+        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source','active_width',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     return __setattr__
 
 
-def _dolmen_facts_infiniband_IbPort__delattr__(cls, FrozenInstanceError):
+def _dolmen_facts_infiniband_model_IbPort__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
-        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source',):
+        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source','active_width',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return __delattr__
 
 
-def _dolmen_facts_infiniband_IbPort__hash__():
+def _dolmen_facts_infiniband_model_IbPort__hash__():
     def __hash__(self):
-        return hash((self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,))
+        return hash((self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,self.active_width,))
     return __hash__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__init__(_type_ports, _type_ibstat, _type_disagreements, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ports, _dflt_ibstat, _dflt_disagreements, _dflt_unread, _return_type):
-    def __init__(self,ports:_type_ports=_dflt_ports,ibstat:_type_ibstat=_dflt_ibstat,disagreements:_type_disagreements=_dflt_disagreements,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+def _dolmen_facts_infiniband_model_InfinibandFacts__init__(_type_ports, _type_ibstat, _type_disagreements, _type_unread, _type_lost_devices, _type_read, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_ports, _dflt_ibstat, _dflt_disagreements, _dflt_unread, _dflt_lost_devices, _dflt_read, _return_type):
+    def __init__(self,ports:_type_ports=_dflt_ports,ibstat:_type_ibstat=_dflt_ibstat,disagreements:_type_disagreements=_dflt_disagreements,unread:_type_unread=_HAS_DEFAULT_FACTORY,lost_devices:_type_lost_devices=_HAS_DEFAULT_FACTORY,read:_type_read=_dflt_read)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'ports',ports)
         __dataclass_builtins_object__.__setattr__(self,'ibstat',ibstat)
         __dataclass_builtins_object__.__setattr__(self,'disagreements',disagreements)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+        __dataclass_builtins_object__.__setattr__(self,'lost_devices',_dflt_lost_devices() if lost_devices is _HAS_DEFAULT_FACTORY else lost_devices)
+        __dataclass_builtins_object__.__setattr__(self,'read',read)
     return __init__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__repr__():
+def _dolmen_facts_infiniband_model_InfinibandFacts__repr__():
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(ports={self.ports!r}, ibstat={self.ibstat!r}, disagreements={self.disagreements!r}, unread={self.unread!r})"
+        return self.__class__.__qualname__ + f"(ports={self.ports!r}, ibstat={self.ibstat!r}, disagreements={self.disagreements!r}, unread={self.unread!r}, lost_devices={self.lost_devices!r}, read={self.read!r})"
     return __repr__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__eq__():
+def _dolmen_facts_infiniband_model_InfinibandFacts__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.ports,self.ibstat,self.disagreements,self.unread,)==(other.ports,other.ibstat,other.disagreements,other.unread,)
+            return (self.ports,self.ibstat,self.disagreements,self.unread,self.lost_devices,self.read,)==(other.ports,other.ibstat,other.disagreements,other.unread,other.lost_devices,other.read,)
         return NotImplemented
     return __eq__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__setattr__(cls, FrozenInstanceError):
+def _dolmen_facts_infiniband_model_InfinibandFacts__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('ports','ibstat','disagreements','unread',):
+        if type(self) is cls or name in ('ports','ibstat','disagreements','unread','lost_devices','read',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     return __setattr__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__delattr__(cls, FrozenInstanceError):
+def _dolmen_facts_infiniband_model_InfinibandFacts__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
-        if type(self) is cls or name in ('ports','ibstat','disagreements','unread',):
+        if type(self) is cls or name in ('ports','ibstat','disagreements','unread','lost_devices','read',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return __delattr__
 
 
-def _dolmen_facts_infiniband_InfinibandFacts__hash__():
+def _dolmen_facts_infiniband_model_InfinibandFacts__hash__():
     def __hash__(self):
-        return hash((self.ports,self.ibstat,self.disagreements,self.unread,))
+        return hash((self.ports,self.ibstat,self.disagreements,self.unread,self.lost_devices,self.read,))
     return __hash__
 
 
@@ -2274,8 +2277,8 @@ RECORDS = {
     'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuInfo__init__, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuInfo__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuInfo__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuInfo__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuInfo__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuInfo__hash__, ()),)),
     'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_gpu_GpuFacts__init__, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_gpu_GpuFacts__repr__, ()), ('__eq__', _dolmen_facts_gpu_GpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_gpu_GpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_GpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_GpuFacts__hash__, ()),)),
     'dolmen.facts.gpu.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', (('__init__', _dolmen_facts_gpu_NvlinkGpu__init__, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type')), ('__repr__', _dolmen_facts_gpu_NvlinkGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_NvlinkGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_NvlinkGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_NvlinkGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_NvlinkGpu__hash__, ()),)),
-    'dolmen.facts.infiniband.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True', (('__init__', _dolmen_facts_infiniband_IbPort__init__, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_return_type')), ('__repr__', _dolmen_facts_infiniband_IbPort__repr__, ()), ('__eq__', _dolmen_facts_infiniband_IbPort__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_IbPort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_IbPort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_IbPort__hash__, ()),)),
-    'dolmen.facts.infiniband.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_infiniband_InfinibandFacts__init__, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_infiniband_InfinibandFacts__repr__, ()), ('__eq__', _dolmen_facts_infiniband_InfinibandFacts__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_InfinibandFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_InfinibandFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_InfinibandFacts__hash__, ()),)),
+    'dolmen.facts.infiniband.model.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True;active_width:str | None:True', (('__init__', _dolmen_facts_infiniband_model_IbPort__init__, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', '_type_active_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_dflt_active_width', '_return_type')), ('__repr__', _dolmen_facts_infiniband_model_IbPort__repr__, ()), ('__eq__', _dolmen_facts_infiniband_model_IbPort__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_model_IbPort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_model_IbPort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_model_IbPort__hash__, ()),)),
+    'dolmen.facts.infiniband.model.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None);lost_devices:Mapping[str, str]:field(False, True, True, True, True, None, None);read:tuple[str, ...]:True', (('__init__', _dolmen_facts_infiniband_model_InfinibandFacts__init__, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', '_type_lost_devices', '_type_read', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_dflt_lost_devices', '_dflt_read', '_return_type')), ('__repr__', _dolmen_facts_infiniband_model_InfinibandFacts__repr__, ()), ('__eq__', _dolmen_facts_infiniband_model_InfinibandFacts__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_model_InfinibandFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_model_InfinibandFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_model_InfinibandFacts__hash__, ()),)),
     'dolmen.facts.kernel_log.model.KernelLogFacts': ('order=False;post_init=False;source:str | None:True;format:str | None:True;lines:int:True;events:tuple[KernelEvent, ...] | None:True;first_time:datetime | None:True;last_time:datetime | None:True;first_boot_seconds:float | None:True;last_boot_seconds:float | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_kernel_log_model_KernelLogFacts__init__, ('_type_source', '_type_format', '_type_lines', '_type_events', '_type_first_time', '_type_last_time', '_type_first_boot_seconds', '_type_last_boot_seconds', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_format', '_dflt_lines', '_dflt_events', '_dflt_first_time', '_dflt_last_time', '_dflt_first_boot_seconds', '_dflt_last_boot_seconds', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_kernel_log_model_KernelLogFacts__repr__, ()), ('__eq__', _dolmen_facts_kernel_log_model_KernelLogFacts__eq__, ()), ('__setattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_kernel_log_model_KernelLogFacts__hash__, ()),)),
     'dolmen.facts.memory.HugePagePool': ('order=False;post_init=False;size_kb:int:False;total:int | None:False;free:int | None:False;reserved:int | None:True;surplus:int | None:True', (('__init__', _dolmen_facts_memory_HugePagePool__init__, ('_type_size_kb', '_type_total', '_type_free', '_type_reserved', '_type_surplus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reserved', '_dflt_surplus', '_return_type')), ('__repr__', _dolmen_facts_memory_HugePagePool__repr__, ()), ('__eq__', _dolmen_facts_memory_HugePagePool__eq__, ()), ('__setattr__', _dolmen_facts_memory_HugePagePool__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_memory_HugePagePool__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_memory_HugePagePool__hash__, ()),)),
     'dolmen.facts.memory.MemoryFacts': ('order=False;post_init=False;total_bytes:int | None:False;available_bytes:int | None:False;free_bytes:int | None:False;swap_total_bytes:int | None:False;swap_free_bytes:int | None:False;hugepages_total:int | None:False;hugepages_free:int | None:False;hugepage_size_bytes:int | None:False;hugetlb_bytes:int | None:False;hugepage_pools:tuple[HugePagePool, ...]:True;thp_enabled:str | None:True;thp_defrag:str | None:True;swaps:tuple[SwapArea, ...] | None:True;meminfo:Mapping[str, int]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_memory_MemoryFacts__init__, ('_type_total_bytes', '_type_available_bytes', '_type_free_bytes', '_type_swap_total_bytes', '_type_swap_free_bytes', '_type_hugepages_total', '_type_hugepages_free', '_type_hugepage_size_bytes', '_type_hugetlb_bytes', '_type_hugepage_pools', '_type_thp_enabled', '_type_thp_defrag', '_type_swaps', '_type_meminfo', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepage_pools', '_dflt_thp_enabled', '_dflt_thp_defrag', '_dflt_swaps', '_dflt_meminfo', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_memory_MemoryFacts__repr__, ()), ('__eq__', _dolmen_facts_memory_MemoryFacts__eq__, ()), ('__setattr__', _dolmen_facts_memory_MemoryFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_memory_MemoryFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_memory_MemoryFacts__hash__, ()),)),
