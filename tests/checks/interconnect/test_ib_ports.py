@@ -76,13 +76,22 @@ def test_port_state_gcm_stuck_in_init(tmp_path: Path) -> None:
 
 
 def test_port_state_from_ibstat_alone(tmp_path: Path) -> None:
-    """ibpanic: ibstat died on mlx5_8 after printing eight active HDR ports."""
+    """ibpanic: ibstat died on mlx5_8 after printing eight active HDR ports: the HCA
+    vanished, and the node is not healthy (it was all-pass)."""
     text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
     err = next(line for line in text.splitlines() if line.startswith("ibpanic"))
     root = make_tree(tmp_path, commands={"ibstat": (text, 255, err)})
-    findings = run_check(root, "interconnect.ib.port_state")
-    assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
-    assert findings[0].evidence["source"] == "ibstat"
+    by = by_subject(run_check(root, "interconnect.ib.port_state"))
+    lost = by.pop("ib:mlx5_8")
+    assert lost.status is Status.FAIL and "IB device mlx5_8 vanished" in lost.summary
+    assert "stat of IB device 'mlx5_8' failed" in lost.summary
+    assert lost.remedy and "dmesg" in lost.remedy
+    assert len(by) == 8 and all(f.status is Status.PASS for f in by.values())
+    assert by["ib:mlx5_0/1"].evidence["source"] == "ibstat"
+    # A failure that names no device leaves what ibstat did not print unknown.
+    root = make_tree(tmp_path / "b", commands={"ibstat": (text[:800], 255, "ibwarn: timeout")})
+    by = by_subject(run_check(root, "interconnect.ib.port_state"))
+    assert by["host"].status is Status.UNKNOWN and "ibwarn: timeout" in by["host"].summary
     (agree,) = run_check(root, "interconnect.ib.sources_agree")
     assert agree.status is Status.SKIP
 
@@ -95,8 +104,17 @@ def test_port_state_ethernet_only_host_skips(tmp_path: Path) -> None:
 
 
 def test_no_hca_is_skipped_by_the_framework(tmp_path: Path) -> None:
-    (f,) = run_check(make_tree(tmp_path), "interconnect.ib.port_state")
-    assert f.status is Status.SKIP and "no InfiniBand" in f.summary
+    """An empty bundle says nothing about the host; one that recorded sys/ and the tools
+    vouches for their absence."""
+    (f,) = run_check(make_tree(tmp_path / "empty"), "interconnect.ib.port_state")
+    assert f.status is Status.SKIP
+    assert f.summary == "not in this bundle: sys/class/infiniband, ibstat, ibstatus, ibv_devinfo"
+    root = make_tree(
+        tmp_path / "full", files={"sys/class/net/lo/mtu": "65536\n"}, commands={"lspci": ""}
+    )
+    (f,) = run_check(root, "interconnect.ib.port_state")
+    assert f.status is Status.SKIP and f.summary.startswith("no InfiniBand/RoCE ports on this host")
+    assert "missing: sys/class/infiniband" in f.summary
 
 
 def test_rate_against_peers(h100: Path) -> None:
@@ -113,10 +131,13 @@ def test_rate_against_peers(h100: Path) -> None:
 
 
 def test_rate_gcm_bad_rate_map(tmp_path: Path) -> None:
-    """GCM's bad-rate node: every port at 100 Gb/s. Peers agree with each other, so only the
-    site's rate (GCM's manifest says 200) finds it."""
+    """GCM's bad-rate node: every port at 100 Gb/s (4X EDR) under an ib netdev at 200000
+    Mb/s. The peers agree with each other; the netdevs do not (GCM: degraded, critical)."""
     root = load_sysfs_map(recording("sysfs/gcm__learn_ib_intf_bad_rate.json"), tmp_path)
-    assert all(f.status is Status.PASS for f in run_check(root, "interconnect.ib.rate"))
+    findings = run_check(root, "interconnect.ib.rate")
+    assert len(findings) == 8 and all(f.status is Status.FAIL for f in findings)
+    f = by_subject(findings)["ib:mlx5_8/1"]
+    assert f.summary == "100 Gb/sec (4X EDR), below 200 Gb/s (its netdev ib6's speed)"
     findings = run_check(root, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.FAIL for f in findings)
     assert all(f.evidence["rate_gbps"] == 100.0 for f in findings)
