@@ -3,9 +3,10 @@
 Sources, best first (``model.SOURCES``): ``sys/class/infiniband`` (``sysfs.py``), then
 the tools' listings (``tools.py``) under their tree keys ``ibstat``, ``ibstatus`` and
 ``ibv_devinfo``. A port shown by any source exists: the ports are the union, the best
-source's reading of each. ibstat runs beside sysfs as a cross-check (``ibstat`` and
-``disagreements``); ibstatus and ibv_devinfo are read only where sysfs is not (a pasted
-file, a bundle without sys/): on a live host every tool reads the sysfs tree itself.
+source's reading of each. Where sysfs shows ports it is the whole list (the tools read
+it), and ibstat runs beside it as a cross-check (``ibstat`` and ``disagreements``: a port
+only ibstat shows is one of them); ibstatus and ibv_devinfo are read only where sysfs is
+not (a pasted file, a bundle without sys/): on a live host every tool reads sysfs itself.
 ibstat can fail half-way (``ibpanic: ... stat of IB device 'mlx5_8' failed``, exit 255)
 after printing the other devices: what it printed is kept, the failure is in
 ``unread["ibstat"]`` and the device it named in ``lost_devices``.
@@ -102,7 +103,9 @@ def collect(host: Host) -> InfinibandFacts:
             for dev, line in lost_devices(f"{res.stdout}\n{res.stderr}").items():
                 lost.setdefault(dev, line)
     merged: dict[tuple[str, int], IbPort] = {}
-    for source in SOURCES:
+    # sysfs is the kernel's whole list, and the tools read it: beside it, a port only ibstat
+    # shows was read at another moment (or on another node), a disagreement, not a port.
+    for source in ("sysfs",) if sysfs else SOURCES:
         for p in shown.get(source, ()):
             merged.setdefault((p.device, p.port), p)
     known = {p.device for p in merged.values()}
