@@ -11,7 +11,7 @@ import pytest
 from dolmen.checks.model import Status
 from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
-from tests.facts.trees import load_sysfs_map
+from tests.facts.trees import extract_ttar, load_sysfs_map
 
 H100_SYSFS = "sysfs/gpud__sys-class-infiniband-h100.0"
 IBSTAT = "infiniband/gpud__ibstat."
@@ -144,6 +144,44 @@ def test_rate_gcm_bad_rate_map(tmp_path: Path) -> None:
     good = load_sysfs_map(recording("sysfs/gcm__learn_good.json"), tmp_path / "good")
     findings = run_check(good, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
+
+
+def test_rate_below_the_hca_capability_warns(tmp_path: Path) -> None:
+    """Eight HDR-capable ports (Azure's ConnectX-6 VFs) all at 100 Gb/s: the siblings agree,
+    so only the capability says something, and it is a ceiling: a warning naming the site
+    setting that decides (it passed before, "the fastest port of that HCA")."""
+    text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
+    root = make_tree(tmp_path, commands={"ibstat": text.replace("Rate: 200", "Rate: 100")})
+    findings = run_check(root, "interconnect.ib.rate")
+    assert len(findings) == 8 and all(f.status is Status.WARN for f in findings)
+    f = findings[0]
+    assert "below the 200 Gb/s a ConnectX-6 Virtual Function port reaches" in f.summary
+    assert f.remedy and "expected_ib_rate" in f.remedy and f.evidence["capability_gbps"] == 200
+    assert all(
+        f.status is Status.FAIL for f in run_check(root, "interconnect.ib.rate", expected_gbps=200)
+    )
+    assert all(
+        f.status is Status.PASS for f in run_check(root, "interconnect.ib.rate", expected_gbps=100)
+    )
+
+
+def test_port_state_malformed_phys_state_is_unknown_not_a_cable(tmp_path: Path) -> None:
+    """procfs' fixture writes "4: ACTIVE" into mlx5_0's phys_state: it failed as
+    "ACTIVE/ACTIVE" with a reseat-the-cable remedy."""
+    pf = extract_ttar(
+        recording("procfs/procfs__fixtures.ttar"),
+        tmp_path / "pf",
+        strip="fixtures/",
+        only=("sys/class/infiniband",),
+    )
+    by = by_subject(run_check(pf, "interconnect.ib.port_state"))
+    f = by["ib:mlx5_0/1"]
+    assert f.status is Status.UNKNOWN
+    assert f.summary == "ACTIVE, physical state unreadable: malformed: '4: ACTIVE'"
+    assert by["ib:mlx4_0/1"].status is Status.PASS
+    _edit(pf, "mlx5_0", state="1: DOWN")
+    f = by_subject(run_check(pf, "interconnect.ib.port_state"))["ib:mlx5_0/1"]
+    assert f.status is Status.FAIL and f.remedy and "reseat" not in f.remedy
 
 
 def test_rate_site_expectation(tmp_path: Path) -> None:

@@ -71,8 +71,10 @@ def _port(ctx: Context, p: IbPort, limits: dict[str, int], up: float | None) -> 
     if not p.counters:
         if why and why.startswith("not supported"):
             return skipped(p.subject, f"no error counters: {why}")
-        if p.source == "ibstat":
-            return unknown(p.subject, "error counters not read: the port is known from ibstat only")
+        if p.source != "sysfs":
+            return unknown(
+                p.subject, f"error counters not read: the port is known from {p.source} only"
+            )
         return unknown(p.subject, f"error counters unreadable: {why or 'none in sysfs'}")
     days = allowance(1, DAY_S, up)
     scale = days if days is not None else 1.0

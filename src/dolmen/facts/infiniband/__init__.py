@@ -99,9 +99,9 @@ def collect(host: Host) -> InfinibandFacts:
             results[name], shown[name] = _tool(host, name, unread)
     lost: dict[str, str] = {}
     for res in results.values():
-        if not res.ok:
-            for dev, line in lost_devices(f"{res.stdout}\n{res.stderr}").items():
-                lost.setdefault(dev, line)
+        # Scanned whatever the exit code: a pasted ibstat carries its ibpanic line, not its rc.
+        for dev, line in lost_devices(f"{res.stdout}\n{res.stderr}").items():
+            lost.setdefault(dev, line)
     merged: dict[tuple[str, int], IbPort] = {}
     # sysfs is the kernel's whole list, and the tools read it: beside it, a port only ibstat
     # shows was read at another moment (or on another node), a disagreement, not a port.
