@@ -175,3 +175,16 @@ def test_flaps_unreadable_kernel_log(h100: Path) -> None:
     )
     f = by_subject(run_check(h100, "interconnect.ib.flaps"))["host"]
     assert f.status is Status.UNKNOWN and "insufficient permissions" in f.summary
+
+
+def test_flaps_count_only_the_hcas_interfaces(h100: Path) -> None:
+    """A container's veth or the management NIC losing carrier is not an IB/RoCE flap (the
+    kernel-log facts report any interface's carrier)."""
+    _uptime(h100, 38 * DAY)
+    other = "".join(
+        LOST.format(s=1 + i).replace("ib6", name) for name in ("veth1a2b", "eth0") for i in range(6)
+    )
+    make_tree(h100, commands={"dmesg": _clean() + other})
+    by = by_subject(run_check(h100, "interconnect.ib.flaps"))
+    assert "nic:veth1a2b" not in by and "nic:eth0" not in by
+    assert by["host"].status is Status.PASS

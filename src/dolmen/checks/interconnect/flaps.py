@@ -13,7 +13,10 @@ Two published rules, each on its own signal:
   because the driver prints "Link down" once when it opens the interface at boot.
   The log is judged per interface whether or not any port was read: six ``ib6: lost
   carrier`` lines in a pasted syslog are evidence of a flapping link on their own
-  (a "Gained carrier" line is a recovery, never a loss).
+  (a "Gained carrier" line is a recovery, never a loss). The interfaces are the HCA's:
+  IPoIB names (``ib*``), mlx5_core's lines, and netdevs the network facts place on an
+  RDMA port's PCI function; another NIC's carrier (eth0, a container's veth) is not
+  this check's.
 
 With the uptime unknown a counter has no rate: a ``link_downed`` at or above the
 limit is unknown (it may be years of history), never a warning about three hours.
@@ -40,7 +43,7 @@ THREE_HOURS_S = 3 * 3600.0
     "interconnect.ib.flaps",
     title="No InfiniBand/RoCE link flaps: link_downed counters and kernel-log link losses",
     level=Level.QUICK,
-    needs=("infiniband", "kernel_log", "os"),
+    needs=("infiniband", "kernel_log", "os", "network"),
     remedy=(
         "A flapping link needs its cable or transceiver checked: mlxlink -d <device> -p <port> "
         "(link-down reasons, BER), ibstat, and the switch port's log; reseat or replace the "
@@ -90,6 +93,16 @@ def _counter(ctx: Context, subject: str, count: int | None) -> Outcome:
     return passed(subject, f"link_downed {count} over {describe_uptime(up)}{note}", **ev)
 
 
+def _hca_netdevs(ctx: Context) -> set[str]:
+    """Interfaces that run on an HCA: IPoIB (ARPHRD 32), or on an RDMA port's PCI function."""
+    try:
+        interfaces = ctx.network.interfaces
+    except FactError:
+        return set()
+    bdfs = {p.pci_bdf for p in ctx.infiniband.ports if p.pci_bdf}
+    return {i.name for i in interfaces if i.link_kind == "infiniband" or i.pci_bdf in bdfs}
+
+
 def _log(ctx: Context, *, quiet: bool) -> list[Outcome]:
     """Findings per interface from the kernel log; ``quiet`` (no port on this host or in
     this bundle): nothing when the log is unreadable or shows no link event."""
@@ -106,10 +119,13 @@ def _log(ctx: Context, *, quiet: bool) -> list[Outcome]:
     older: Counter[str] = Counter()
     seen_up: set[str] = set()
     lines: dict[str, list[str]] = defaultdict(list)
+    hca_netdevs = _hca_netdevs(ctx)
     for ev in log.events or ():
         if ev.kind != "ib_flap" or not ev.interface:
             continue
         name = ev.interface
+        if ev.device != "mlx5_core" and not name.startswith("ib") and name not in hca_netdevs:
+            continue  # another NIC's link (eth0, a container's veth): not this check's
         if ev.detail == "up":
             seen_up.add(name)
             continue
