@@ -230,3 +230,14 @@ def test_sources_ibpanic_and_missing_and_failed(h100: Path) -> None:
     make_tree(h100, commands={"ibstat": ("", 1, "ibwarn: umad_init failed")})
     (f,) = run_check(h100, "interconnect.ib.sources_agree")
     assert f.status is Status.UNKNOWN and "command failed" in f.summary
+
+
+def test_only_a_vanished_device(tmp_path: Path) -> None:
+    """ibstat died on its first device: no port, but an HCA the checks must not skip."""
+    panic = "ibpanic: [7] main: stat of IB device 'mlx5_0' failed: No such file or directory\n"
+    root = make_tree(tmp_path, commands={"ibstat": ("", 255, panic)})
+    (f,) = run_check(root, "interconnect.ib.port_state")
+    assert f.status is Status.FAIL and f.subject == "ib:mlx5_0"
+    for check in ("interconnect.ib.rate", "interconnect.ib.errors", "interconnect.roce"):
+        (f,) = run_check(root, check)
+        assert f.status is Status.SKIP, check
