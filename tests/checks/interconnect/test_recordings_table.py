@@ -181,3 +181,20 @@ def test_six_lost_carrier_lines_alone_fail_without_a_port(tmp_path: Path) -> Non
     clean = recording("kernel-logs/azurehpc__0flap_syslog").read_text() + "\n"
     v = _verdicts(_pasted(tmp_path, "dmesg", clean + SIX))
     assert _failing(v) == {(FLAPS, "nic:ib6")}  # six losses; the recoveries are not losses
+
+
+def test_nothing_of_the_interconnect_in_the_bundle(tmp_path: Path) -> None:
+    """A bundle without any IB source or kernel log: every check says what is missing,
+    none claims the host has no InfiniBand or no flaps."""
+    root = _pasted(tmp_path, "nvidia-smi", "irrelevant")
+    ctx = Context(TreeHost(root))
+    registry = load_registry()
+    for check in CHECKS:
+        for f in run_one(ctx, registry[check]):
+            assert f.status in (Status.SKIP, Status.UNKNOWN), (check, f.summary)
+            assert "on this host" not in f.summary, (check, f.summary)
+            if check != "interconnect.ib.rails":
+                assert "not in this bundle" in f.summary, (check, f.summary)
+    (f,) = run_one(ctx, registry[FLAPS])
+    assert f.summary.startswith("not in this bundle: sys/class/infiniband")
+    assert "the kernel log could not be read" in f.summary

@@ -151,6 +151,8 @@ def test_nic_link_unreadable_and_absent(tmp_path: Path) -> None:
     f = by_subject(run_check(root, "interconnect.nic.link"))["nic:ib0"]
     assert f.status is Status.UNKNOWN and "malformed" in f.summary
     (f,) = run_check(make_tree(tmp_path / "empty"), "interconnect.nic.link")
+    assert f.status is Status.SKIP and f.summary == "not in this bundle: sys/class/net"
+    (f,) = run_check(make_tree(tmp_path / "sys", files={"sys/x": "1"}), "interconnect.nic.link")
     assert f.status is Status.SKIP and "no network interfaces" in f.summary
 
 

@@ -62,8 +62,9 @@ def flaps(ctx: Context) -> list[Outcome]:
     out = [_counter(ctx, p.subject, p.counters.get("link_downed")) for p in ib.ports]
     no_ports = why_no_ports(ib)
     log = _log(ctx, quiet=no_ports is not None)
-    if no_ports is not None and not log:
-        return [skipped("host", f"{no_ports}, and no link event in the kernel log")]
+    if no_ports is not None and isinstance(log, str):
+        return [skipped("host", f"{no_ports}, and {log}")]
+    assert isinstance(log, list)
     return out + log
 
 
@@ -103,15 +104,17 @@ def _hca_netdevs(ctx: Context) -> set[str]:
     return {i.name for i in interfaces if i.link_kind == "infiniband" or i.pci_bdf in bdfs}
 
 
-def _log(ctx: Context, *, quiet: bool) -> list[Outcome]:
-    """Findings per interface from the kernel log; ``quiet`` (no port on this host or in
-    this bundle): nothing when the log is unreadable or shows no link event."""
+def _log(ctx: Context, *, quiet: bool) -> list[Outcome] | str:
+    """Findings per interface from the kernel log. ``quiet`` (no port on this host or in
+    this bundle): instead of an unknown or a pass with nothing to judge, the words for the
+    skip (the log unreadable, or no link event in it)."""
     try:
         log: KernelLogFacts = ctx.kernel_log
     except FactError as e:
-        return [] if quiet else [unknown("host", f"kernel log unreadable: {e.message}")]
+        why = f"kernel log unreadable: {e.message}"
+        return why if quiet else [unknown("host", why)]
     if (unread := log_unread(log)) is not None:
-        return [] if quiet else [unread]
+        return unread.summary if quiet else [unread]
     hours = float(ctx.limit("window_hours"))
     limit = int(ctx.limit("log_flaps_per_window"))
     window = make_window(ctx, log, hours)
@@ -146,7 +149,7 @@ def _log(ctx: Context, *, quiet: bool) -> list[Outcome]:
         else:
             out.append(warned(f"nic:{name}", f"{n} link loss(es) in the last {hours:g} h", **info))
     if not out and quiet and not older and not seen_up:
-        return []
+        return "no link event in the kernel log"
     if not out:
         msg = f"no link loss in the kernel log's last {hours:g} h"
         out.append(passed("host", msg, older=dict(older), **span))

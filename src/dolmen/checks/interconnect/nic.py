@@ -31,6 +31,7 @@ from dolmen.checks.system.pcie_links import (
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
 from dolmen.facts.network import Interface
+from dolmen.host.command import NOT_IN_BUNDLE
 
 THREE_HOURS_S = 3 * 3600.0
 
@@ -119,6 +120,8 @@ def nic_link(ctx: Context) -> list[Outcome]:
     facts = ctx.network
     why = facts.unread.get("interfaces", "")
     if not facts.interfaces:
+        if why.startswith(NOT_IN_BUNDLE):
+            return [skipped("host", why)]
         if why.startswith("missing"):
             return [skipped("host", f"no network interfaces on this host ({why})")]
         return [unknown("host", f"network interfaces unreadable: {why or 'none listed'}")]
