@@ -85,6 +85,16 @@ BAD_VALUES = [
     ("validate", "xid_window_hours", "0"),
     ("validate", "xid_window_hours", "inf"),
     ("validate", "expected_gpus", "-1"),
+    ("validate", "expected_ib_ports", "-1"),
+    ("validate", "expected_ib_ports", "2000"),
+    ("validate", "expected_ib_ports", '"8"'),
+    ("validate", "expected_ib_rate", "0"),
+    ("validate", "expected_ib_rate", "-400"),
+    ("validate", "expected_ib_rate", "nan"),
+    ("validate", "expected_ib_rate", "inf"),
+    ("validate", "expected_ib_rate", "4000"),
+    ("validate", "expected_ib_rate", '"400G"'),
+    ("validate", "expected_ib_rate", "true"),
     ("validate", "level", '"fast"'),
     ("validate", "disable", '["gpu", ""]'),
     ("validate", "baseline", '""'),
@@ -97,6 +107,15 @@ BAD_VALUES = [
     ("jobs", "default_gpus_per_node", "-2"),
     ("jobs", "default_gpus_per_node", "100000"),
 ]
+
+
+def test_ib_expectations_load() -> None:
+    c = parse_config("[validate]\nexpected_ib_ports = 8\nexpected_ib_rate = 400\n")
+    assert (c.get("validate", "expected_ib_ports"), c.get("validate", "expected_ib_rate")) == (
+        8,
+        400,
+    )
+    assert parse_config("[validate]\nexpected_ib_rate = 2.5\n").get("validate", "expected_ib_rate")
 
 
 @pytest.mark.parametrize(("section", "key", "value"), BAD_VALUES)
@@ -192,6 +211,7 @@ def _numbers() -> st.SearchStrategy[object]:
 RANGES = {
     "xid_window_hours": ("validate", lambda v: 0 < v <= 24 * 366),
     "expected_gpus": ("validate", lambda v: isinstance(v, int) and 0 <= v <= 4096),
+    "expected_ib_ports": ("validate", lambda v: isinstance(v, int) and 0 <= v <= 1024),
     "rotate_bytes": ("audit", lambda v: isinstance(v, int) and 0 <= v <= 1 << 50),
     "rotate_seconds": ("audit", lambda v: 0 <= v <= 3600 * 24 * 366),
     "checkpoint_every": ("audit", lambda v: isinstance(v, int) and 0 <= v <= 1 << 31),

@@ -7,6 +7,8 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     [validate]
     level = "standard"            # quick | standard | full
     expected_gpus = 8
+    expected_ib_ports = 8         # RDMA ports (IB or RoCE) ACTIVE at expected_ib_rate or more
+    expected_ib_rate = 400        # Gb/s every InfiniBand port links at (the fabric's rate)
     disable = ["tuning.thp"]      # check ids or categories not to run
     baseline = "/etc/dolmen/baseline.json"
 
@@ -33,6 +35,8 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "validate": {
         "level": str,
         "expected_gpus": int,
+        "expected_ib_ports": int,
+        "expected_ib_rate": (int, float),
         "disable": list,
         "baseline": str,
         "xid_window_hours": (int, float),
@@ -100,6 +104,9 @@ RULES: dict[str, dict[str, Rule]] = {
     "validate": {
         "level": _choice("quick", "standard", "full"),
         "expected_gpus": _between(0, 4096),
+        "expected_ib_ports": _between(0, 1024),
+        # Gb/s: SDR 1X is 2.5, XDR 4X 800; a rate of 0 would pass every port, so it is refused.
+        "expected_ib_rate": _between(0, 3200, above=True),
         "disable": _names,
         "baseline": _name,
         "xid_window_hours": _between(0, _HOURS_MAX, above=True),

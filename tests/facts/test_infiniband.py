@@ -29,12 +29,48 @@ H100_SYSFS = "sysfs/gpud__sys-class-infiniband-h100.0"
         ("Down", "DOWN"),
         ("Initializing", "INIT"),
         ("Armed", "ARMED"),
+        ("PORT_ACTIVE (4)", "ACTIVE"),  # ibv_devinfo
+        ("PORT_DOWN (1)", "DOWN"),
+        ("4", "ACTIVE"),  # the number alone
+        ("5: ACTIVE_DEFER", "ACTIVE_DEFER"),
+        ("4: DOWN", None),  # number and name disagree
+        ("5: LinkUp", None),  # a physical state in the state file
+        ("9", None),
+        ("ACTIVE; rm -rf /", None),
+        ("\x00\xff", None),
         ("", None),
         (None, None),
     ],
 )
 def test_parse_state(text: str | None, state: str | None) -> None:
     assert ib.parse_state(text) == state
+
+
+@pytest.mark.parametrize(
+    ("text", "phys"),
+    [
+        ("5: LinkUp\n", "LinkUp"),
+        ("LinkUp", "LinkUp"),
+        ("2: Polling", "Polling"),
+        ("3: Disabled", "Disabled"),
+        ("LINK_UP (5)", "LinkUp"),  # ibv_devinfo
+        ("POLLING (2)", "Polling"),
+        ("5", "LinkUp"),
+        ("4: PortConfigurationTraining", "PortConfigurationTraining"),
+        ("6: LinkErrorRecovery", "LinkErrorRecovery"),
+        ("7: Phy Test", "Phy Test"),
+        ("PhyTest", "Phy Test"),
+        ("4: ACTIVE", None),  # the procfs fixture's mixup: a port state in phys_state
+        ("ACTIVE", None),
+        ("5: Polling", None),  # number and name disagree
+        ("0", None),
+        ("", None),
+        (None, None),
+        ("LinkUp" * 50, None),
+    ],
+)
+def test_parse_phys_state(text: str | None, phys: str | None) -> None:
+    assert ib.parse_phys_state(text) == phys
 
 
 @pytest.mark.parametrize(
@@ -144,7 +180,7 @@ def test_collect_h100_sysfs_tree(h100_tree: Path) -> None:
     bond = by["mlx5_bond_0"]
     assert (bond.link_layer, bond.rate_gbps, bond.hca_type) == ("Ethernet", 200.0, "MT41692")
     assert bond.rate_text == "200 Gb/sec (2X NDR)" and bond.subject == "ib:mlx5_bond_0/1"
-    assert facts.unread["ibstat"].startswith("missing")  # no ibstat recorded in this tree
+    assert facts.unread["ibstat"] == "not in this bundle: ibstat"  # the tree has no commands/
 
 
 def test_collect_sysfs_and_ibstat_cross_check(h100_tree: Path) -> None:
@@ -194,7 +230,10 @@ def test_collect_procfs_and_node_exporter_trees(tmp_path: Path) -> None:
     ]
     mlx5 = facts.ports[-1]
     assert mlx5.node_guid == "0a7fbc1245efd23b" and mlx5.rate_gbps == 25.0
-    assert mlx5.phys_state == "ACTIVE"  # as recorded (a fixture oddity), not corrected
+    # The fixture writes "4: ACTIVE" into phys_state (4 is PortConfigurationTraining there):
+    # malformed and quoted, never read as a state.
+    assert mlx5.phys_state is None and mlx5.state == "ACTIVE"
+    assert facts.unread["mlx5_0/1.phys_state"] == "malformed: '4: ACTIVE'"
     assert facts.ports[0].hca_type is None and facts.ports[0].fw_version == "1.27.0"
     ne = extract_ttar(
         recording("sysfs/node_exporter__sys.ttar"), tmp_path / "ne", only=("sys/class/infiniband",)

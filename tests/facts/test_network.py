@@ -102,8 +102,12 @@ def test_collect_junk_and_missing(tmp_path: Path) -> None:
     assert eth9.mtu is None and facts.unread["eth9.mtu"].startswith("malformed")
     assert eth9.carrier is None and facts.unread["eth9.carrier"].startswith("malformed")
     assert facts.unread["eth9.carrier_changes"] == "missing"
-    empty = network.collect(TreeHost(make_tree(tmp_path / "empty")))
-    assert empty.interfaces == () and empty.unread["interfaces"].startswith("missing")
+    empty = network.collect(TreeHost(make_tree(tmp_path / "empty")))  # no sys/ captured
+    assert empty.interfaces == () and empty.unread["interfaces"] == "not in this bundle: " + (
+        "sys/class/net"
+    )
+    other = network.collect(TreeHost(make_tree(tmp_path / "other", files={"sys/x": "1"})))
+    assert other.unread["interfaces"].startswith("missing")  # sys/ captured, without net
 
 
 def test_live_smoke() -> None:

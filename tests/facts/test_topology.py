@@ -261,8 +261,14 @@ def test_collect_from_a_tree(tmp_path: Path) -> None:
 
 
 def test_collect_says_why_there_is_no_matrix(tmp_path: Path) -> None:
+    # A tree with no commands/ at all did not record the matrix; one with commands/ says
+    # the command was not there.
     absent = topo.collect(TreeHost(make_tree(tmp_path / "absent")))
-    assert absent.matrix is None and absent.unread["matrix"].startswith("missing")
+    assert absent.matrix is None
+    assert absent.unread["matrix"] == "not in this bundle: nvidia-smi topo -m"
+    (tmp_path / "recorded" / "commands").mkdir(parents=True)
+    recorded = topo.collect(TreeHost(tmp_path / "recorded"))
+    assert recorded.unread["matrix"].startswith("missing")
     failed = make_tree(
         tmp_path / "failed",
         commands={"nvidia-smi topo -m": ("ERROR: Option -m is missing its value.\n", 255)},

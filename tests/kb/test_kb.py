@@ -32,15 +32,25 @@ def test_load_kb_has_every_table_and_is_cached() -> None:
     assert kb.cuda.releases and kb.cuda.families
     assert kb.gpus.models and kb.ngc.releases
     assert kb.xids is not None and kb.builds.libraries
+    assert kb.hcas.get("MT4129") is not None and kb.hcas.get("4129") == kb.hcas.get("MT4129")
     assert load_kb() is kb
 
 
 def test_every_data_file_is_a_known_table() -> None:
     # A new data file must be wired into load_kb, or it is dead data.
-    assert _data_files() == ["builds.toml", "cuda.toml", "gpus.toml", "ngc.toml", "xids.toml"]
+    assert _data_files() == [
+        "builds.toml",
+        "cuda.toml",
+        "gpus.toml",
+        "hcas.toml",
+        "ngc.toml",
+        "xids.toml",
+    ]
 
 
-@pytest.mark.parametrize("name", ["builds.toml", "cuda.toml", "gpus.toml", "ngc.toml", "xids.toml"])
+@pytest.mark.parametrize(
+    "name", ["builds.toml", "cuda.toml", "gpus.toml", "hcas.toml", "ngc.toml", "xids.toml"]
+)
 def test_every_row_has_a_source(name: str) -> None:
     doc = tomllib.loads(DATA.joinpath(name).read_text("utf-8"))
     rows = [row for table in doc.values() if isinstance(table, list) for row in table]

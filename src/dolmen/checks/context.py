@@ -168,9 +168,9 @@ def _nvidia_gpu(ctx: Context) -> str | None:
 
 
 def _infiniband(ctx: Context) -> str | None:
-    if ctx.store.get("infiniband").ports:
-        return None
-    return "no InfiniBand/RoCE ports on this host"
+    from dolmen.facts.infiniband import why_no_ports  # "not in this bundle" vs "none here"
+
+    return why_no_ports(ctx.store.get("infiniband"))
 
 
 def _baseline(ctx: Context) -> str | None:

@@ -21,6 +21,7 @@ from dataclasses import field
 from dolmen.facts.reading import Read, malformed, parse_int, read_value
 from dolmen.frozen import frozen
 from dolmen.host import Host
+from dolmen.host.command import NOT_IN_BUNDLE
 from dolmen.values.busid import sysfs_name
 
 CLASS = "sys/class/net"
@@ -174,7 +175,10 @@ def collect(host: Host) -> NetworkFacts:
     """Read and parse the network facts of ``host``."""
     unread: dict[str, str] = {}
     if not host.is_dir(CLASS):
-        unread["interfaces"] = "missing (no sys/class/net on this host)"
+        why = host.absent(CLASS)  # a pasted file says nothing of the host's interfaces
+        unread["interfaces"] = (
+            f"{why}: {CLASS}" if why == NOT_IN_BUNDLE else "missing (no sys/class/net on this host)"
+        )
         return NetworkFacts((), unread)
     # bonding_masters is a file beside the interfaces, not one of them.
     names = [n for n in host.listdir(CLASS) if host.is_dir(f"{CLASS}/{n}")]

@@ -15,6 +15,7 @@ names the file and the row).
     kb.ngc.get("24.05")                       # NgcRelease(cuda="12.4.1", ...)
     kb.xids                                   # XidCatalogue
     kb.builds.get("cudnn")                    # Builds(name="cuDNN", ...)
+    kb.hcas.get("MT4129")                     # HcaModel(name="ConnectX-7", max_gbps=400.0)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from dolmen.kb.cuda import CompatMode, CompatVerdict, CudaTable, DriverVersion
     from dolmen.kb.datafile import KbDataError
     from dolmen.kb.gpus import GpuCatalogue, GpuModel
+    from dolmen.kb.hcas import HcaModel, HcaTable
     from dolmen.kb.ngc import NgcRelease, NgcTable
     from dolmen.kb.xids import XidCatalogue, load_xids
 
@@ -40,6 +42,8 @@ __all__ = [
     "DriverVersion",
     "GpuCatalogue",
     "GpuModel",
+    "HcaModel",
+    "HcaTable",
     "KbDataError",
     "KnowledgeBase",
     "NgcRelease",
@@ -61,6 +65,8 @@ _EXPORTS = {
     "KbDataError": "datafile",
     "GpuCatalogue": "gpus",
     "GpuModel": "gpus",
+    "HcaModel": "hcas",
+    "HcaTable": "hcas",
     "NgcRelease": "ngc",
     "NgcTable": "ngc",
     "XidCatalogue": "xids",
@@ -112,6 +118,13 @@ class KnowledgeBase:
         from dolmen.kb import prebuilt
 
         return prebuilt.builds()
+
+    @functools.cached_property
+    def hcas(self) -> HcaTable:
+        """RDMA adapter families by part number, with the fastest rate a port reaches."""
+        from dolmen.kb import prebuilt
+
+        return prebuilt.hcas()
 
 
 @functools.cache

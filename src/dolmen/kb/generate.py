@@ -35,6 +35,7 @@ def _tables() -> list[tuple[str, str, Callable[[], Any]]]:
     from dolmen.kb.builds import load_builds
     from dolmen.kb.cuda import load_cuda
     from dolmen.kb.gpus import load_gpus
+    from dolmen.kb.hcas import load_hcas
     from dolmen.kb.ngc import load_ngc
     from dolmen.kb.xids import parse_xids
 
@@ -44,6 +45,7 @@ def _tables() -> list[tuple[str, str, Callable[[], Any]]]:
         ("ngc", "dolmen.kb.ngc", load_ngc),
         ("xids", "dolmen.kb.xids", parse_xids),
         ("builds", "dolmen.kb.builds", load_builds),
+        ("hcas", "dolmen.kb.hcas", load_hcas),
     ]
 
 

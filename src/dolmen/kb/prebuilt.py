@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from dolmen.kb.builds import BuildTable
     from dolmen.kb.cuda import CudaTable
     from dolmen.kb.gpus import GpuCatalogue
+    from dolmen.kb.hcas import HcaTable
     from dolmen.kb.ngc import NgcTable
     from dolmen.kb.xids import XidCatalogue
 
@@ -2134,6 +2135,120 @@ def builds() -> BuildTable:
                 source="TensorRT 10.0.x support matrix: CUDA 11.8 and 12.4 [V]; 10.13.2 release notes: added CUDA 13.0, dropped CUDA 11.x [S]; 7.2 first for CUDA 11 and 8.5.3 first for CUDA 12 [R]",
                 verified=False,
                 unverified=("builds",),
+            ),
+        ),
+    )
+
+
+def hcas() -> HcaTable:
+    """The validated ``hcas`` table."""
+    from dolmen.kb.hcas import HcaModel, HcaTable
+
+    return HcaTable(
+        models=(
+            HcaModel(
+                id="MT4113",
+                name="Connect-IB",
+                max_gbps=56.0,
+                source="pci.ids 15b3:1011 MT27600 [Connect-IB]; FDR 56 Gb/s [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4115",
+                name="ConnectX-4",
+                max_gbps=100.0,
+                source="pci.ids 15b3:1013 MT27700 [ConnectX-4]; EDR 100 Gb/s, 100GbE [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4117",
+                name="ConnectX-4 Lx",
+                max_gbps=50.0,
+                source="pci.ids 15b3:1015 MT27710 [ConnectX-4 Lx]; Ethernet up to 50GbE [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4119",
+                name="ConnectX-5",
+                max_gbps=100.0,
+                source="pci.ids 15b3:1017 MT27800 [ConnectX-5]; EDR 100 Gb/s, 100GbE [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4121",
+                name="ConnectX-5 Ex",
+                max_gbps=100.0,
+                source="pci.ids 15b3:1019 MT28800 [ConnectX-5 Ex]; EDR 100 Gb/s, 100GbE [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4123",
+                name="ConnectX-6",
+                max_gbps=200.0,
+                source="pci.ids 15b3:101b MT28908 [ConnectX-6]; HDR 200 Gb/s, 200GbE [R]; GCM's learn maps: 4X HDR ports",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4124",
+                name="ConnectX-6 Virtual Function",
+                max_gbps=200.0,
+                source="pci.ids 15b3:101c [ConnectX-6 Virtual Function] [R]; gpud's Azure A100 ibstat: MT4124 ports at Rate 200 (4X HDR in ibstatus of the same node)",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4125",
+                name="ConnectX-6 Dx",
+                max_gbps=200.0,
+                source="pci.ids 15b3:101d MT2892 [ConnectX-6 Dx]; Ethernet up to 200GbE [R]; gpud's H100 ibstat: MT4125 ports at 100",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4127",
+                name="ConnectX-6 Lx",
+                max_gbps=50.0,
+                source="pci.ids 15b3:101f MT2894 [ConnectX-6 Lx]; Ethernet up to 50GbE [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4129",
+                name="ConnectX-7",
+                max_gbps=400.0,
+                source="pci.ids 15b3:1021 MT2910 [ConnectX-7]; NDR 400 Gb/s, 400GbE [R]; gpud's H100 ibstat and sysfs: MT4129 at 400 Gb/sec (4X NDR)",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT4131",
+                name="ConnectX-8",
+                max_gbps=800.0,
+                source="pci.ids 15b3:1023 CX8 [ConnectX-8]; XDR 800 Gb/s [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT41686",
+                name="BlueField-2",
+                max_gbps=200.0,
+                source="pci.ids 15b3:a2d6 MT42822 [BlueField-2 integrated ConnectX-6 Dx]; up to 200 Gb/s [R]",
+                verified=False,
+                unverified=("max_gbps",),
+            ),
+            HcaModel(
+                id="MT41692",
+                name="BlueField-3",
+                max_gbps=400.0,
+                source="pci.ids 15b3:a2dc MT43244 [BlueField-3 integrated ConnectX-7]; up to 400 Gb/s [R]; gpud's H100 sysfs: mlx5_bond_0 MT41692 at 200 Gb/sec (2X NDR)",
+                verified=False,
+                unverified=("max_gbps",),
             ),
         ),
     )

@@ -51,11 +51,19 @@ def test_errors_within_limits_over_the_uptime(h100: Path) -> None:
     assert f.evidence["days_counted"] == 38
 
 
-def test_errors_uptime_unknown_applies_limits_as_counts(h100: Path) -> None:
+def test_errors_uptime_unknown_is_unknown_never_a_per_day_warning(h100: Path) -> None:
     findings = run_check(h100, "interconnect.ib.errors")
     f = by_subject(findings)["ib:mlx5_0/1"]
-    assert f.status is Status.WARN and "uptime unknown" in f.summary
+    assert f.status is Status.UNKNOWN and "uptime unknown" in f.summary
+    assert "no rate to judge" in f.summary and "proc/uptime" in f.summary
     assert f.evidence["over"] == {"port_rcv_errors": 14, "excessive_buffer_overrun_errors": 15}
+    assert not any(f.status is Status.WARN for f in findings)
+    # Within the limits is within them per any day: a pass needs no uptime.
+    for name in ("port_rcv_errors", "excessive_buffer_overrun_errors"):
+        _counter(h100, "mlx5_0", name, 3)
+    assert by_subject(run_check(h100, "interconnect.ib.errors"))["ib:mlx5_0/1"].status is (
+        Status.PASS
+    )
 
 
 def test_errors_symbol_errors_over_a_day(h100: Path) -> None:
@@ -114,9 +122,10 @@ def test_flaps_counter_proven_within_three_hours(h100: Path) -> None:
     assert by["ib:mlx5_0/1"].status is Status.PASS
 
 
-def test_flaps_counter_uptime_unknown_warns(h100: Path) -> None:
+def test_flaps_counter_uptime_unknown_is_unknown(h100: Path) -> None:
     by = by_subject(run_check(h100, "interconnect.ib.flaps"))
-    assert by["ib:mlx5_1/1"].status is Status.WARN and "uptime unknown" in by["ib:mlx5_1/1"].summary
+    f = by["ib:mlx5_1/1"]
+    assert f.status is Status.UNKNOWN and "uptime unknown" in f.summary
     assert by["ib:mlx5_0/1"].status is Status.PASS
 
 
@@ -166,3 +175,16 @@ def test_flaps_unreadable_kernel_log(h100: Path) -> None:
     )
     f = by_subject(run_check(h100, "interconnect.ib.flaps"))["host"]
     assert f.status is Status.UNKNOWN and "insufficient permissions" in f.summary
+
+
+def test_flaps_count_only_the_hcas_interfaces(h100: Path) -> None:
+    """A container's veth or the management NIC losing carrier is not an IB/RoCE flap (the
+    kernel-log facts report any interface's carrier)."""
+    _uptime(h100, 38 * DAY)
+    other = "".join(
+        LOST.format(s=1 + i).replace("ib6", name) for name in ("veth1a2b", "eth0") for i in range(6)
+    )
+    make_tree(h100, commands={"dmesg": _clean() + other})
+    by = by_subject(run_check(h100, "interconnect.ib.flaps"))
+    assert "nic:veth1a2b" not in by and "nic:eth0" not in by
+    assert by["host"].status is Status.PASS

@@ -11,7 +11,7 @@ import pytest
 from dolmen.checks.model import Status
 from tests.checks.helpers import by_subject, run_check
 from tests.conftest import make_tree, recording
-from tests.facts.trees import load_sysfs_map
+from tests.facts.trees import extract_ttar, load_sysfs_map
 
 H100_SYSFS = "sysfs/gpud__sys-class-infiniband-h100.0"
 IBSTAT = "infiniband/gpud__ibstat."
@@ -76,13 +76,22 @@ def test_port_state_gcm_stuck_in_init(tmp_path: Path) -> None:
 
 
 def test_port_state_from_ibstat_alone(tmp_path: Path) -> None:
-    """ibpanic: ibstat died on mlx5_8 after printing eight active HDR ports."""
+    """ibpanic: ibstat died on mlx5_8 after printing eight active HDR ports: the HCA
+    vanished, and the node is not healthy (it was all-pass)."""
     text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
     err = next(line for line in text.splitlines() if line.startswith("ibpanic"))
     root = make_tree(tmp_path, commands={"ibstat": (text, 255, err)})
-    findings = run_check(root, "interconnect.ib.port_state")
-    assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
-    assert findings[0].evidence["source"] == "ibstat"
+    by = by_subject(run_check(root, "interconnect.ib.port_state"))
+    lost = by.pop("ib:mlx5_8")
+    assert lost.status is Status.FAIL and "IB device mlx5_8 vanished" in lost.summary
+    assert "stat of IB device 'mlx5_8' failed" in lost.summary
+    assert lost.remedy and "dmesg" in lost.remedy
+    assert len(by) == 8 and all(f.status is Status.PASS for f in by.values())
+    assert by["ib:mlx5_0/1"].evidence["source"] == "ibstat"
+    # A failure that names no device leaves what ibstat did not print unknown.
+    root = make_tree(tmp_path / "b", commands={"ibstat": (text[:800], 255, "ibwarn: timeout")})
+    by = by_subject(run_check(root, "interconnect.ib.port_state"))
+    assert by["host"].status is Status.UNKNOWN and "ibwarn: timeout" in by["host"].summary
     (agree,) = run_check(root, "interconnect.ib.sources_agree")
     assert agree.status is Status.SKIP
 
@@ -95,8 +104,17 @@ def test_port_state_ethernet_only_host_skips(tmp_path: Path) -> None:
 
 
 def test_no_hca_is_skipped_by_the_framework(tmp_path: Path) -> None:
-    (f,) = run_check(make_tree(tmp_path), "interconnect.ib.port_state")
-    assert f.status is Status.SKIP and "no InfiniBand" in f.summary
+    """An empty bundle says nothing about the host; one that recorded sys/ and the tools
+    vouches for their absence."""
+    (f,) = run_check(make_tree(tmp_path / "empty"), "interconnect.ib.port_state")
+    assert f.status is Status.SKIP
+    assert f.summary == "not in this bundle: sys/class/infiniband, ibstat, ibstatus, ibv_devinfo"
+    root = make_tree(
+        tmp_path / "full", files={"sys/class/net/lo/mtu": "65536\n"}, commands={"lspci": ""}
+    )
+    (f,) = run_check(root, "interconnect.ib.port_state")
+    assert f.status is Status.SKIP and f.summary.startswith("no InfiniBand/RoCE ports on this host")
+    assert "missing: sys/class/infiniband" in f.summary
 
 
 def test_rate_against_peers(h100: Path) -> None:
@@ -113,16 +131,57 @@ def test_rate_against_peers(h100: Path) -> None:
 
 
 def test_rate_gcm_bad_rate_map(tmp_path: Path) -> None:
-    """GCM's bad-rate node: every port at 100 Gb/s. Peers agree with each other, so only the
-    site's rate (GCM's manifest says 200) finds it."""
+    """GCM's bad-rate node: every port at 100 Gb/s (4X EDR) under an ib netdev at 200000
+    Mb/s. The peers agree with each other; the netdevs do not (GCM: degraded, critical)."""
     root = load_sysfs_map(recording("sysfs/gcm__learn_ib_intf_bad_rate.json"), tmp_path)
-    assert all(f.status is Status.PASS for f in run_check(root, "interconnect.ib.rate"))
+    findings = run_check(root, "interconnect.ib.rate")
+    assert len(findings) == 8 and all(f.status is Status.FAIL for f in findings)
+    f = by_subject(findings)["ib:mlx5_8/1"]
+    assert f.summary == "100 Gb/sec (4X EDR), below 200 Gb/s (its netdev ib6's speed)"
     findings = run_check(root, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.FAIL for f in findings)
     assert all(f.evidence["rate_gbps"] == 100.0 for f in findings)
     good = load_sysfs_map(recording("sysfs/gcm__learn_good.json"), tmp_path / "good")
     findings = run_check(good, "interconnect.ib.rate", expected_gbps=200)
     assert len(findings) == 8 and all(f.status is Status.PASS for f in findings)
+
+
+def test_rate_below_the_hca_capability_warns(tmp_path: Path) -> None:
+    """Eight HDR-capable ports (Azure's ConnectX-6 VFs) all at 100 Gb/s: the siblings agree,
+    so only the capability says something, and it is a ceiling: a warning naming the site
+    setting that decides (it passed before, "the fastest port of that HCA")."""
+    text = recording(IBSTAT + "39.0.a100.failed.ibpanic.exit-255.0").read_text()
+    root = make_tree(tmp_path, commands={"ibstat": text.replace("Rate: 200", "Rate: 100")})
+    findings = run_check(root, "interconnect.ib.rate")
+    assert len(findings) == 8 and all(f.status is Status.WARN for f in findings)
+    f = findings[0]
+    assert "below the 200 Gb/s a ConnectX-6 Virtual Function port reaches" in f.summary
+    assert f.remedy and "expected_ib_rate" in f.remedy and f.evidence["capability_gbps"] == 200
+    assert all(
+        f.status is Status.FAIL for f in run_check(root, "interconnect.ib.rate", expected_gbps=200)
+    )
+    assert all(
+        f.status is Status.PASS for f in run_check(root, "interconnect.ib.rate", expected_gbps=100)
+    )
+
+
+def test_port_state_malformed_phys_state_is_unknown_not_a_cable(tmp_path: Path) -> None:
+    """procfs' fixture writes "4: ACTIVE" into mlx5_0's phys_state: it failed as
+    "ACTIVE/ACTIVE" with a reseat-the-cable remedy."""
+    pf = extract_ttar(
+        recording("procfs/procfs__fixtures.ttar"),
+        tmp_path / "pf",
+        strip="fixtures/",
+        only=("sys/class/infiniband",),
+    )
+    by = by_subject(run_check(pf, "interconnect.ib.port_state"))
+    f = by["ib:mlx5_0/1"]
+    assert f.status is Status.UNKNOWN
+    assert f.summary == "ACTIVE, physical state unreadable: malformed: '4: ACTIVE'"
+    assert by["ib:mlx4_0/1"].status is Status.PASS
+    _edit(pf, "mlx5_0", state="1: DOWN")
+    f = by_subject(run_check(pf, "interconnect.ib.port_state"))["ib:mlx5_0/1"]
+    assert f.status is Status.FAIL and f.remedy and "reseat" not in f.remedy
 
 
 def test_rate_site_expectation(tmp_path: Path) -> None:
@@ -171,3 +230,14 @@ def test_sources_ibpanic_and_missing_and_failed(h100: Path) -> None:
     make_tree(h100, commands={"ibstat": ("", 1, "ibwarn: umad_init failed")})
     (f,) = run_check(h100, "interconnect.ib.sources_agree")
     assert f.status is Status.UNKNOWN and "command failed" in f.summary
+
+
+def test_only_a_vanished_device(tmp_path: Path) -> None:
+    """ibstat died on its first device: no port, but an HCA the checks must not skip."""
+    panic = "ibpanic: [7] main: stat of IB device 'mlx5_0' failed: No such file or directory\n"
+    root = make_tree(tmp_path, commands={"ibstat": ("", 255, panic)})
+    (f,) = run_check(root, "interconnect.ib.port_state")
+    assert f.status is Status.FAIL and f.subject == "ib:mlx5_0"
+    for check in ("interconnect.ib.rate", "interconnect.ib.errors", "interconnect.roce"):
+        (f,) = run_check(root, check)
+        assert f.status is Status.SKIP, check

@@ -49,8 +49,24 @@ def test_roce_ports_from_ibstat_polling_and_disabled(tmp_path: Path) -> None:
     assert "without carrier" in by["ib:mlx5_11/1"].summary
     remedy = by["ib:mlx5_11/1"].remedy
     assert remedy and "mlxlink -d mlx5_11 -p 1" in remedy
-    assert by["ib:mlx5_5/1"].status is Status.SKIP and "not in use" in by["ib:mlx5_5/1"].summary
+    # 2 of 8 identical ConnectX-7 rails down while six are ACTIVE: GPUd calls the node
+    # unhealthy; the one set down is a missing rail, not a port "not in use".
+    f = by["ib:mlx5_5/1"]
+    assert f.status is Status.FAIL and "a missing rail" in f.summary
+    assert "6 of its 7 MT4129 Ethernet (RoCE) siblings are ACTIVE" in f.summary
     assert sum(f.status is Status.PASS for f in by.values()) == 10
+
+
+def test_roce_model_mostly_down_is_not_in_use(tmp_path: Path) -> None:
+    """gpud's other H100 node: three of four ConnectX-6 Dx ports set down, one active."""
+    text = recording("infiniband/gpud__ibstat.47.0.h100.some.down.0").read_text()
+    by = by_subject(run_check(make_tree(tmp_path, commands={"ibstat": text}), "interconnect.roce"))
+    assert {s for s, f in by.items() if f.status is Status.SKIP} == {
+        "ib:mlx5_2/1",
+        "ib:mlx5_7/1",
+        "ib:mlx5_8/1",
+    }
+    assert by["ib:mlx5_1/1"].status is Status.PASS
 
 
 def test_roce_names_the_netdev_and_ignores_ports(tmp_path: Path) -> None:
@@ -89,11 +105,25 @@ def test_nic_link_gcm_good(tmp_path: Path) -> None:
     assert f.evidence["carrier_down_count"] == 1
 
 
-def test_nic_link_set_down_is_not_in_use(tmp_path: Path) -> None:
+def test_nic_link_ipoib_down_under_an_active_port_fails(tmp_path: Path) -> None:
+    """GCM's operstate-down node: ib4 set down after 49 carrier losses while mlx5_6 is
+    ACTIVE (GCM: LINK_OPERSTATE_DOWN, critical)."""
     by = by_subject(run_check(_gcm("ib_intf_operstate_down", tmp_path), "interconnect.nic.link"))
-    assert by["nic:ib4"].status is Status.SKIP and by["nic:ib4"].summary == "set down: not in use"
-    assert by["nic:ib4"].evidence["carrier_down_count"] == 49  # history, not judged while down
+    f = by["nic:ib4"]
+    assert f.status is Status.FAIL and f.evidence["ib_port"] == "ib:mlx5_6/1"
+    assert f.summary == "IPoIB interface set down after 49 carrier losses while its port " + (
+        "ib:mlx5_6/1 is ACTIVE"
+    )
+    assert f.remedy and "ip link set ib4 up" in f.remedy
     assert by["nic:ib0"].status is Status.PASS
+
+
+def test_nic_link_set_down_is_not_in_use(tmp_path: Path) -> None:
+    root = _gcm("ib_intf_operstate_down", tmp_path)
+    state = root / "sys/bus/pci/devices/0000:8d:00.0/infiniband/mlx5_6/ports/1/state"
+    state.write_text("1: DOWN\n")  # the port is down too: nothing uses the interface
+    by = by_subject(run_check(root, "interconnect.nic.link"))
+    assert by["nic:ib4"].status is Status.SKIP and by["nic:ib4"].summary == "set down: not in use"
 
 
 def test_nic_link_up_without_carrier_fails(tmp_path: Path) -> None:
@@ -111,7 +141,8 @@ def test_nic_link_flaps(tmp_path: Path) -> None:
     assert by["nic:ib0"].status is Status.PASS
     (root / "proc/uptime").unlink()
     by = by_subject(run_check(root, "interconnect.nic.link"))
-    assert by["nic:ib1"].status is Status.WARN and "uptime unknown" in by["nic:ib1"].summary
+    f = by["nic:ib1"]
+    assert f.status is Status.UNKNOWN and "uptime unknown" in f.summary  # no rate: no warning
 
 
 def test_nic_link_unreadable_and_absent(tmp_path: Path) -> None:
@@ -120,6 +151,8 @@ def test_nic_link_unreadable_and_absent(tmp_path: Path) -> None:
     f = by_subject(run_check(root, "interconnect.nic.link"))["nic:ib0"]
     assert f.status is Status.UNKNOWN and "malformed" in f.summary
     (f,) = run_check(make_tree(tmp_path / "empty"), "interconnect.nic.link")
+    assert f.status is Status.SKIP and f.summary == "not in this bundle: sys/class/net"
+    (f,) = run_check(make_tree(tmp_path / "sys", files={"sys/x": "1"}), "interconnect.nic.link")
     assert f.status is Status.SKIP and "no network interfaces" in f.summary
 
 

@@ -11,6 +11,15 @@ Two published rules, each on its own signal:
   A loss counts when the link was up before it: systemd-networkd's "lost carrier" says
   so itself; mlx5's "Link down" counts only after a "Link up" of the same interface,
   because the driver prints "Link down" once when it opens the interface at boot.
+  The log is judged per interface whether or not any port was read: six ``ib6: lost
+  carrier`` lines in a pasted syslog are evidence of a flapping link on their own
+  (a "Gained carrier" line is a recovery, never a loss). The interfaces are the HCA's:
+  IPoIB names (``ib*``), mlx5_core's lines, and netdevs the network facts place on an
+  RDMA port's PCI function; another NIC's carrier (eth0, a container's veth) is not
+  this check's.
+
+With the uptime unknown a counter has no rate: a ``link_downed`` at or above the
+limit is unknown (it may be years of history), never a warning about three hours.
 """
 
 from __future__ import annotations
@@ -19,10 +28,12 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.checks.interconnect.portinfo import uptime_reason
+from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.checks.recent import log_unread, make_window
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
+from dolmen.facts.infiniband import why_no_ports
 from dolmen.facts.kernel_log import KernelLogFacts
 
 THREE_HOURS_S = 3 * 3600.0
@@ -32,8 +43,7 @@ THREE_HOURS_S = 3 * 3600.0
     "interconnect.ib.flaps",
     title="No InfiniBand/RoCE link flaps: link_downed counters and kernel-log link losses",
     level=Level.QUICK,
-    needs=("infiniband", "kernel_log", "os"),
-    when=("infiniband",),
+    needs=("infiniband", "kernel_log", "os", "network"),
     remedy=(
         "A flapping link needs its cable or transceiver checked: mlxlink -d <device> -p <port> "
         "(link-down reasons, BER), ibstat, and the switch port's log; reseat or replace the "
@@ -46,10 +56,16 @@ THREE_HOURS_S = 3 * 3600.0
     ),
 )
 def flaps(ctx: Context) -> list[Outcome]:
-    """Reads each port's ``link_downed``, the uptime, and ``ib_flap`` kernel-log events."""
-    out = [_counter(ctx, p.subject, p.counters.get("link_downed")) for p in ctx.infiniband.ports]
-    out.extend(_log(ctx))
-    return out
+    """Reads each port's ``link_downed``, the uptime, and ``ib_flap`` kernel-log events (per
+    interface, with or without a port read)."""
+    ib = ctx.infiniband
+    out = [_counter(ctx, p.subject, p.counters.get("link_downed")) for p in ib.ports]
+    no_ports = why_no_ports(ib)
+    log = _log(ctx, quiet=no_ports is not None)
+    if no_ports is not None and isinstance(log, str):
+        return [skipped("host", f"{no_ports}, and {log}")]
+    assert isinstance(log, list)
+    return out + log
 
 
 def _counter(ctx: Context, subject: str, count: int | None) -> Outcome:
@@ -68,20 +84,37 @@ def _counter(ctx: Context, subject: str, count: int | None) -> Outcome:
             **ev,
         )
     if proven is None and count >= limit:
-        return warned(
-            subject, f"link_downed {count}, uptime unknown: cannot tell when they happened", **ev
+        return unknown(
+            subject,
+            f"link_downed {count}, uptime unknown: cannot tell when they happened "
+            f"({uptime_reason(ctx)})",
+            **ev,
         )
     note = " (saturated: clear it with perfquery -x -R to see new losses)" if count >= 255 else ""
     return passed(subject, f"link_downed {count} over {describe_uptime(up)}{note}", **ev)
 
 
-def _log(ctx: Context) -> list[Outcome]:
+def _hca_netdevs(ctx: Context) -> set[str]:
+    """Interfaces that run on an HCA: IPoIB (ARPHRD 32), or on an RDMA port's PCI function."""
+    try:
+        interfaces = ctx.network.interfaces
+    except FactError:
+        return set()
+    bdfs = {p.pci_bdf for p in ctx.infiniband.ports if p.pci_bdf}
+    return {i.name for i in interfaces if i.link_kind == "infiniband" or i.pci_bdf in bdfs}
+
+
+def _log(ctx: Context, *, quiet: bool) -> list[Outcome] | str:
+    """Findings per interface from the kernel log. ``quiet`` (no port on this host or in
+    this bundle): instead of an unknown or a pass with nothing to judge, the words for the
+    skip (the log unreadable, or no link event in it)."""
     try:
         log: KernelLogFacts = ctx.kernel_log
     except FactError as e:
-        return [unknown("host", f"kernel log unreadable: {e.message}")]
+        why = f"kernel log unreadable: {e.message}"
+        return why if quiet else [unknown("host", why)]
     if (unread := log_unread(log)) is not None:
-        return [unread]
+        return unread.summary if quiet else [unread]
     hours = float(ctx.limit("window_hours"))
     limit = int(ctx.limit("log_flaps_per_window"))
     window = make_window(ctx, log, hours)
@@ -89,10 +122,13 @@ def _log(ctx: Context) -> list[Outcome]:
     older: Counter[str] = Counter()
     seen_up: set[str] = set()
     lines: dict[str, list[str]] = defaultdict(list)
+    hca_netdevs = _hca_netdevs(ctx)
     for ev in log.events or ():
         if ev.kind != "ib_flap" or not ev.interface:
             continue
         name = ev.interface
+        if ev.device != "mlx5_core" and not name.startswith("ib") and name not in hca_netdevs:
+            continue  # another NIC's link (eth0, a container's veth): not this check's
         if ev.detail == "up":
             seen_up.add(name)
             continue
@@ -112,6 +148,8 @@ def _log(ctx: Context) -> list[Outcome]:
             out.append(failed(f"nic:{name}", msg, **info))
         else:
             out.append(warned(f"nic:{name}", f"{n} link loss(es) in the last {hours:g} h", **info))
+    if not out and quiet and not older and not seen_up:
+        return "no link event in the kernel log"
     if not out:
         msg = f"no link loss in the kernel log's last {hours:g} h"
         out.append(passed("host", msg, older=dict(older), **span))

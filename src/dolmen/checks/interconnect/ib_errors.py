@@ -7,6 +7,8 @@ counter over ``limit x days up`` has certainly averaged more than ``limit`` a da
 (``system.since_boot``). With PAM4 signalling (HDR, NDR) raw symbol errors are
 expected and FEC corrects them; what matters is a rate, which is why a lifetime
 count alone does not raise an alarm (NVIDIA NVSentinel's NIC monitor argues the same).
+With the uptime unknown there is no rate: a counter within its limit is within it per
+any day, one above it is unknown (never a per-day warning).
 
 ``link_downed`` is judged by ``interconnect.ib.flaps``; ``port_xmit_wait`` counts
 congestion, not errors, and is left out.
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
+from dolmen.checks.interconnect.portinfo import uptime_reason
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts.infiniband import IbPort
@@ -60,6 +63,8 @@ def errors(ctx: Context) -> list[Outcome]:
     """Reads each port's PMA counters and the uptime."""
     limits = {**ERROR_THRESHOLDS, **dict(ctx.limit("per_day"))}
     up = uptime_s(ctx)
+    if not ctx.infiniband.ports:  # a vanished device alone: interconnect.ib.port_state's
+        return [skipped("host", "no port read: no counters to judge")]
     return [_port(ctx, p, limits, up) for p in ctx.infiniband.ports]
 
 
@@ -68,8 +73,10 @@ def _port(ctx: Context, p: IbPort, limits: dict[str, int], up: float | None) -> 
     if not p.counters:
         if why and why.startswith("not supported"):
             return skipped(p.subject, f"no error counters: {why}")
-        if p.source == "ibstat":
-            return unknown(p.subject, "error counters not read: the port is known from ibstat only")
+        if p.source != "sysfs":
+            return unknown(
+                p.subject, f"error counters not read: the port is known from {p.source} only"
+            )
         return unknown(p.subject, f"error counters unreadable: {why or 'none in sysfs'}")
     days = allowance(1, DAY_S, up)
     scale = days if days is not None else 1.0
@@ -85,10 +92,18 @@ def _port(ctx: Context, p: IbPort, limits: dict[str, int], up: float | None) -> 
     }
     if why:
         ev["unread"] = why
+    if over and days is None:
+        listed = ", ".join(f"{n} {c}" for n, c in over.items())
+        return unknown(
+            p.subject,
+            f"{listed} above the per-day limits, uptime unknown ({uptime_reason(ctx)}): "
+            "no rate to judge",
+            over=over,
+            **ev,
+        )
     if over:
         listed = ", ".join(f"{n} {c} (> {limits[n]}/day)" for n, c in over.items())
-        base = f"over {scale:g} day(s) up" if days else "uptime unknown: limits applied as counts"
-        return warned(p.subject, f"{listed} {base}", over=over, **ev)
+        return warned(p.subject, f"{listed} over {scale:g} day(s) up", over=over, **ev)
     if why and not why.startswith("not supported"):
         # A counter that holds junk may be the one over its limit.
         return unknown(p.subject, f"error counters partly unreadable: {why}", **ev)

@@ -8,7 +8,10 @@ so now.
 
 Which interfaces are in use: the kernel refuses to read ``carrier`` (EINVAL) on an
 interface that is set down, so a readable carrier means "configured up". An interface
-set down is not in use and is left alone; one set up without carrier is broken.
+set down is not in use and is left alone; one set up without carrier is broken. Except
+an IPoIB interface set down while its InfiniBand port is ACTIVE: the fabric link is up
+and the host cannot use it (GCM's check_iblink LINK_OPERSTATE_DOWN, critical; its
+recorded node had ib4 down after 49 carrier losses).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.checks.interconnect.portinfo import uptime_reason
+from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
 from dolmen.checks.system.pcie_links import (
     describe,
     first_per_slot,
@@ -27,6 +31,7 @@ from dolmen.checks.system.pcie_links import (
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
 from dolmen.facts.network import Interface
+from dolmen.host.command import NOT_IN_BUNDLE
 
 THREE_HOURS_S = 3 * 3600.0
 
@@ -97,20 +102,26 @@ def _events(ctx: Context) -> list[Any] | str:
     "interconnect.nic.link",
     title="Every network interface in use has a link that does not flap",
     level=Level.QUICK,
-    needs=("network", "os"),
     remedy=(
         "Check the interface: ip -s link show <nic>, ethtool <nic> (link, speed), the cable "
         "and the switch port; for IPoIB also ibstat. A flapping link needs the cable or "
         "transceiver replaced."
     ),
+    needs=("network", "os", "infiniband"),
     limits={"downs_per_3h": 3},
-    source="Azure healthagent network monitor (link down +3 within 3 h is an error; not up: error)",
+    source=(
+        "Azure healthagent network monitor (link down +3 within 3 h is an error; not up: "
+        "error); GCM check_iblink (IB port ACTIVE but its netdev down: critical)"
+    ),
 )
 def nic_link(ctx: Context) -> list[Outcome]:
-    """Reads carrier, operstate and carrier_down_count of each physical interface."""
+    """Reads carrier, operstate and carrier_down_count of each physical interface, and the
+    state of the InfiniBand port on an IPoIB interface's PCI function."""
     facts = ctx.network
     why = facts.unread.get("interfaces", "")
     if not facts.interfaces:
+        if why.startswith(NOT_IN_BUNDLE):
+            return [skipped("host", why)]
         if why.startswith("missing"):
             return [skipped("host", f"no network interfaces on this host ({why})")]
         return [unknown("host", f"network interfaces unreadable: {why or 'none listed'}")]
@@ -118,10 +129,24 @@ def nic_link(ctx: Context) -> list[Outcome]:
     if not physical:
         return [skipped("host", "no physical network interface (or no sysfs links to tell)")]
     up = uptime_s(ctx)
-    return [_interface(ctx, i, up) for i in physical]
+    active = _active_ib_ports(ctx)
+    return [_interface(ctx, i, up, active.get(i.pci_bdf or "")) for i in physical]
 
 
-def _interface(ctx: Context, i: Interface, up: float | None) -> Outcome:
+def _active_ib_ports(ctx: Context) -> dict[str, str]:
+    """PCI address -> subject of each ACTIVE InfiniBand link-layer port."""
+    try:
+        ports = ctx.infiniband.ports
+    except FactError:
+        return {}
+    return {
+        p.pci_bdf: p.subject
+        for p in ports
+        if p.pci_bdf and p.state == "ACTIVE" and (p.link_layer or "").lower() == "infiniband"
+    }
+
+
+def _interface(ctx: Context, i: Interface, up: float | None, ib_port: str | None) -> Outcome:
     downs = i.carrier_down_count
     if downs is None and i.carrier_changes is not None:
         downs = i.carrier_changes // 2  # kernels before 4.16 count changes only
@@ -137,6 +162,17 @@ def _interface(ctx: Context, i: Interface, up: float | None) -> Outcome:
     }
     if i.carrier is None:
         why = ctx.network.unread.get(f"{i.name}.carrier", "not reported")
+        if why.startswith("not supported (interface is down)") and ib_port:
+            lost = f" after {downs} carrier losses" if downs else ""
+            return failed(
+                i.subject,
+                f"IPoIB interface set down{lost} while its port {ib_port} is ACTIVE",
+                remedy=f"Bring it up (ip link set {i.name} up), then find why it went down: "
+                f"journalctl -u NetworkManager/systemd-networkd, dmesg | grep {i.name}; a "
+                "link that keeps dropping needs its cable checked (mlxlink).",
+                ib_port=ib_port,
+                **ev,
+            )
         if why.startswith("not supported (interface is down)"):
             return skipped(i.subject, "set down: not in use", **ev)
         return unknown(i.subject, f"carrier unreadable: {why}", **ev)
@@ -150,6 +186,7 @@ def _interface(ctx: Context, i: Interface, up: float | None) -> Outcome:
         msg = f"{downs} link losses in {describe_uptime(up)} up: at least {limit} within 3 hours"
         return failed(i.subject, msg, **ev)
     if proven is None and downs >= limit:
-        return warned(i.subject, f"{downs} link losses, uptime unknown", **ev)
+        why = uptime_reason(ctx)
+        return unknown(i.subject, f"{downs} link losses, uptime unknown ({why}): no rate", **ev)
     speed = f" at {i.speed_mbps / 1000:g} Gb/s" if i.speed_mbps else ""
     return passed(i.subject, f"link up{speed}, {downs} loss(es) since the driver loaded", **ev)

@@ -1,9 +1,13 @@
 """RoCE ports: RDMA ports with the Ethernet link layer, whose state is their netdev's.
 
 mlx5 reports a RoCE port ACTIVE/LinkUp when its netdev runs and has carrier,
-DOWN/Disabled when the netdev is not running (set down: the port is not in use),
-and DOWN/Polling when the netdev runs without carrier (drivers/infiniband/hw/mlx5
-``mlx5_query_port_roce``). The netdev is the interface on the same PCI function.
+DOWN/Disabled when the netdev is not running (set down), and DOWN/Polling when the
+netdev runs without carrier (drivers/infiniband/hw/mlx5 ``mlx5_query_port_roce``).
+The netdev is the interface on the same PCI function.
+
+A port set down is not in use, unless its siblings say otherwise: when most ports of
+the same model are ACTIVE (6 of 8 ConnectX-7 rails, gpud's "some ports down" H100
+node, which GPUd calls unhealthy), the two that are down are missing rails, and fail.
 The GID table (RoCE needs an IP address on the netdev) is not in the facts yet.
 """
 
@@ -12,9 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.interconnect.ib_ports import ignored, unread_reason
+from dolmen.checks.interconnect.portinfo import ignored, missing_rail, netdevs, unread_reason
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
-from dolmen.facts import FactError
 from dolmen.facts.infiniband import IbPort
 
 
@@ -30,27 +33,18 @@ from dolmen.facts.infiniband import IbPort
         "GIDs)."
     ),
     limits={"ignore_ports": []},
-    source="mlx5_ib port state of RoCE ports (mlx5_query_port_roce); NVSentinel RoCE monitoring",
+    source=(
+        "mlx5_ib port state of RoCE ports (mlx5_query_port_roce); NVSentinel RoCE monitoring; "
+        "gpud infiniband component (fewer ACTIVE rails than expected: unhealthy)"
+    ),
 )
 def roce(ctx: Context) -> list[Outcome]:
     """Reads state/phys_state of Ethernet link-layer ports and their netdev (same PCI address)."""
     ports = [p for p in ctx.infiniband.ports if (p.link_layer or "").lower() == "ethernet"]
     if not ports:
         return [skipped("host", "no RoCE (Ethernet link-layer) port")]
-    netdevs = _netdevs(ctx)
-    return [_port(ctx, p, netdevs.get(p.pci_bdf or "", [])) for p in ports]
-
-
-def _netdevs(ctx: Context) -> dict[str, list[str]]:
-    try:
-        interfaces = ctx.network.interfaces
-    except FactError:
-        return {}
-    out: dict[str, list[str]] = {}
-    for i in interfaces:
-        if i.pci_bdf and not i.virtual:
-            out.setdefault(i.pci_bdf, []).append(i.name)
-    return out
+    by_bdf = netdevs(ctx)
+    return [_port(ctx, p, [n for n, _ in by_bdf.get(p.pci_bdf or "", [])]) for p in ports]
 
 
 def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
@@ -71,6 +65,16 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
     if p.state == "ACTIVE":
         return passed(p.subject, f"RoCE port active: {shown} runs with carrier", **ev)
     if p.phys_state == "Disabled":
+        rail = missing_rail(ctx.infiniband.ports, p)
+        if rail:
+            return failed(
+                p.subject,
+                f"{shown} is set down (port DOWN/Disabled) while {rail}: a missing rail",
+                remedy=f"Bring the rail up (ip link set {netdev or '<netdev>'} up) and find why "
+                f"it went down (dmesg, journalctl -u NetworkManager/systemd-networkd); list "
+                f"{p.device} in ignore_ports if the node is built without it.",
+                **ev,
+            )
         return skipped(p.subject, f"{shown} is set down: the port is not in use", **ev)
     if p.phys_state == "Polling":
         return failed(

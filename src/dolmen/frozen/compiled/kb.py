@@ -318,6 +318,56 @@ def _dolmen_kb_gpus_GpuModel(_type_id, _type_name, _type_architecture, _type_com
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_kb_hcas_HcaModel(_type_id, _type_name, _type_max_gbps, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_verified, _dflt_unverified, _dflt_note, _return_type, cls, FrozenInstanceError):
+    def __init__(self,id:_type_id,name:_type_name,max_gbps:_type_max_gbps,source:_type_source,verified:_type_verified=_dflt_verified,unverified:_type_unverified=_dflt_unverified,note:_type_note=_dflt_note)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'id',id)
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'max_gbps',max_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'source',source)
+        __dataclass_builtins_object__.__setattr__(self,'verified',verified)
+        __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
+        __dataclass_builtins_object__.__setattr__(self,'note',note)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(id={self.id!r}, name={self.name!r}, max_gbps={self.max_gbps!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.id,self.name,self.max_gbps,self.source,self.verified,self.unverified,self.note,)==(other.id,other.name,other.max_gbps,other.source,other.verified,other.unverified,other.note,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('id','name','max_gbps','source','verified','unverified','note',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('id','name','max_gbps','source','verified','unverified','note',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.id,self.name,self.max_gbps,self.source,self.verified,self.unverified,self.note,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_kb_hcas_HcaTable(_type_models, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,models:_type_models)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'models',models)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(models={self.models!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.models,)==(other.models,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('models',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('models',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.models,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_kb_ngc_NgcRelease(_type_release, _type_pytorch, _type_cuda, _type_cudnn, _type_nccl, _type_tensorrt, _type_ubuntu, _type_driver_branch, _type_datacenter_compat_drivers, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type, cls, FrozenInstanceError):
     def __init__(self,release:_type_release,pytorch:_type_pytorch,cuda:_type_cuda,cudnn:_type_cudnn,nccl:_type_nccl,tensorrt:_type_tensorrt,ubuntu:_type_ubuntu,driver_branch:_type_driver_branch,datacenter_compat_drivers:_type_datacenter_compat_drivers,source:_type_source,verified:_type_verified,unverified:_type_unverified,note:_type_note=_dflt_note)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'release',release)
@@ -467,6 +517,8 @@ RECORDS = {
     'dolmen.kb.datafile.Field': ('order=False;post_init=False;types:type | tuple[type, ...]:False;required:bool:True', _dolmen_kb_datafile_Field, ('_type_types', '_type_required', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_required', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.gpus.GpuCatalogue': ('order=False;post_init=True;models:tuple[GpuModel, ...]:False;_patterns:tuple[tuple[str, str | None, GpuModel], ...]:field(False, False, False, False, False, None, None);_regexes:dict[str, re.Pattern[str]]:field(False, True, False, False, False, None, None)', _dolmen_kb_gpus_GpuCatalogue, ('_type_models', '_type__patterns', '_type__regexes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt__regexes', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.gpus.GpuModel': ('order=False;post_init=False;id:str:False;name:str:False;architecture:str:False;compute_capability:str | None:False;form_factor:str | None:False;patterns:tuple[str, ...]:False;bf16_tflops:float | None:False;fp16_tflops:float | None:False;fp8_tflops:float | None:False;fp32_tflops:float | None:False;memory_gb:float | None:False;memory_type:str | None:False;memory_bandwidth_gbs:float | None:False;nvlink_links:int | None:False;nvlink_bandwidth_gbs:float | None:False;pcie_gen:int | None:False;pcie_width:int | None:False;tdp_w:float | None:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_gpus_GpuModel, ('_type_id', '_type_name', '_type_architecture', '_type_compute_capability', '_type_form_factor', '_type_patterns', '_type_bf16_tflops', '_type_fp16_tflops', '_type_fp8_tflops', '_type_fp32_tflops', '_type_memory_gb', '_type_memory_type', '_type_memory_bandwidth_gbs', '_type_nvlink_links', '_type_nvlink_bandwidth_gbs', '_type_pcie_gen', '_type_pcie_width', '_type_tdp_w', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.hcas.HcaModel': ('order=False;post_init=False;id:str:False;name:str:False;max_gbps:float:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;note:str:True', _dolmen_kb_hcas_HcaModel, ('_type_id', '_type_name', '_type_max_gbps', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.hcas.HcaTable': ('order=False;post_init=False;models:tuple[HcaModel, ...]:False', _dolmen_kb_hcas_HcaTable, ('_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.ngc.NgcRelease': ('order=False;post_init=False;release:str:False;pytorch:str | None:False;cuda:str | None:False;cudnn:str | None:False;nccl:str | None:False;tensorrt:str | None:False;ubuntu:str | None:False;driver_branch:str | None:False;datacenter_compat_drivers:tuple[str, ...]:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_ngc_NgcRelease, ('_type_release', '_type_pytorch', '_type_cuda', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_ubuntu', '_type_driver_branch', '_type_datacenter_compat_drivers', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.ngc.NgcTable': ('order=False;post_init=False;releases:tuple[NgcRelease, ...]:False', _dolmen_kb_ngc_NgcTable, ('_type_releases', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.xids.Assessment': ('order=False;post_init=False;severity:str:False;action:str:False;meaning:str:False;entry:XidEntry | None:False', _dolmen_kb_xids_Assessment, ('_type_severity', '_type_action', '_type_meaning', '_type_entry', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
