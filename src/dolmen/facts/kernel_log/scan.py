@@ -3,18 +3,23 @@
 ``LogScanner`` is the same scan fed one line at a time, for logs too large to hold
 (``dolmen logs scan`` on a rotated syslog of hundreds of MB): it keeps the current
 record, the first record heads and a window of the last lines, never the whole log,
-and hands each event to ``on_event`` as soon as its record ends.
+and hands each event to ``on_event`` as soon as its record ends. ``scan_lines`` feeds
+it any iterable of lines and keeps the events in a ``BoundedEvents``: a flood of one
+event (an Xid 13 storm, a link flapping for days) keeps its last ``PER_GROUP`` lines
+per device and counts the rest, so validate's memory stays bounded too.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from dolmen.facts.kernel_log.events import NEEDLES, extract_event
 from dolmen.facts.kernel_log.lines import parse_record
 from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
+from dolmen.facts.kernel_log.stream import text_lines
 
 _SAMPLE = 64  # head lines sampled to name the dominant format
 # Lines kept of one record (a head and its indented continuation lines). A real record
@@ -31,10 +36,50 @@ def scan_kernel_log(
     records whose lines contain an event word (``NEEDLES``) are parsed in full. ``now``
     dates yearless syslog lines (``dolmen.facts.kernel_log.lines``).
     """
-    events: list[KernelEvent] = []
-    scanner = LogScanner(now=now, on_event=events.append)
-    scanner.feed_all(text.splitlines())
-    return scanner.facts(source=source, events=events)  # the list is complete once it ends
+    return scan_lines(text_lines(text), source=source, now=now)
+
+
+def scan_lines(
+    lines: Iterable[str], *, source: str | None = None, now: datetime | None = None
+) -> KernelLogFacts:
+    """``scan_kernel_log`` over lines given one at a time (a streamed file), events bounded."""
+    kept = BoundedEvents()
+    scanner = LogScanner(now=now, on_event=kept.add)
+    scanner.feed_all(lines)
+    facts = scanner.facts(source=source, events=())  # ends the last record: `kept` is complete
+    return replace(facts, events=kept.events(), events_dropped=kept.dropped)
+
+
+PER_GROUP = 2048  # events kept per (kind, device, code): far above any check's threshold
+MAX_GROUPS = 4096  # distinct devices and codes; more is a hostile or corrupt log
+
+
+class BoundedEvents:
+    """The events of a scan, at most ``PER_GROUP`` (the latest) per kind, device and code."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[object, ...], deque[KernelEvent]] = {}
+        self.dropped = 0
+
+    def add(self, ev: KernelEvent) -> None:
+        key = (ev.kind, ev.bus_id, ev.interface, ev.device, ev.xid)
+        group = self._groups.get(key)
+        if group is None:
+            if len(self._groups) >= MAX_GROUPS:
+                self.dropped += 1
+                return
+            group = self._groups[key] = deque(maxlen=PER_GROUP)
+        if len(group) == PER_GROUP:
+            self.dropped += 1  # the oldest line of this group gives way
+        group.append(ev)
+
+    def events(self) -> tuple[KernelEvent, ...]:
+        """The kept events in log order."""
+        return tuple(sorted((e for g in self._groups.values() for e in g), key=_line_no))
+
+
+def _line_no(ev: KernelEvent) -> int:
+    return ev.line_no
 
 
 class LogScanner:
