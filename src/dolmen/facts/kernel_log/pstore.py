@@ -63,7 +63,8 @@ def parse_pstore(texts: dict[str, str]) -> tuple[KernelEvent, ...]:
         if not events and (head := _HEADER.search(text)):
             kind = "panic" if head[1] == "Panic" else "oops"
             line_no = text.count("\n", 0, head.start()) + 1
-            events = [KernelEvent(kind, line_no, head[0], head[0], detail=f"{head[1]} record")]
+            what = f"{head[0]} (a {head[1].lower()} dump; the record keeps no panic or Oops line)"
+            events = [KernelEvent(kind, line_no, what, head[0], detail=f"{head[1]} record")]
         boot = boots[path] if boots[path] is not None else shared
         out.extend(_dated(replace(e, device=path), boot) for e in events)
     return tuple(out)
