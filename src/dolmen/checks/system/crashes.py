@@ -57,7 +57,7 @@ def kernel_panic(ctx: Context) -> list[Outcome]:
 @check(
     "system.pstore",
     title="No crash record of an earlier boot in pstore (kernel panic or Oops)",
-    level=Level.QUICK,
+    level=Level.STANDARD,  # advisory: quick is what can make a node unhealthy
     needs=("kernel_log", "os"),
     remedy=_REMEDY + " Remove the read records (sys/fs/pstore, var/lib/systemd/pstore) after.",
     limits={"window_hours": 168},

@@ -7,7 +7,7 @@ kernel log there whatever command ran live. Parse: ``scan_kernel_log(text)``,
 pure and linear (``scan``); any format of ``lines`` is accepted, line by line;
 ``events`` and ``system_events`` name what a record reports; ``model`` holds the
 dataclasses. A tree's ``commands/dmesg`` is streamed (``Host.read_chunks``, then
-``stream.split_lines``): a bundle's log of millions of lines is read in one pass,
+``stream.text_blocks``): a bundle's log of millions of lines is read in one pass,
 in bounded memory, never held whole. ``pstore`` reads the crash records an earlier
 boot left (``sys/fs/pstore``), whether or not the log itself could be read.
 
@@ -22,8 +22,8 @@ from datetime import datetime
 
 from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
 from dolmen.facts.kernel_log.pstore import read_pstore
-from dolmen.facts.kernel_log.scan import scan_kernel_log, scan_lines
-from dolmen.facts.kernel_log.stream import split_lines
+from dolmen.facts.kernel_log.scan import scan_blocks, scan_kernel_log
+from dolmen.facts.kernel_log.stream import text_blocks
 from dolmen.host import CommandResult, Host, RunStatus
 
 __all__ = [
@@ -64,7 +64,7 @@ def _streamed(host: Host, now: datetime) -> KernelLogFacts | None:
     if (rc is not None and rc.strip() != "0") or not host.exists(rel) or host.is_dir(rel):
         return None
     try:
-        facts = scan_lines(split_lines(host.read_chunks(rel)), source=rel, now=now)
+        facts = scan_blocks(text_blocks(host.read_chunks(rel)), source=rel, now=now)
     except OSError as e:
         return KernelLogFacts(unread={"events": f"unreadable: {rel}: {e.strerror or e}"})
     if _denied(host.read_opt(rel + ".err") or "") and facts.format in (None, "raw"):

@@ -21,8 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from dolmen.facts.kernel_log.model import KernelEvent
-from dolmen.facts.kernel_log.scan import scan_lines
-from dolmen.facts.kernel_log.stream import text_lines
+from dolmen.facts.kernel_log.scan import scan_kernel_log
 from dolmen.host import Host
 
 PSTORE = "sys/fs/pstore"
@@ -59,7 +58,7 @@ def parse_pstore(texts: dict[str, str]) -> tuple[KernelEvent, ...]:
     shared = next(iter(dated)) if len(dated) == 1 else None
     out: list[KernelEvent] = []
     for path, text in texts.items():
-        events = [e for e in scan_lines(text_lines(text)).events or () if e.kind in CRASHES]
+        events = [e for e in scan_kernel_log(text).events or () if e.kind in CRASHES]
         if not events and (head := _HEADER.search(text)):
             kind = "panic" if head[1] == "Panic" else "oops"
             line_no = text.count("\n", 0, head.start()) + 1

@@ -37,11 +37,16 @@ _SEGV_LIB = Lazy(r" in ([^\s\[]+)\[")
 # fs/file_table.c alloc_empty_file(): "VFS: file-max limit 1048576 reached".
 _FILE_MAX = Lazy(r"VFS: file-max limit (\d+) reached")
 
-# Words one of these events' lines contains (the scanner's prefilter, see events.NEEDLES).
+# Words one of these events' lines contains (the scanner's prefilter, see events.NEEDLES),
+# and plain strings that cover them (events.BLOCK_WORDS).
 WORDS = (
     r"anic - not|Oops: |BUG[: ]|Killed process|Kill process|oom-kill:|segfault at"
     r"|protection fault|file-max"
 )
+SYSTEM_WORDS = (
+    "anic - not", "Oops: ", "BUG", "Kill", "oom-kill:", "segfault at", "protection fault",
+    "file-max",
+)  # fmt: skip
 
 
 def system_event(message: str, program: str | None) -> dict[str, object] | None:
