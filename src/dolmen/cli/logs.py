@@ -134,7 +134,8 @@ def _scan_one(
             rows.append(row)
 
     scanner = LogScanner(now=now, on_event=found)
-    scanner.feed_all(log.lines())
+    for block in log.blocks():
+        scanner.feed_block(block)
     facts = scanner.facts(source=log.name)
     return Scanned(log.name, facts, rows, seen[1], seen[0] - seen[1])
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from dolmen.errors import InputError
-from dolmen.facts.kernel_log.stream import split_lines
+from dolmen.facts.kernel_log.stream import split_lines, text_blocks
 
 MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
 _HEAD = 1 << 16  # bytes sampled to tell text from binary
@@ -35,6 +35,11 @@ class LogInput:
         """Every line, as ``str.splitlines`` splits the whole text (what validate reads), a
         line longer than ``stream.MAX_LINE`` cut there; InputError when the input goes bad."""
         yield from split_lines(self._chunks())
+
+    def blocks(self) -> Iterator[str]:
+        """The same lines in blocks of whole lines (``stream.text_blocks``), for the scanner's
+        fast path; InputError when the input goes bad."""
+        yield from text_blocks(self._chunks())
 
     def _chunks(self) -> Iterator[bytes]:
         total = len(self._head)

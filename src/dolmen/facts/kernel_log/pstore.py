@@ -27,6 +27,7 @@ from dolmen.host import Host
 PSTORE = "sys/fs/pstore"
 ARCHIVE = "var/lib/systemd/pstore"
 GLOBS = (f"{PSTORE}/dmesg-*", f"{ARCHIVE}/*/dmesg.txt")
+MAX_FILES = 256  # ERST and EFI keep a handful; more is a folder nobody cleaned, read the newest
 CRASHES = ("panic", "oops")
 _HEADER = re.compile(r"^(Panic|Oops)#\d+ Part\d+", re.M)
 _AUDIT = re.compile(r"^<\d+>\[\s*(\d+\.\d+)\] audit: type=\d+ audit\((\d+\.\d+):", re.M)
@@ -38,7 +39,7 @@ def read_pstore(host: Host) -> tuple[tuple[KernelEvent, ...] | None, tuple[str, 
         if host.kind == "live":
             return None, (), f"not supported: pstore is not mounted ({PSTORE})"
         return None, (), f"not in this bundle: {PSTORE}"
-    files = [p for pattern in GLOBS for p in host.glob(pattern)]
+    files = [p for pattern in GLOBS for p in host.glob(pattern)][-MAX_FILES:]
     texts: dict[str, str] = {}
     for path in files:
         try:
