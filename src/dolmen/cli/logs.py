@@ -159,7 +159,8 @@ class Row:
 
     @property
     def group(self) -> str:
-        """The device the event belongs to: ``GPU 0000:38:00.0``, ``NVSwitch ...``, ``link ib6``."""
+        """The device the event belongs to: ``GPU 0000:38:00.0``, ``NVSwitch ...``, ``link ib6``,
+        ``lib libnccl.so.2``, ``host``."""
         ev = self.event
         where = ev.bus_id or "unknown bus id"
         if ev.kind in ("xid", "fell_off_bus"):
@@ -170,6 +171,10 @@ class Row:
             return f"link {ev.interface}" + (f" ({ev.bus_id})" if ev.bus_id else "")
         if ev.kind in ("pcie_limited", "aer", "aer_corrected"):
             return f"PCI {where}"
+        if ev.kind in ("panic", "oops", "oom_kill", "file_max"):
+            return "host"  # the subject validate gives them
+        if ev.kind == "segfault":
+            return f"lib {ev.device}" if ev.device else "host"
         return ev.device or ev.kind
 
 
