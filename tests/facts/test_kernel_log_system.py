@@ -288,3 +288,26 @@ def test_recordings_draw_their_events() -> None:
     assert kinds("gpud__pstore_7530486857247_dmesg.txt") == {"panic", "ib_flap"}
     assert kinds("gpud__pstore_dmesg-erst.txt") == {"oops"}
     assert kinds("azurehpc__0flap_syslog") == set()
+
+
+def test_import_compiles_only_the_prefilter() -> None:
+    """The quick tier starts often: importing the kernel-log facts compiles no event or
+    time-stamp pattern (they compile when a line needs them)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import dolmen.facts.kernel_log\n"
+        "from dolmen.facts.kernel_log import events, lines, pstore, system_events\n"
+        "from dolmen.facts.kernel_log.lazy import Lazy\n"
+        "lazy = [v for m in (events, lines, pstore, system_events) for v in vars(m).values()\n"
+        "        if isinstance(v, Lazy)]\n"
+        "assert len(lazy) > 30 and not [p for p in lazy if p._compiled is not None]\n"
+        "events.extract_event(lines.parse_record(['[ 1.0] VFS: file-max limit 5 reached']))\n"
+        "done = [p.pattern for p in lazy if p._compiled is not None]\n"
+        "print(len(done), done[0].startswith('VFS') or done[1].startswith('VFS'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # the dmesg time stamp ("[ 1.0] ") and the one event pattern the line needed
+    assert done.stdout.split() == ["2", "True"]

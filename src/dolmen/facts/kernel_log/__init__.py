@@ -61,7 +61,10 @@ def _streamed(host: Host, now: datetime) -> KernelLogFacts | None:
     recorded success (absent, a failed command, not a file): ``_run`` then says why."""
     rel = f"commands/{TREE_KEY}"
     rc = host.read_opt(rel + ".rc")
-    if (rc is not None and rc.strip() != "0") or not host.exists(rel) or host.is_dir(rel):
+    try:
+        if (rc is not None and rc.strip() != "0") or not host.exists(rel) or host.is_dir(rel):
+            return None
+    except OSError:  # a link loop, no permission: host.run says it as a failure
         return None
     try:
         facts = scan_blocks(text_blocks(host.read_chunks(rel)), source=rel, now=now)

@@ -10,6 +10,7 @@ started every few minutes on every node) several milliseconds of every start; a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -38,6 +39,9 @@ class Lazy:
 
     def findall(self, text: str) -> list[Any]:
         return self.compiled.findall(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
 
     def __repr__(self) -> str:
         return f"Lazy({self.pattern!r})"

@@ -20,6 +20,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import KernelEvent
 from dolmen.facts.kernel_log.scan import scan_kernel_log
 from dolmen.host import Host
@@ -29,8 +30,8 @@ ARCHIVE = "var/lib/systemd/pstore"
 GLOBS = (f"{PSTORE}/dmesg-*", f"{ARCHIVE}/*/dmesg.txt")
 MAX_FILES = 256  # ERST and EFI keep a handful; more is a folder nobody cleaned, read the newest
 CRASHES = ("panic", "oops")
-_HEADER = re.compile(r"^(Panic|Oops)#\d+ Part\d+", re.M)
-_AUDIT = re.compile(r"^<\d+>\[\s*(\d+\.\d+)\] audit: type=\d+ audit\((\d+\.\d+):", re.M)
+_HEADER = Lazy(r"^(Panic|Oops)#\d+ Part\d+", re.M)
+_AUDIT = Lazy(r"^<\d+>\[\s*(\d+\.\d+)\] audit: type=\d+ audit\((\d+\.\d+):", re.M)
 
 
 def read_pstore(host: Host) -> tuple[tuple[KernelEvent, ...] | None, tuple[str, ...], str | None]:
