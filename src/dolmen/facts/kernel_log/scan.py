@@ -3,8 +3,9 @@
 ``LogScanner`` is the same scan fed one line at a time, for logs too large to hold
 (``dolmen logs scan`` on a rotated syslog of hundreds of MB): it keeps the current
 record, the first record heads and a window of the last lines, never the whole log,
-and hands each event to ``on_event`` as soon as its record ends. ``scan_lines`` feeds
-it any iterable of lines and keeps the events in a ``BoundedEvents``: a flood of one
+and hands each event to ``on_event`` as soon as its record ends; ``feed_block`` takes
+whole lines at once and skips a block without any event word at C speed. ``scan_blocks``
+feeds it blocks (``stream``) and keeps the events in a ``BoundedEvents``: a flood of one
 event (an Xid 13 storm, a link flapping for days) keeps its last ``PER_GROUP`` lines
 per device and counts the rest, so validate's memory stays bounded too.
 """
