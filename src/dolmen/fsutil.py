@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from dolmen.errors import EnvironmentProblem, UsageError
@@ -179,6 +180,33 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     if size > limit:
         raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
     return b"".join(chunks)
+
+
+def iter_regular(path: Path | str, limit: int, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """``read_regular`` in chunks, for an input too large to hold (a kernel log of millions
+    of lines): the same refusals, checked before the first chunk; ``TooLarge`` once more
+    than ``limit`` bytes came."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(
+            errno.EINVAL, f"not a regular file ({kind_of(st.st_mode)[2:]})", str(path)
+        )
+    if st.st_size > limit:
+        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        size = 0
+        while data := os.read(fd, chunk):
+            size += len(data)
+            if size > limit:
+                raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
+            yield data
+    finally:
+        os.close(fd)
 
 
 def _amount(n: int) -> str:

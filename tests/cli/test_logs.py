@@ -105,16 +105,24 @@ def test_fabric_manager_sxids(capsys: pytest.CaptureFixture[str]) -> None:
     assert "NVSwitch 0000:86:00.0" in out and "SXid 12028  warn  action: reboot" in out
 
 
-def test_flaps_are_warnings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_flaps_are_warnings_and_a_gain_is_no_flap(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     # Two lines of Azure/azurehpc-health-checks test/data/1dev_6flap_syslog (MIT).
     log = tmp_path / "syslog"
     log.write_text(
         "Aug 17 06:18:01 jplc7eb7-vm-0 systemd-networkd[5398]: ib6: lost carrier\n"
         "Aug 17 06:18:06 jplc7eb7-vm-0 systemd-networkd[5398]: ib6: Gained carrier\n"
+        "Aug 17 06:18:07 jplc7eb7-vm-0 kernel: IPv6: ADDRCONF(NETDEV_CHANGE): ib6: link becomes "
+        "ready\n"
     )
     rc, out, _ = run(capsys, str(log))
     assert rc == 0
-    assert "  link ib6" in out and "ib_flap  warn  action: check_link  x2" in out
+    assert "  link ib6" in out and "ib_flap  warn  action: check_link  x1" in out
+    assert "link_up  info  action: none  x1" in out  # the gain: shown, not a flap
+    _, doc = scan_json(capsys, str(log))
+    assert doc["summary"]["by_code"] == {"ib_flap": 1, "link_up": 1}
+    assert [e["interface"] for e in doc["events"]] == ["ib6", "ib6"]
 
 
 def test_no_events(capsys: pytest.CaptureFixture[str]) -> None:

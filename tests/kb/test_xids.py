@@ -15,6 +15,7 @@ REQUIRED = [8, 13, 31, 32, 38, 43, 44, 45, 48, 56, 57, 58, 61, 62, 63, 64, 65, 6
             151, 154]  # fmt: skip
 EVENT_KINDS = [
     "fell_off_bus", "ib_flap", "pcie_limited", "aer", "aer_corrected", "peermem", "api_mismatch",
+    "link_up", "io_error", "panic", "oops", "oom_kill", "segfault", "file_max",
 ]  # fmt: skip
 
 
@@ -104,7 +105,8 @@ def test_notes_where_tools_disagree(cat: XidCatalogue) -> None:
         ("sxid", 22013, True, None, "critical", "none"),  # the line says Fatal
         ("sxid", 20034, True, None, "critical", "none"),  # unknown SXid, Fatal line
         ("aer_corrected", None, None, None, "info", "check_pcie"),
-        ("aer", None, False, None, "warn", "check_pcie"),
+        # fatal or not, as validate's system.pcie_aer judges an uncorrectable error
+        ("aer", None, False, None, "critical", "check_pcie"),
         ("aer", None, True, None, "critical", "check_pcie"),
         ("fell_off_bus", None, None, None, "critical", "drain_and_service"),
         ("ib_flap", None, None, None, "warn", "check_link"),

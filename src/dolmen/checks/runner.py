@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from dolmen.checks.context import PREDICATES, Context
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
@@ -13,6 +13,11 @@ from dolmen.errors import UsageError
 from dolmen.facts import FactError
 
 CHECK_TIME_LIMIT = 5.0  # seconds of pure computation per check; commands have their own limits
+# Facts collected before the checks, each under its own limit instead of inside the first
+# check that needs them: the kernel log is read in one streamed pass, and a bundle's log of
+# millions of lines takes longer than one check may (it turned every kernel-log check into
+# an error, and the verdict into undecided).
+PREPASS: Mapping[str, float] = {"kernel_log": 300.0}
 
 
 class CheckTimeout(Exception):
@@ -58,10 +63,27 @@ def run_checks(
     ctx: Context, specs: Iterable[CheckSpec], disabled: Sequence[str] = ()
 ) -> list[Finding]:
     """Run each check; an exception or a timeout becomes ``error`` and the run goes on."""
+    specs = list(specs)
+    prepare(ctx, specs, disabled)
     findings: list[Finding] = []
     for spec in specs:
         findings.extend(run_one(ctx, spec, disabled))
     return findings
+
+
+def prepare(ctx: Context, specs: Sequence[CheckSpec], disabled: Sequence[str] = ()) -> None:
+    """Collect the ``PREPASS`` facts the enabled checks need, each under its own limit; a
+    failure is remembered by the store and reported by every check that needs them."""
+    wanted = {
+        name
+        for spec in specs
+        if not any(_matches(spec.id, d) for d in disabled)
+        for name in spec.needs
+    }
+    for name, seconds in PREPASS.items():
+        if name in wanted:
+            with suppress(FactError, CheckTimeout), _time_limit(seconds):
+                ctx.store.get(name)
 
 
 def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list[Finding]:
@@ -141,7 +163,7 @@ def _time_limit(seconds: float) -> Iterator[None]:
         return
 
     def _raise(signum: int, frame: object) -> None:
-        raise CheckTimeout()
+        raise CheckTimeout(f"ran over {seconds:g} s")
 
     old = signal.signal(signal.SIGALRM, _raise)
     signal.setitimer(signal.ITIMER_REAL, seconds)

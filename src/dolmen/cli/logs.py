@@ -22,11 +22,14 @@ Exit codes: 0 no critical event, 1 critical events found, 2 unreadable input.
      "exit_code": 0 | 1}
 
 ``time`` is ISO 8601 (with its offset when the log gave one; ``clock`` says
-``absolute``, ``local``, ``boot`` or ``none``); ``kind`` is xid, sxid,
-fell_off_bus, ib_flap, pcie_limited, aer, aer_corrected, peermem or api_mismatch; ``code`` the
-Xid or SXid number. ``--since`` keeps the events of the last DURATION; events
-with only boot-relative times cannot be dated, are kept, and are counted as
-``undated``.
+``absolute``, ``local``, ``boot`` or ``none``); ``kind`` is an event kind of
+``dolmen.facts.kernel_log`` (xid, sxid, fell_off_bus, ib_flap, pcie_limited, aer,
+aer_corrected, peermem, api_mismatch, io_error, panic, oops, oom_kill, segfault,
+file_max); ``code`` the Xid or SXid number. ``severity`` is validate's for the same
+event (``dolmen.checks.log_severity``: one table, kb/data/xids.toml); a link that came
+up (``ib_flap`` with ``detail`` "up") is labelled ``link_up`` and is no flap.
+``--since`` keeps the events of the last DURATION; events with only boot-relative
+times cannot be dated, are kept, and are counted as ``undated``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dolmen.checks.log_severity import assess_event, catalogue_kind
 from dolmen.cli.logs_input import LogInput, open_log
 from dolmen.cli.logs_json import SCHEMA, Spool, Tally, iso, write_document
 from dolmen.cli.main import exit_with
@@ -130,7 +134,8 @@ def _scan_one(
             rows.append(row)
 
     scanner = LogScanner(now=now, on_event=found)
-    scanner.feed_all(log.lines())
+    for block in log.blocks():
+        scanner.feed_block(block)
     facts = scanner.facts(source=log.name)
     return Scanned(log.name, facts, rows, seen[1], seen[0] - seen[1])
 
@@ -150,11 +155,12 @@ class Row:
             return f"Xid {ev.xid}"
         if ev.kind == "sxid":
             return f"SXid {ev.xid}"
-        return ev.kind
+        return catalogue_kind(ev)  # "link_up" for a gained carrier: not counted as a flap
 
     @property
     def group(self) -> str:
-        """The device the event belongs to: ``GPU 0000:38:00.0``, ``NVSwitch ...``, ``link ib6``."""
+        """The device the event belongs to: ``GPU 0000:38:00.0``, ``NVSwitch ...``, ``link ib6``,
+        ``lib libnccl.so.2``, ``host``."""
         ev = self.event
         where = ev.bus_id or "unknown bus id"
         if ev.kind in ("xid", "fell_off_bus"):
@@ -165,12 +171,16 @@ class Row:
             return f"link {ev.interface}" + (f" ({ev.bus_id})" if ev.bus_id else "")
         if ev.kind in ("pcie_limited", "aer", "aer_corrected"):
             return f"PCI {where}"
+        if ev.kind in ("panic", "oops", "oom_kill", "file_max"):
+            return "host"  # the subject validate gives them
+        if ev.kind == "segfault":
+            return f"lib {ev.device}" if ev.device else "host"
         return ev.device or ev.kind
 
 
 def assess(catalogue: XidCatalogue, ev: KernelEvent) -> Assessment:
-    """The catalogue's verdict on one event (``XidCatalogue.assess``)."""
-    return catalogue.assess(ev.kind, ev.xid, fatal=ev.fatal, recovery=ev.recovery)
+    """The catalogue's verdict on one event, as validate reads it (``assess_event``)."""
+    return assess_event(catalogue, ev)
 
 
 def _recent(ev: KernelEvent, window: timedelta, now: datetime) -> bool:

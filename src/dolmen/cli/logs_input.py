@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from dolmen.errors import InputError
+from dolmen.facts.kernel_log.stream import split_lines, text_blocks
 
 MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
-MAX_LINE = 1 << 16  # printk lines are at most 1 KiB; a longer "line" is cut here
 _HEAD = 1 << 16  # bytes sampled to tell text from binary
 
 
@@ -33,10 +33,13 @@ class LogInput:
 
     def lines(self) -> Iterator[str]:
         """Every line, as ``str.splitlines`` splits the whole text (what validate reads), a
-        line longer than ``MAX_LINE`` cut there; InputError when the input goes bad."""
-        for raw in _split(self._chunks()):
-            text = raw.decode("utf-8", errors="replace")
-            yield from text.splitlines() or [""]
+        line longer than ``stream.MAX_LINE`` cut there; InputError when the input goes bad."""
+        yield from split_lines(self._chunks())
+
+    def blocks(self) -> Iterator[str]:
+        """The same lines in blocks of whole lines (``stream.text_blocks``), for the scanner's
+        fast path; InputError when the input goes bad."""
+        yield from text_blocks(self._chunks())
 
     def _chunks(self) -> Iterator[bytes]:
         total = len(self._head)
@@ -113,29 +116,6 @@ class _Rejoined:
     def seek(self, offset: int, /) -> int:
         """Streams are read forward only (gzip seeks only to rewind, which a scan never does)."""
         raise OSError(f"cannot seek a log stream to {offset}")
-
-
-def _split(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Lines of a byte stream split at ``\\n``, each cut at ``MAX_LINE`` bytes (the rest of
-    an overlong line is dropped, so line numbers stay those of the file)."""
-    pending = bytearray()
-    full = False  # pending holds MAX_LINE bytes: drop the rest of this line
-    for chunk in chunks:
-        start = 0
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            if not full:
-                pending += chunk[start:nl]
-            yield bytes(pending[:MAX_LINE])
-            pending.clear()
-            full = False
-            start = nl + 1
-        if not full:
-            pending += chunk[start:]
-            if len(pending) >= MAX_LINE:
-                del pending[MAX_LINE:]
-                full = True
-    if pending:
-        yield bytes(pending)
 
 
 def _check_text(head: bytes, where: str) -> None:

@@ -12,12 +12,12 @@ import fnmatch
 import os
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dolmen.fsutil import atomic_write, fsync_dir, read_regular
+from dolmen.fsutil import atomic_write, fsync_dir, iter_regular, read_regular
 from dolmen.host.command import CommandResult
 
 if TYPE_CHECKING:
@@ -28,6 +28,9 @@ DEFAULT_TIMEOUT = 10.0
 # recordings (lspci -vvv, procfs fixtures) are about 1 MiB; the kernel's log buffer is at
 # most 32 MiB (CONFIG_LOG_BUF_SHIFT=25), so `commands/dmesg` fits too.
 MAX_READ = 64 << 20
+# The most a streamed read (``read_chunks``) takes in, a chunk at a time: a rotated syslog
+# or a journal export given as a bundle's kernel log can be gigabytes.
+MAX_STREAM = 4 << 30
 
 
 class Host(ABC):
@@ -48,6 +51,11 @@ class Host(ABC):
         (FileNotFoundError, PermissionError, and ``fsutil.NotRegularFile`` or ``TooLarge``
         for a FIFO that would block for ever or a device that never ends)."""
         return read_regular(self.path(rel), MAX_READ)
+
+    def read_chunks(self, rel: str, *, limit: int = MAX_STREAM) -> Iterator[bytes]:
+        """A regular file in 1 MiB chunks, never held whole (a kernel log of millions of
+        lines); the refusals of ``read_bytes``, raised as the iteration starts."""
+        return iter_regular(self.path(rel), limit)
 
     def read(self, rel: str) -> str:
         """The text of a file (UTF-8, undecodable bytes replaced); raises OSError."""

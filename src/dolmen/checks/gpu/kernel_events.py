@@ -1,4 +1,5 @@
-"""Kernel-log events around the GPUs other than Xids: NVSwitch SXids, GPUs off the bus."""
+"""Kernel-log events around the GPUs other than Xids: NVSwitch SXids, GPUs off the bus,
+nvidia-peermem (GPUDirect RDMA) errors."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dolmen.checks.model import (
     warned,
 )
 from dolmen.checks.recent import grouped, log_unread, make_window
+from dolmen.checks.system.log_window import split_events, when, worst
 from dolmen.facts.kernel_log import KernelEvent
 
 
@@ -149,3 +151,41 @@ def fell_off_bus(ctx: Context) -> list[Outcome]:
                 )
             )
     return out
+
+
+@check(
+    "gpu.peermem",
+    title="No nvidia-peermem (GPUDirect RDMA) error in the kernel log's recent past",
+    level=Level.QUICK,
+    needs=("kernel_log", "os", "gpu"),
+    remedy=(
+        "Check that nvidia_peermem matches the driver and the OFED stack (modinfo "
+        "nvidia_peermem; ofed_info -s); reload it after OFED upgrades (sudo rmmod "
+        "nvidia_peermem; sudo modprobe nvidia_peermem), and restart the jobs that failed."
+    ),
+    limits={"window_hours": 24},
+    source=(
+        "leptonai/gpud peermem kernel-log matcher (dmesg.peermem.log.0, kmsg.2.peermem.log); "
+        "kb/data/xids.toml [[event]] peermem"
+    ),
+)
+def peermem(ctx: Context) -> list[Outcome]:
+    """Reads the kernel log's nvidia-peermem error lines, the uptime (the window) and whether
+    a GPU is known; no GPU predicate: the module's own lines show the GPU stack, whatever
+    else the bundle holds."""
+    split = split_events(ctx, ("peermem",))
+    if isinstance(split, Outcome):
+        return [split]
+    if not split.recent and not split.older and not ctx.gpu.present:
+        return [skipped("host", "no nvidia-peermem line, and no NVIDIA GPU on this host")]
+    if not split.recent:
+        msg = f"no nvidia-peermem error in the window ({len(split.older)} older)"
+        return [passed("log:nvidia-peermem", msg, **split.evidence())]
+    last = split.recent[-1]
+    summary = (
+        f"{len(split.recent)} nvidia-peermem error(s), last {when(last)}: "
+        f"{last.message.strip()[:120]}"
+    )
+    return [
+        Outcome(worst(ctx, split.recent), "log:nvidia-peermem", summary, None, split.evidence())
+    ]

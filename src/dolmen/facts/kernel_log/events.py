@@ -1,56 +1,75 @@
-"""Events in kernel-log messages: Xids, SXids, GPUs off the bus, link flaps, PCIe trouble.
+"""Events in kernel-log messages: Xids, SXids, GPUs off the bus, link flaps, PCIe trouble,
+and (``system_events``) panics, Oopses, OOM kills, segfaults, the file-max limit.
 
 One small catalogue of patterns, each with the driver or kernel code that prints
 it. ``NEEDLES`` is the cheap prefilter: a line none of its words appear in
-cannot hold an event, so the regexes run on a few lines in thousands.
+cannot hold an event, so the other patterns run on a few lines in thousands, and
+are compiled only when such a line comes (``lazy``).
 """
 
 from __future__ import annotations
 
 import re
 
+from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import KernelEvent, LogRecord
+from dolmen.facts.kernel_log.system_events import SYSTEM_WORDS, WORDS, system_event
 from dolmen.values.busid import BusId
 
-# Any event's line contains one of these words (checked on raw lines before parsing).
+# Any event's line contains one of these words (checked on raw lines before parsing): the
+# one pattern every line meets, so it is compiled at import.
 NEEDLES = re.compile(
-    r"Xid|fallen off|peermem|arrier|Link (?:down|up)|limited by|AER:|API mismatch|NVSwitch"
-    r"|I/O [Ee]rror|medium error|target error|EXT4-fs error|QID \d+ timeout"
+    r"Xid|fallen off|peermem|arrier|Link (?:down|up)|Link is|limited by"
+    r"|AER:|API mismatch|NVSwitch|I/O [Ee]rror|medium error|target error|EXT4-fs error"
+    r"|QID \d+ timeout|" + WORDS
 )
+# Plain strings, one of which is in every text NEEDLES matches (each needle holds one): a
+# block of lines that holds none cannot hold an event, and ``in`` runs at C speed where the
+# regular expression costs microseconds a line. tests/facts check that they cover NEEDLES.
+BLOCK_WORDS = (
+    "Xid", "fallen off", "peermem", "arrier", "Link ", "limited by", "AER:", "API mismatch",
+    "NVSwitch", "I/O ", "medium error", "target error", "EXT4-fs error", "QID ",
+    *SYSTEM_WORDS,
+)  # fmt: skip
 
 _BDF = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
 # NVIDIA driver (NVRM), every branch since ~2010: "NVRM: Xid (PCI:0000:38:00): 13, pid=...,
 # name=..., msg"; drivers before ~R450 print "(0000:01:00)" without "PCI:"; Blackwell systems
 # use PCI domains like 0018; the pid/name part is absent on some lines (NVLink5 Xids).
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(" + _BDF + r")\): (\d+),? ?(.*)")
-_PID = re.compile(r"pid=('?<unknown>'?|\d+)(?:, name=([^,]*))?(?:, ?(.*))?")
+_XID = Lazy(r"NVRM: Xid \((?:PCI:)?(" + _BDF + r")\): (\d+),? ?(.*)")
+_PID = Lazy(r"pid=('?<unknown>'?|\d+)(?:, name=([^,]*))?(?:, ?(.*))?")
 # NVSwitch driver (nvidia-nvswitchN, R450+): "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013,
 # Non-fatal, Link 44 ..." (one incident prints several lines: Data, Severity, the description).
-_SXID = re.compile(r"(nvidia-nvswitch\d*): SXid \((?:PCI:)?(" + _BDF + r")\): (\d+),? ?(.*)")
+_SXID = Lazy(r"(nvidia-nvswitch\d*): SXid \((?:PCI:)?(" + _BDF + r")\): (\d+),? ?(.*)")
 # nv-fabricmanager log: "detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id
 # 00000000:86:00.0 physical id 3 port 36" (its own record of an SXid).
-_FM_SXID = re.compile(
+_FM_SXID = Lazy(
     r"detected NVSwitch (non-fatal|fatal) error (\d+) .*?pci bus id (" + _BDF + r")(.*)", re.I
 )
 # NVRM, without an Xid: "GPU at 0000:01:00.0 has fallen off the bus." (old drivers), "The
 # NVIDIA GPU 0000:b3:00.0 (PCI ID: ...) installed in this system has fallen off the bus" (probe).
-_GPU_BDF = re.compile(r"GPU (?:at )?(?:PCI:)?(" + _BDF + r")\b")
+_GPU_BDF = Lazy(r"GPU (?:at )?(?:PCI:)?(" + _BDF + r")\b")
 # Fatal / non-fatal words: SXid lines ("Non-fatal"), NVLink5 Xids 144-150 ("Nonfatal", "Fatal").
-_FATALITY = re.compile(r"\b(Non-?fatal|Fatal)\b", re.I)
+_FATALITY = Lazy(r"\b(Non-?fatal|Fatal)\b", re.I)
 # Xid 154 (R570+): "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".
-_RECOVERY = re.compile(r"to (0x[0-9a-fA-F]+)(?: \(([^)]*)\))?")
-# systemd-networkd / NetworkManager on IPoIB interfaces: "ib6: lost carrier", "ib6: Gained
+_RECOVERY = Lazy(r"to (0x[0-9a-fA-F]+)(?: \(([^)]*)\))?")
+# systemd-networkd on any interface (IPoIB most often): "ib6: lost carrier", "eth0: Gained
 # carrier" (capitalised from systemd 24x on).
-_CARRIER = re.compile(r"^(ib\w*): (lost|gained) carrier", re.I)
+_CARRIER = Lazy(r"^([\w.@-]+): (lost|gained) carrier", re.I)
+# Ethernet drivers (ixgbe, i40e, igb, e1000e, bnxt_en, ice): "ixgbe 0000:03:00.0 eth0: NIC Link is
+# Down", "e1000e: eth0 NIC Link is Up 1000 Mbps Full Duplex". The IPv6 stack's "ADDRCONF(
+# NETDEV_CHANGE): eth0: link becomes ready" is no event: it follows every carrier gain (each
+# container's veth prints one), and a gain is not a flap.
+_LINK_IS = Lazy(r"([\w.@-]+):? (?:NIC )?Link is (Down|Up)")
 # mlx5_core (ConnectX, IB or RoCE ports): "mlx5_core 0000:9d:00.1 enp157s0f1np1: Link down".
-_MLX5_LINK = re.compile(r"mlx5_core (" + _BDF + r") (\S+): Link (down|up)")
+_MLX5_LINK = Lazy(r"mlx5_core (" + _BDF + r") (\S+): Link (down|up)")
 # PCI core, pcie_print_link_status() (any driver, mlx5 most often): "mlx5_core 0000:41:00.0:
 # 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x8 link at 0000:40:01.1 (...)".
-_LIMITED = re.compile(r"(\S+) (" + _BDF + r"): .*available PCIe bandwidth, limited by (.*)")
+_LIMITED = Lazy(r"(\S+) (" + _BDF + r"): .*available PCIe bandwidth, limited by (.*)")
 # PCIe AER service driver: "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
 # (newer kernels: "AER: Correctable error message received from 0000:01:00.0").
-_AER = re.compile(
+_AER = Lazy(
     r"("
     + _BDF
     + r"): AER: (?:Multiple )?(.*?) error(?: message)? received(?: from)?:? ?("
@@ -59,19 +78,19 @@ _AER = re.compile(
 )
 # NVRM on a driver upgrade without reboot: "NVRM: API mismatch: the client has the version
 # 535.104.05, but NVRM: this kernel module has the version 535.129.03."
-_VERSION = re.compile(r"(client|kernel module) has the version ([\w.]+?)[,.]?(?:\s|$)")
+_VERSION = Lazy(r"(client|kernel module) has the version ([\w.]+?)[,.]?(?:\s|$)")
 
 # Block layer, blk_print_req_error() (5.x; "blk_update_request: I/O error, dev sda, sector
 # 2048 op 0x0:(READ)" before 5.17): "<kind> error, dev <disk>, sector <n>". Kinds from
 # blk_errors[]: I/O, critical medium, critical target, timeout, protection...
-_BLK = re.compile(r"\b((?:critical )?[\w/ ]*?) error, dev (\S+?), sector (\d+)")
+_BLK = Lazy(r"\b((?:critical )?[\w/ ]*?) error, dev (\S+?), sector (\d+)")
 # Buffer cache (fs/buffer.c): "Buffer I/O error on dev sda1, logical block 0, async page read".
-_BUFFER = re.compile(r"Buffer I/O error on dev(?:ice)? (\S+?),")
+_BUFFER = Lazy(r"Buffer I/O error on dev(?:ice)? (\S+?),")
 # NVMe driver: "nvme nvme0: I/O 123 QID 4 timeout, aborting" (nvme_timeout) and
 # "nvme0n1: I/O Cmd(0x2) @ LBA 0, 8 blocks, I/O Error (sct 0x2 / sc 0x81)" (nvme_log_error).
-_NVME = re.compile(r"\b(nvme\d+(?:n\d+)?):? I/O .*?(timeout|I/O Error[^)]*\)?)")
+_NVME = Lazy(r"\b(nvme\d+(?:n\d+)?):? I/O .*?(timeout|I/O Error[^)]*\)?)")
 # Filesystems: "EXT4-fs error (device md0): ext4_find_entry:1455: inode #2: ..." (ext4_error).
-_EXT4 = re.compile(r"EXT4-fs error \(device ([^)]+)\): ?(.*)")
+_EXT4 = Lazy(r"EXT4-fs error \(device ([^)]+)\): ?(.*)")
 
 
 def _bus_id(text: str) -> str | None:
@@ -100,6 +119,10 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
         if found:
             state = "down" if found[2].lower() == "lost" else "up"
             ev = {"kind": "ib_flap", "interface": found[1], "detail": state}
+    if ev is None and "Link is" in m:
+        found = _LINK_IS.search(m)
+        if found:
+            ev = {"kind": "ib_flap", "interface": found[1], "detail": found[2].lower()}
     if ev is None and "Link " in m:
         found = _MLX5_LINK.search(m)
         if found:
@@ -123,6 +146,8 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
         ev = _aer(m)
     if ev is None and ("error" in m or "Error" in m or "timeout" in m):
         ev = _io_error(m)
+    if ev is None:
+        ev = system_event(m, rec.program)
     if ev is None and "API mismatch" in m:
         versions = dict(_VERSION.findall(m))
         detail = ", ".join(f"{k} {v}" for k, v in versions.items()) or None

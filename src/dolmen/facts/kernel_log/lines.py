@@ -29,6 +29,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 
+from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import LogRecord
 
 LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")
@@ -47,24 +48,24 @@ _MONTHS = {
 # Syslog's level names as `dmesg --decode` prints them (util-linux).
 _LEVEL_SET = frozenset(LEVELS)
 
-_KMSG = re.compile(r"(\d{1,3}),(\d+),(\d+),[^;]*;(.*)")
-_PRIO = re.compile(r"<(\d{1,3})>(.*)")
-_DECODE = re.compile(r"([a-z0-9]+) *:([a-z]+) *: ?(.*)")
-_BOOT = re.compile(r"\[\s*(\d+\.\d+)\]\s?(.*)")
-_CTIME = re.compile(
+_KMSG = Lazy(r"(\d{1,3}),(\d+),(\d+),[^;]*;(.*)")
+_PRIO = Lazy(r"<(\d{1,3})>(.*)")
+_DECODE = Lazy(r"([a-z0-9]+) *:([a-z]+) *: ?(.*)")
+_BOOT = Lazy(r"\[\s*(\d+\.\d+)\]\s?(.*)")
+_CTIME = Lazy(
     r"\[(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]\s?(.*)"
 )
-_FM = re.compile(
+_FM = Lazy(
     r"\[([A-Z][a-z]{2}) +(\d{1,2}) (\d{4}) (\d\d):(\d\d):(\d\d)\] "
     r"\[([A-Z]+)\] (?:\[tid \d+\] )?(.*)"
 )
-_ISO = re.compile(
+_ISO = Lazy(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:([,.])(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\s+(.*)"
 )
-_SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? (.*)")
+_SYSLOG = Lazy(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? (.*)")
 # "host program[pid]: message" after a syslog/journal time stamp.
-_TAIL = re.compile(r"(\S+) ([^\s:\[]+)(?:\[(\d+)\])?: ?(.*)")
-_KERNEL_QUOTE = re.compile(r"kernel: (.*)")
+_TAIL = Lazy(r"(\S+) ([^\s:\[]+)(?:\[(\d+)\])?: ?(.*)")
+_KERNEL_QUOTE = Lazy(r"kernel: (.*)")
 
 
 def parse_record(lines: list[str], line_no: int = 1, *, now: datetime | None = None) -> LogRecord:

@@ -30,7 +30,13 @@ class KernelEvent:
     """One event found in a kernel-log record.
 
     ``kind``: xid | sxid | fell_off_bus | ib_flap | pcie_limited | aer | aer_corrected |
-    peermem | api_mismatch | io_error (``device`` the disk, ``detail`` what failed).
+    peermem | api_mismatch | io_error (``device`` the disk, ``detail`` what failed) |
+    panic (``detail`` the reason) | oops (``detail`` the "Oops: ..." or "BUG: ..." text) |
+    oom_kill (``pid``/``process`` the victim, ``detail`` "system" or "memcg", ``device`` the
+    constraint) | segfault (``device`` the library it crashed in) | file_max (``detail``
+    the limit). ``ib_flap`` is any link's carrier or link state, ``detail`` "down" (a loss)
+    or "up" (gained carrier, Link up, NIC Link is Up), ``interface`` its name. In
+    ``KernelLogFacts.pstore`` events, ``device`` is the pstore record the event came from.
     ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
     ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
     (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
@@ -61,6 +67,10 @@ class KernelLogFacts:
     ``events`` is None when the log could not be read (``unread["events"]`` says why).
     ``first_time``/``last_time`` are the wall-clock span when the lines carry one;
     ``first_boot_seconds``/``last_boot_seconds`` the span in seconds since boot.
+    ``events_dropped``: older events of a flood not kept (``scan.BoundedEvents``).
+    ``pstore``: the events of the crash records an earlier boot left (``pstore``), None when
+    they could not be looked for (``unread["pstore"]`` says why); ``pstore_files`` the
+    records read.
     """
 
     source: str | None = None  # the command whose output this is
@@ -71,4 +81,7 @@ class KernelLogFacts:
     last_time: datetime | None = None
     first_boot_seconds: float | None = None
     last_boot_seconds: float | None = None
+    events_dropped: int = 0
+    pstore: tuple[KernelEvent, ...] | None = None
+    pstore_files: tuple[str, ...] = ()
     unread: Mapping[str, str] = field(default_factory=dict)

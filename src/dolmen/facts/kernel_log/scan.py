@@ -3,18 +3,24 @@
 ``LogScanner`` is the same scan fed one line at a time, for logs too large to hold
 (``dolmen logs scan`` on a rotated syslog of hundreds of MB): it keeps the current
 record, the first record heads and a window of the last lines, never the whole log,
-and hands each event to ``on_event`` as soon as its record ends.
+and hands each event to ``on_event`` as soon as its record ends; ``feed_block`` takes
+whole lines at once and skips a block without any event word at C speed. ``scan_blocks``
+feeds it blocks (``stream``) and keeps the events in a ``BoundedEvents``: a flood of one
+event (an Xid 13 storm, a link flapping for days) keeps its last ``PER_GROUP`` lines
+per device and counts the rest, so validate's memory stays bounded too.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from dolmen.facts.kernel_log.events import NEEDLES, extract_event
+from dolmen.facts.kernel_log.events import BLOCK_WORDS, NEEDLES, extract_event
 from dolmen.facts.kernel_log.lines import parse_record
 from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
+from dolmen.facts.kernel_log.stream import blocks_of
 
 _SAMPLE = 64  # head lines sampled to name the dominant format
 # Lines kept of one record (a head and its indented continuation lines). A real record
@@ -31,10 +37,52 @@ def scan_kernel_log(
     records whose lines contain an event word (``NEEDLES``) are parsed in full. ``now``
     dates yearless syslog lines (``dolmen.facts.kernel_log.lines``).
     """
-    events: list[KernelEvent] = []
-    scanner = LogScanner(now=now, on_event=events.append)
-    scanner.feed_all(text.splitlines())
-    return scanner.facts(source=source, events=events)  # the list is complete once it ends
+    return scan_blocks(blocks_of(text), source=source, now=now)
+
+
+def scan_blocks(
+    blocks: Iterable[str], *, source: str | None = None, now: datetime | None = None
+) -> KernelLogFacts:
+    """``scan_kernel_log`` over blocks of whole lines (``stream``: a streamed file, a text
+    cut in blocks), events bounded (``BoundedEvents``)."""
+    kept = BoundedEvents()
+    scanner = LogScanner(now=now, on_event=kept.add)
+    for block in blocks:
+        scanner.feed_block(block)
+    facts = scanner.facts(source=source, events=())  # ends the last record: `kept` is complete
+    return replace(facts, events=kept.events(), events_dropped=kept.dropped)
+
+
+PER_GROUP = 2048  # events kept per (kind, device, code): far above any check's threshold
+MAX_GROUPS = 4096  # distinct devices and codes; more is a hostile or corrupt log
+
+
+class BoundedEvents:
+    """The events of a scan, at most ``PER_GROUP`` (the latest) per kind, device and code."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[object, ...], deque[KernelEvent]] = {}
+        self.dropped = 0
+
+    def add(self, ev: KernelEvent) -> None:
+        key = (ev.kind, ev.bus_id, ev.interface, ev.device, ev.xid)
+        group = self._groups.get(key)
+        if group is None:
+            if len(self._groups) >= MAX_GROUPS:
+                self.dropped += 1
+                return
+            group = self._groups[key] = deque(maxlen=PER_GROUP)
+        if len(group) == PER_GROUP:
+            self.dropped += 1  # the oldest line of this group gives way
+        group.append(ev)
+
+    def events(self) -> tuple[KernelEvent, ...]:
+        """The kept events in log order."""
+        return tuple(sorted((e for g in self._groups.values() for e in g), key=_line_no))
+
+
+def _line_no(ev: KernelEvent) -> int:
+    return ev.line_no
 
 
 class LogScanner:
@@ -57,6 +105,47 @@ class LogScanner:
         """Feed every line of ``lines`` (each without its line ending)."""
         for line in lines:
             self.feed(line)
+
+    def feed_block(self, block: str) -> None:
+        """Whole lines at once (a ``stream`` block: it ends at a line break). A block that
+        holds none of ``BLOCK_WORDS`` cannot hold an event: its lines are counted and
+        sampled, and only its last record is kept (its continuation may come next)."""
+        if any(word in block for word in BLOCK_WORDS):
+            self.feed_all(block.splitlines())
+            return
+        lines = block.splitlines()
+        n, i0 = len(lines), self.lines
+        if not n:
+            return
+        if i0 < _SAMPLE * 4:
+            for line in lines[: _SAMPLE * 4 - i0]:
+                self.feed_sample(line)
+        self._last.extend(zip(range(i0 + max(0, n - _SAMPLE * 4), i0 + n), lines[-_SAMPLE * 4 :]))
+        self.lines = i0 + n
+        k = 0  # the lines that continue the record open before this block
+        if self._start >= 0:
+            while k < n and lines[k][:1] in (" ", "\t") and lines[k].strip():
+                if len(self._record) < _RECORD_LINES:
+                    self._record.append(lines[k])
+                k += 1
+            if k == n:
+                return
+            self._end_record()
+        if not lines[-1].strip():
+            return  # the block ends between records
+        j = n - 1  # the block's last record starts at its last line that continues nothing
+        while j > k and lines[j][:1] in (" ", "\t") and lines[j - 1].strip():
+            j -= 1
+        tail = lines[j : j + _RECORD_LINES]
+        self._start, self._hit, self._record = i0 + j, False, tail
+
+    def feed_sample(self, line: str) -> None:
+        """Count one line toward the sample of first heads (``feed_block``'s fast path)."""
+        i = self.lines
+        self.lines += 1
+        if len(self._first) < _SAMPLE and _is_head(line):
+            self._first.append(i)
+            self._first_lines.append(line)
 
     def feed(self, line: str) -> None:
         """One more line of the log, without its line ending."""
