@@ -206,7 +206,7 @@ def test_a_quick_run_leaves_inspect_and_ipaddress_unloaded_until_used(tree: Path
 def test_a_deferred_module_runs_once_on_first_use_in_the_same_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dolmen.cli.validate_run import defer_imports
+    from dolmen.quickstart import defer_imports
 
     (tmp_path / "dolmen_probe_ok.py").write_text("import sys\nsys.probe_runs += 1\nVALUE = 42\n")
     (tmp_path / "dolmen_probe_bad.py").write_text("raise RuntimeError('broken on import')\n")

@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
 
             quick = parse(args)
         if quick is not None:
-            from dolmen.cli.validate_run import run_validate, skip_final_collection
+            from dolmen.cli.validate_run import run_validate
+            from dolmen.quickstart import skip_final_collection
 
             rc = run_validate(**quick)
             if argv is None and quick["level"] == "quick":  # this process's own command

@@ -34,6 +34,15 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
     Anything that goes wrong inside dolmen is printed and gives 0: a hook that
     crashed must not make Slurm drain the node or requeue the job ("Prolog error").
     """
+    from dolmen.quickstart import DEFERRED, collector_off, defer_imports
+
+    if level == "quick":
+        defer_imports(DEFERRED)
+    with collector_off(level == "quick"):
+        return _run(kind, source, level)
+
+
+def _run(kind: str, source: str | None, level: str) -> int:
     try:
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
@@ -70,17 +79,27 @@ def main(argv: list[str] | None = None, *, kind: str | None = None) -> int:
 
 def healthcheck() -> int:
     """``dolmen-slurm-healthcheck``: slurm.conf's HealthCheckProgram."""
-    return main(kind="healthcheck")
+    return _script("healthcheck")
 
 
 def prolog() -> int:
     """``dolmen-slurm-prolog``: slurm.conf's Prolog."""
-    return main(kind="prolog")
+    return _script("prolog")
 
 
 def epilog() -> int:
     """``dolmen-slurm-epilog``: slurm.conf's Epilog."""
-    return main(kind="epilog")
+    return _script("epilog")
+
+
+def _script(kind: str) -> int:
+    """A console script's run: this process ends with it, so the collection at exit is spared
+    (``dolmen.quickstart.skip_final_collection``), as for ``dolmen validate``."""
+    from dolmen.quickstart import skip_final_collection
+
+    rc = main(kind=kind)
+    skip_final_collection()
+    return rc
 
 
 if __name__ == "__main__":
