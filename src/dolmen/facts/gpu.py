@@ -166,7 +166,7 @@ def collect(host: Host) -> GpuFacts:
         unread["gpus"] = inv.error
     sources[INVENTORY] = READ if inv.gpus or not inv.error else inv.error
     _add(seen, INVENTORY, (g.pci_address for g in inv.gpus))
-    _inventory_traces(host, inv, seen, unnamed, pci_read=not why and not pci_gpus)
+    _inventory_traces(host, inv, seen, unnamed, pci_read=not why)
     for key in ("driver_version", "cuda_version"):
         if getattr(inv, key) is None:
             unread[key] = inv.unread.get(key) or inv.error or "missing"

@@ -13,12 +13,15 @@ def one_line_reason(v: Verdict, max_len: int = 80) -> str:
 
     Failures come first, then what could not be read; a healthy host says so.
     """
-    problems = v.problems()
+    problems = [f for f in v.problems() if f.check != "gpu.present"]
+    note = "; ".join(n for n in (v.gpu_note, v.partial) if n)
     if not problems:
         text = f"{PREFIX} {v.health.value}"
         if v.health is Health.DEGRADED:
             warns = sorted({f.check for f in v.findings if f.status.value == "warn"})
             text += f": {len(warns)} warning(s): {', '.join(warns)}"
+        if note:  # "no NVIDIA GPU found", "partial bundle: ...": why it is undecided
+            text += f"{':' if ':' not in text else ';'} {note}"
         return _clip(text, max_len)
     head = f"{PREFIX} {v.health.value}:"
     parts: list[str] = []
@@ -37,6 +40,8 @@ def one_line_reason(v: Verdict, max_len: int = 80) -> str:
         if len(candidate + suffix) > max_len and i > 0:
             return _clip(f"{text} (+{len(parts) - i} more)", max_len)
         text = candidate
+    if note and len(text) + 2 < max_len:
+        text += f"; {note}"
     return _clip(text, max_len)
 
 

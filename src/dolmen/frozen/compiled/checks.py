@@ -243,8 +243,8 @@ def _dolmen_checks_recent_Window__hash__():
     return __hash__
 
 
-def _dolmen_checks_verdict_Verdict__init__(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _return_type):
-    def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version)->_return_type:
+def _dolmen_checks_verdict_Verdict__init__(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, _type_coverage, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _dflt_coverage, _return_type):
+    def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version,coverage:_type_coverage=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'host',host)
         __dataclass_builtins_object__.__setattr__(self,'level',level)
         __dataclass_builtins_object__.__setattr__(self,'findings',findings)
@@ -252,26 +252,27 @@ def _dolmen_checks_verdict_Verdict__init__(_type_host, _type_level, _type_findin
         __dataclass_builtins_object__.__setattr__(self,'duration_s',duration_s)
         __dataclass_builtins_object__.__setattr__(self,'source',_dflt_source() if source is _HAS_DEFAULT_FACTORY else source)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
+        __dataclass_builtins_object__.__setattr__(self,'coverage',_dflt_coverage() if coverage is _HAS_DEFAULT_FACTORY else coverage)
     return __init__
 
 
 def _dolmen_checks_verdict_Verdict__repr__():
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(host={self.host!r}, level={self.level!r}, findings={self.findings!r}, started={self.started!r}, duration_s={self.duration_s!r}, source={self.source!r}, version={self.version!r})"
+        return self.__class__.__qualname__ + f"(host={self.host!r}, level={self.level!r}, findings={self.findings!r}, started={self.started!r}, duration_s={self.duration_s!r}, source={self.source!r}, version={self.version!r}, coverage={self.coverage!r})"
     return __repr__
 
 
 def _dolmen_checks_verdict_Verdict__eq__():
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,)==(other.host,other.level,other.findings,other.started,other.duration_s,other.source,other.version,)
+            return (self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,)==(other.host,other.level,other.findings,other.started,other.duration_s,other.source,other.version,other.coverage,)
         return NotImplemented
     return __eq__
 
 
 def _dolmen_checks_verdict_Verdict__setattr__(cls, FrozenInstanceError):
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version',):
+        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     return __setattr__
@@ -279,7 +280,7 @@ def _dolmen_checks_verdict_Verdict__setattr__(cls, FrozenInstanceError):
 
 def _dolmen_checks_verdict_Verdict__delattr__(cls, FrozenInstanceError):
     def __delattr__(self,name):
-        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version',):
+        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     return __delattr__
@@ -287,7 +288,7 @@ def _dolmen_checks_verdict_Verdict__delattr__(cls, FrozenInstanceError):
 
 def _dolmen_checks_verdict_Verdict__hash__():
     def __hash__(self):
-        return hash((self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,))
+        return hash((self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,))
     return __hash__
 
 
@@ -297,5 +298,5 @@ RECORDS = {
     'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True', (('__init__', _dolmen_checks_model_Finding__init__, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_return_type')), ('__repr__', _dolmen_checks_model_Finding__repr__, ()), ('__eq__', _dolmen_checks_model_Finding__eq__, ()), ('__setattr__', _dolmen_checks_model_Finding__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_model_Finding__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_model_Finding__hash__, ()),)),
     'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_checks_model_Outcome__init__, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type')), ('__repr__', _dolmen_checks_model_Outcome__repr__, ()), ('__eq__', _dolmen_checks_model_Outcome__eq__, ()), ('__setattr__', _dolmen_checks_model_Outcome__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_model_Outcome__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_model_Outcome__hash__, ()),)),
     'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', (('__init__', _dolmen_checks_recent_Window__init__, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_checks_recent_Window__repr__, ()), ('__eq__', _dolmen_checks_recent_Window__eq__, ()), ('__setattr__', _dolmen_checks_recent_Window__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_recent_Window__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_recent_Window__hash__, ()),)),
-    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True', (('__init__', _dolmen_checks_verdict_Verdict__init__, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_return_type')), ('__repr__', _dolmen_checks_verdict_Verdict__repr__, ()), ('__eq__', _dolmen_checks_verdict_Verdict__eq__, ()), ('__setattr__', _dolmen_checks_verdict_Verdict__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_verdict_Verdict__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_verdict_Verdict__hash__, ()),)),
+    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_checks_verdict_Verdict__init__, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_return_type')), ('__repr__', _dolmen_checks_verdict_Verdict__repr__, ()), ('__eq__', _dolmen_checks_verdict_Verdict__eq__, ()), ('__setattr__', _dolmen_checks_verdict_Verdict__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_checks_verdict_Verdict__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_checks_verdict_Verdict__hash__, ()),)),
 }
