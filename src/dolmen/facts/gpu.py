@@ -267,8 +267,8 @@ def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) 
 
 def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     res = host.run(LSPCI_ARGV, timeout=30)
-    if not res.stdout.strip():
-        return res.failure() if not res.ok else READ
+    if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
+        return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
     _add(
         seen,
         LSPCI,

@@ -54,7 +54,8 @@ def present(ctx: Context) -> list[Outcome]:
     if count:
         by = sorted({n for names in seen.values() for n in names} | set(gpu.unnamed))
         return [passed("host", f"{count} NVIDIA GPU(s) seen ({', '.join(by)})", gpus=count, **ev)]
-    bus_read = states.get(PCI_TREE) == READ or states.get(LSPCI) == READ
+    # The bus was read only where its listing is in the bundle: a PCI tree, lspci's output.
+    bus_read = sources.get(PCI_TREE) == READ or sources.get(LSPCI) == READ
     if not bus_read:
         if all(s == NOT_IN_BUNDLE for s in states.values()):
             return [unknown("host", f"{NO_GPU_SOURCE}: {', '.join(sources)}", **ev)]

@@ -191,7 +191,7 @@ def nvcc(ctx: Context) -> list[Outcome]:
     driver, driver_why = _driver(ctx)
     if driver is None and not toolkits:
         # Nothing to compare nvcc with: "matches" would be said of nothing.
-        unseen = [w for w in (s.unread.get("toolkits"), driver_why) if unrecorded(w)]
+        unseen = [w for w in (s.unread.get("toolkits", ""), driver_why) if unrecorded(w)]
         if unseen:
             return [skipped("host", f"nvcc {s.nvcc_version}: {'; '.join(unseen)}", **ev)]
     if driver is not None:

@@ -75,7 +75,7 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
         return [_not_loaded(ctx, g.count, userspace, None, evidence)]
     if no_driver and unrecorded(s.unread.get("modules")):  # nvidia-smi alone: its own words
         return [_not_loaded(ctx, g.count, userspace, g.error, evidence)]
-    unseen = [r for r in (s.unread.get("modules"), why) if unrecorded(r)]
+    unseen = [r for r in (s.unread.get("modules", ""), why) if unrecorded(r)]
     if unseen:
         return [unknown("host", "; ".join(dict.fromkeys(unseen)), **evidence)]
     return [unknown("host", f"whether the nvidia module is loaded could not be read: {why}")]

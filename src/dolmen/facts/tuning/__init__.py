@@ -26,7 +26,7 @@ from dolmen.facts.tuning.parse import (
     parse_proc_limits,
     parse_selected,
 )
-from dolmen.host import Host, RunStatus
+from dolmen.host import NOT_IN_BUNDLE, Host, RunStatus
 
 __all__ = [
     "CMDLINE_KEYS",
@@ -125,6 +125,10 @@ def collect(host: Host) -> TuningFacts:
                 parse_int(host.read_value(f"{folder}/nr_hugepages")),
                 parse_int(host.read_value(f"{folder}/free_hugepages")),
             )
+    if not pools and not host.is_dir("sys/kernel/mm/hugepages"):
+        why = absent(host, "sys/kernel/mm/hugepages")
+        if why.startswith(NOT_IN_BUNDLE):  # "no pool" would be a guess
+            unread["hugepages"] = why
     comms = _process_names(host)
     irq_run, irq_svc = _daemon(host, "irqbalance", comms, "irqbalance", unread)
     pers_run, pers_svc = _daemon(host, "nvidia-persistenced", comms, "persistenced", unread)
