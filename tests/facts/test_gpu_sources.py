@@ -143,3 +143,12 @@ def test_is_lspci_gpu(cls: str | None, vendor: str | None, desc: str, gpu: bool)
 )
 def test_parse_xml_gpu_ids(text: str, ids: tuple[str, ...], attached: int) -> None:
     assert parse_xml_gpu_ids(text) == (ids, attached)
+
+
+def test_nvlink_alone_draws_the_nvlink_finding(tmp_path: Path) -> None:
+    """An A100-SXM4 (12 links in the KB) with every link inactive, from nvlink -s alone."""
+    text = recording("nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt").read_text()
+    root = make_tree(tmp_path, commands={"nvidia-smi nvlink -s": text})
+    [f] = run_check(root, "interconnect.nvlink.state")
+    assert f.status is Status.FAIL and f.summary == "all NVLinks inactive (12 expected up)"
+    assert f.subject == "gpu:GPU-9667d95e-6d22-0c22-1f57-c481f13e7c44"

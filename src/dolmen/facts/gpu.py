@@ -80,6 +80,9 @@ class GpuFacts:
     gpus: tuple[Gpu, ...] = ()
     nvlinks: Mapping[str, tuple[NvLink, ...]] = field(default_factory=dict)
     nvlink_notes: Mapping[str, str] = field(default_factory=dict)
+    # GPUs known only from ``nvidia-smi nvlink -s`` (position, name, UUID): a bundle that
+    # holds that output alone still shows their links.
+    nvlink_gpus: tuple[Gpu, ...] = ()
     driver_version: str | None = None
     cuda_version: str | None = None
     source: str = "none"  # nvml | nvidia-smi | none
@@ -173,7 +176,10 @@ def collect(host: Host) -> GpuFacts:
     sources[DRIVER_PROC] = _driver_proc(host, seen)
     if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
         sources[LSPCI] = _lspci(host, seen)
-    nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, unnamed)
+    nvlink_gpus: list[Gpu] = []
+    nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
+    if nvlink_gpus:
+        unnamed[NVLINK] = len(nvlink_gpus)
     return GpuFacts(
         present=bool(seen or any(unnamed.values())),
         pci_gpus=pci_gpus,
@@ -181,6 +187,7 @@ def collect(host: Host) -> GpuFacts:
         gpus=inv.gpus,
         nvlinks=nvlinks,
         nvlink_notes=notes,
+        nvlink_gpus=tuple(nvlink_gpus),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         source=inv.source,
@@ -301,9 +308,10 @@ def _pci_gpus(host: Host) -> tuple[tuple[str, ...], str]:
 
 
 def _nvlinks(
-    host: Host, gpus: Sequence[Gpu], unread: dict[str, str], unnamed: dict[str, int]
+    host: Host, gpus: Sequence[Gpu], unread: dict[str, str], only_here: list[Gpu]
 ) -> tuple[dict[str, tuple[NvLink, ...]], dict[str, str], str]:
-    """Links per GPU subject, notes, and the source's entry for ``sources``."""
+    """Links per GPU subject, notes, and the source's entry for ``sources``; the GPUs that
+    only the nvlink output shows are appended to ``only_here``."""
     if gpus and all(g.nvlinks is not None for g in gpus):  # NVML read them
         return {g.subject: g.nvlinks or () for g in gpus}, {}, READ
     if not gpus and host.kind == "live":  # no GPU listed here: nvidia-smi nvlink adds nothing
@@ -316,9 +324,8 @@ def _nvlinks(
     reports = parse_nvlink_status(res.stdout)
     if not gpus:
         # The bundle's nvlink output alone: its GPUs are known by position and UUID.
-        if reports:
-            unnamed[NVLINK] = len(reports)
-        gpus = [Gpu(position=r.position, name=r.name, uuid=r.uuid) for r in reports]
+        only_here.extend(Gpu(position=r.position, name=r.name, uuid=r.uuid) for r in reports)
+        gpus = only_here
     by_uuid = {r.uuid: r for r in reports if r.uuid}
     by_position = {r.position: r for r in reports}
     nvlinks: dict[str, tuple[NvLink, ...]] = {}
