@@ -39,7 +39,7 @@ def _applies(root: Path) -> str | None:
 
 def test_empty_bundle_names_what_it_lacks(tmp_path: Path) -> None:
     facts = collect(open_host(make_tree(tmp_path)))
-    assert not facts.present and facts.seen == {}
+    assert not facts.present and facts.seen == ()
     assert facts.sources[PCI_TREE] == "not in this bundle: sys/bus/pci/devices"
     assert facts.sources[INVENTORY] == "not in this bundle: nvidia-smi -q -x"
     reason = _applies(tmp_path)
@@ -75,15 +75,15 @@ def test_lspci_alone_lists_eight_h100s(tmp_path: Path) -> None:
     text = recording("lspci/gpud__lspci-vvv").read_text()
     facts = collect(open_host(make_tree(tmp_path, commands={"lspci -vvv": text})))
     assert facts.present and facts.sources[LSPCI] == READ
-    assert len(facts.seen) == 8 and all(v == (LSPCI,) for v in facts.seen.values())
-    assert BusId.parse("0000:19:00.0") in facts.seen or len(facts.seen) == 8
+    assert len(facts.seen) == 8 and all(g.sources == (LSPCI,) for g in facts.seen)
+    assert facts.seen[0].bus == BusId.parse("0000:19:00.0")  # "19:00.0 3D controller: ..."
 
 
 def test_nvlink_alone_all_inactive(tmp_path: Path) -> None:
     text = recording("nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt").read_text()
     root = make_tree(tmp_path, commands={"nvidia-smi nvlink -s": text})
     facts = collect(open_host(root))
-    assert facts.present and facts.unnamed[NVLINK] == 1 and facts.seen == {}  # GPU 6 alone
+    assert facts.present and facts.unnamed[NVLINK] == 1 and facts.seen == ()  # GPU 6 alone
     assert set(facts.nvlink_notes.values()) == {"all links inactive"}
     assert _applies(root) is None
 
@@ -93,7 +93,7 @@ def test_truncated_xml_still_shows_its_gpus(tmp_path: Path) -> None:
     root = make_tree(tmp_path, commands={"nvidia-smi -q -x": text[: len(text) // 3]})
     facts = collect(open_host(root))
     assert facts.gpus == () and facts.present
-    assert facts.seen and all(v == (INVENTORY,) for v in facts.seen.values())
+    assert facts.seen and all(g.sources == (INVENTORY,) for g in facts.seen)
 
 
 def test_driver_not_communicating_is_a_gpu_unless_the_bus_has_none(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_driver_proc_files(tmp_path: Path) -> None:
         tmp_path, files={"proc/driver/nvidia/gpus/0000:19:00.0/information": "Model: H100\n"}
     )
     facts = collect(open_host(root))
-    assert facts.present and list(facts.seen) == [BusId.parse("0000:19:00.0")]
+    assert facts.present and [g.bus for g in facts.seen] == [BusId.parse("0000:19:00.0")]
 
 
 @pytest.mark.parametrize(

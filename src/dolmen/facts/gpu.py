@@ -70,6 +70,14 @@ class NvlinkGpu:
 
 
 @frozen
+class SeenGpu:
+    """One GPU some source shows, by bus id, and the sources that show it."""
+
+    bus: BusId
+    sources: tuple[str, ...]
+
+
+@frozen
 class GpuFacts:
     """What a host says about its NVIDIA GPUs. Keys of ``nvlinks``/``nvlink_notes`` are
     ``Gpu.subject`` (``gpu:<bus id as printed>``)."""
@@ -88,7 +96,7 @@ class GpuFacts:
     source: str = "none"  # nvml | nvidia-smi | none
     error: str | None = None  # why the inventory could not be read
     # Every GPU some source shows, by bus id, and the sources that show it (module docstring).
-    seen: Mapping[BusId, tuple[str, ...]] = field(default_factory=dict)
+    seen: tuple[SeenGpu, ...] = ()
     unnamed: Mapping[str, int] = field(default_factory=dict)  # source -> GPUs without bus id
     sources: Mapping[str, str] = field(default_factory=dict)  # source -> READ or why not
     unread: Mapping[str, str] = field(default_factory=dict)
@@ -192,7 +200,7 @@ def collect(host: Host) -> GpuFacts:
         cuda_version=inv.cuda_version,
         source=inv.source,
         error=inv.error,
-        seen={bus: tuple(names) for bus, names in sorted(seen.items())},
+        seen=tuple(SeenGpu(bus, tuple(names)) for bus, names in sorted(seen.items())),
         unnamed=unnamed,
         sources=sources,
         unread=unread,
@@ -204,7 +212,7 @@ def seen_with_log(
 ) -> tuple[dict[BusId, tuple[str, ...]], str]:
     """The GPUs of ``gpu.seen`` joined with those the kernel log's NVRM lines name, and the
     kernel log's own entry for ``sources`` (READ, or why it was not read)."""
-    seen = {bus: list(names) for bus, names in gpu.seen.items()}
+    seen = {g.bus: list(g.sources) for g in gpu.seen}
     if log is None:
         return {b: tuple(n) for b, n in seen.items()}, "not collected"
     if log.events is None:

@@ -194,5 +194,5 @@ def _lost(gpu: Gpu) -> Outcome:
 
 def _seen_by(facts: GpuFacts) -> str:
     """Which sources show the GPUs: "8 on PCI tree, lspci" or "1 by GPU driver inventory"."""
-    names = sorted({n for sources in facts.seen.values() for n in sources} | set(facts.unnamed))
+    names = sorted({n for g in facts.seen for n in g.sources} | set(facts.unnamed))
     return f"{facts.count} by {', '.join(names)}" if names else "by no source"
