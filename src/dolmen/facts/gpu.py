@@ -23,15 +23,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING
 
+from dolmen.facts.gpu_nvlink import NvlinkGpu, parse_nvlink_status
 from dolmen.facts.pci.lspci import parse_lspci_vvv
 from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
-from dolmen.host.gpu import NOT_SUPPORTED, Gpu, GpuInventory, NvLink
+from dolmen.host.gpu import Gpu, GpuInventory, NvLink
 from dolmen.values.busid import BusId
 
 if TYPE_CHECKING:
     from dolmen.facts.kernel_log import KernelLogFacts
+
+__all__ = ["GpuFacts", "NvlinkGpu", "SeenGpu", "collect", "parse_nvlink_status", "seen_with_log"]
 
 NVIDIA_VENDOR = 0x10DE
 # PCI class codes (base class, subclass): 03 00 VGA controller, 03 02 3D controller.
@@ -56,17 +59,6 @@ KERNEL_LOG = "kernel log"
 NO_DRIVER = "couldn't communicate with the nvidia driver"
 # Kernel-log events that name a GPU by bus id (the NVRM lines; AER names any device).
 GPU_EVENTS = frozenset({"xid", "fell_off_bus"})
-
-
-@frozen
-class NvlinkGpu:
-    """One GPU's block in ``nvidia-smi nvlink -s``."""
-
-    position: int  # "GPU <n>:" (the NVML index, the order of ``nvidia-smi -q -x``)
-    name: str | None = None
-    uuid: str | None = None
-    links: tuple[NvLink, ...] = ()
-    note: str | None = None  # "all links inactive", "not supported"
 
 
 @frozen
@@ -122,43 +114,6 @@ def is_nvidia_gpu(vendor: str | None, pci_class: str | None) -> bool:
     except ValueError:
         return False
     return vendor_id == NVIDIA_VENDOR and class_code >> 8 in GPU_CLASSES
-
-
-_GPU_LINE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_LINK_LINE = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?) GB/s$")
-
-
-def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
-    """``nvidia-smi nvlink -s``: per GPU, each link's state and speed (``Link 0: 25 GB/s``,
-    ``Link 3: <inactive>``), or the line saying why there are none. Unknown lines are ignored;
-    empty output (a board without NVLink) gives no GPUs."""
-    blocks: list[tuple[re.Match[str], list[str]]] = []
-    for line in text.splitlines():
-        if m := _GPU_LINE.match(line):
-            blocks.append((m, []))
-        elif blocks:
-            blocks[-1][1].append(line)
-    return tuple(_block(head, lines) for head, lines in blocks)
-
-
-def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
-    links: list[NvLink] = []
-    note = None
-    for line in lines:
-        lower = line.lower()
-        if m := _LINK_LINE.match(line):
-            speed = _SPEED.match(m[2])
-            if speed:
-                links.append(NvLink(int(m[1]), "up", float(speed[1])))
-            else:
-                state = "inactive" if "inactive" in m[2].lower() else "down"
-                links.append(NvLink(int(m[1]), state))
-        elif "all links are inactive" in lower:  # "NVML: Unable to retrieve NVLink ..."
-            note = "all links inactive"
-        elif "does not have or support nvlink" in lower:
-            note = NOT_SUPPORTED
-    return NvlinkGpu(int(head[1]), head[2], head[3], tuple(links), note)
 
 
 def collect(host: Host) -> GpuFacts:

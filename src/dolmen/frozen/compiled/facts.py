@@ -446,52 +446,6 @@ def _dolmen_facts_gpu_GpuFacts__hash__():
     return __hash__
 
 
-def _dolmen_facts_gpu_NvlinkGpu__init__(_type_position, _type_name, _type_uuid, _type_links, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_uuid, _dflt_links, _dflt_note, _return_type):
-    def __init__(self,position:_type_position,name:_type_name=_dflt_name,uuid:_type_uuid=_dflt_uuid,links:_type_links=_dflt_links,note:_type_note=_dflt_note)->_return_type:
-        __dataclass_builtins_object__.__setattr__(self,'position',position)
-        __dataclass_builtins_object__.__setattr__(self,'name',name)
-        __dataclass_builtins_object__.__setattr__(self,'uuid',uuid)
-        __dataclass_builtins_object__.__setattr__(self,'links',links)
-        __dataclass_builtins_object__.__setattr__(self,'note',note)
-    return __init__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__repr__():
-    def __repr__(self):
-        return self.__class__.__qualname__ + f"(position={self.position!r}, name={self.name!r}, uuid={self.uuid!r}, links={self.links!r}, note={self.note!r})"
-    return __repr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__eq__():
-    def __eq__(self,other):
-        if other.__class__ is self.__class__:
-            return (self.position,self.name,self.uuid,self.links,self.note,)==(other.position,other.name,other.uuid,other.links,other.note,)
-        return NotImplemented
-    return __eq__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__setattr__(cls, FrozenInstanceError):
-    def __setattr__(self,name,value):
-        if type(self) is cls or name in ('position','name','uuid','links','note',):
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
-    return __setattr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__delattr__(cls, FrozenInstanceError):
-    def __delattr__(self,name):
-        if type(self) is cls or name in ('position','name','uuid','links','note',):
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
-    return __delattr__
-
-
-def _dolmen_facts_gpu_NvlinkGpu__hash__():
-    def __hash__(self):
-        return hash((self.position,self.name,self.uuid,self.links,self.note,))
-    return __hash__
-
-
 def _dolmen_facts_gpu_SeenGpu__init__(_type_bus, _type_sources, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
     def __init__(self,bus:_type_bus,sources:_type_sources)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'bus',bus)
@@ -532,6 +486,52 @@ def _dolmen_facts_gpu_SeenGpu__delattr__(cls, FrozenInstanceError):
 def _dolmen_facts_gpu_SeenGpu__hash__():
     def __hash__(self):
         return hash((self.bus,self.sources,))
+    return __hash__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__init__(_type_position, _type_name, _type_uuid, _type_links, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_uuid, _dflt_links, _dflt_note, _return_type):
+    def __init__(self,position:_type_position,name:_type_name=_dflt_name,uuid:_type_uuid=_dflt_uuid,links:_type_links=_dflt_links,note:_type_note=_dflt_note)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'position',position)
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'uuid',uuid)
+        __dataclass_builtins_object__.__setattr__(self,'links',links)
+        __dataclass_builtins_object__.__setattr__(self,'note',note)
+    return __init__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__repr__():
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(position={self.position!r}, name={self.name!r}, uuid={self.uuid!r}, links={self.links!r}, note={self.note!r})"
+    return __repr__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__eq__():
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.position,self.name,self.uuid,self.links,self.note,)==(other.position,other.name,other.uuid,other.links,other.note,)
+        return NotImplemented
+    return __eq__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__setattr__(cls, FrozenInstanceError):
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('position','name','uuid','links','note',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__delattr__(cls, FrozenInstanceError):
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('position','name','uuid','links','note',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _dolmen_facts_gpu_nvlink_NvlinkGpu__hash__():
+    def __hash__(self):
+        return hash((self.position,self.name,self.uuid,self.links,self.note,))
     return __hash__
 
 
@@ -2320,8 +2320,8 @@ RECORDS = {
     'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuFreqPolicy__init__, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuFreqPolicy__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuFreqPolicy__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuFreqPolicy__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuFreqPolicy__hash__, ()),)),
     'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', (('__init__', _dolmen_facts_cpu_model_CpuInfo__init__, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type')), ('__repr__', _dolmen_facts_cpu_model_CpuInfo__repr__, ()), ('__eq__', _dolmen_facts_cpu_model_CpuInfo__eq__, ()), ('__setattr__', _dolmen_facts_cpu_model_CpuInfo__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_cpu_model_CpuInfo__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_cpu_model_CpuInfo__hash__, ()),)),
     'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);nvlink_gpus:tuple[Gpu, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;seen:tuple[SeenGpu, ...]:True;unnamed:Mapping[str, int]:field(False, True, True, True, True, None, None);sources:Mapping[str, str]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_gpu_GpuFacts__init__, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_nvlink_gpus', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_seen', '_type_unnamed', '_type_sources', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_nvlink_gpus', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_seen', '_dflt_unnamed', '_dflt_sources', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_gpu_GpuFacts__repr__, ()), ('__eq__', _dolmen_facts_gpu_GpuFacts__eq__, ()), ('__setattr__', _dolmen_facts_gpu_GpuFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_GpuFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_GpuFacts__hash__, ()),)),
-    'dolmen.facts.gpu.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', (('__init__', _dolmen_facts_gpu_NvlinkGpu__init__, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type')), ('__repr__', _dolmen_facts_gpu_NvlinkGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_NvlinkGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_NvlinkGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_NvlinkGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_NvlinkGpu__hash__, ()),)),
     'dolmen.facts.gpu.SeenGpu': ('order=False;post_init=False;bus:BusId:False;sources:tuple[str, ...]:False', (('__init__', _dolmen_facts_gpu_SeenGpu__init__, ('_type_bus', '_type_sources', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type')), ('__repr__', _dolmen_facts_gpu_SeenGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_SeenGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_SeenGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_SeenGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_SeenGpu__hash__, ()),)),
+    'dolmen.facts.gpu_nvlink.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', (('__init__', _dolmen_facts_gpu_nvlink_NvlinkGpu__init__, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type')), ('__repr__', _dolmen_facts_gpu_nvlink_NvlinkGpu__repr__, ()), ('__eq__', _dolmen_facts_gpu_nvlink_NvlinkGpu__eq__, ()), ('__setattr__', _dolmen_facts_gpu_nvlink_NvlinkGpu__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_gpu_nvlink_NvlinkGpu__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_gpu_nvlink_NvlinkGpu__hash__, ()),)),
     'dolmen.facts.infiniband.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True', (('__init__', _dolmen_facts_infiniband_IbPort__init__, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_return_type')), ('__repr__', _dolmen_facts_infiniband_IbPort__repr__, ()), ('__eq__', _dolmen_facts_infiniband_IbPort__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_IbPort__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_IbPort__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_IbPort__hash__, ()),)),
     'dolmen.facts.infiniband.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_infiniband_InfinibandFacts__init__, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_infiniband_InfinibandFacts__repr__, ()), ('__eq__', _dolmen_facts_infiniband_InfinibandFacts__eq__, ()), ('__setattr__', _dolmen_facts_infiniband_InfinibandFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_infiniband_InfinibandFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_infiniband_InfinibandFacts__hash__, ()),)),
     'dolmen.facts.kernel_log.model.KernelLogFacts': ('order=False;post_init=False;source:str | None:True;format:str | None:True;lines:int:True;events:tuple[KernelEvent, ...] | None:True;first_time:datetime | None:True;last_time:datetime | None:True;first_boot_seconds:float | None:True;last_boot_seconds:float | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', (('__init__', _dolmen_facts_kernel_log_model_KernelLogFacts__init__, ('_type_source', '_type_format', '_type_lines', '_type_events', '_type_first_time', '_type_last_time', '_type_first_boot_seconds', '_type_last_boot_seconds', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_format', '_dflt_lines', '_dflt_events', '_dflt_first_time', '_dflt_last_time', '_dflt_first_boot_seconds', '_dflt_last_boot_seconds', '_dflt_unread', '_return_type')), ('__repr__', _dolmen_facts_kernel_log_model_KernelLogFacts__repr__, ()), ('__eq__', _dolmen_facts_kernel_log_model_KernelLogFacts__eq__, ()), ('__setattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__setattr__, ('cls', 'FrozenInstanceError')), ('__delattr__', _dolmen_facts_kernel_log_model_KernelLogFacts__delattr__, ('cls', 'FrozenInstanceError')), ('__hash__', _dolmen_facts_kernel_log_model_KernelLogFacts__hash__, ()),)),
