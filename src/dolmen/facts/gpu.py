@@ -278,7 +278,7 @@ def _nvlinks(
     if gpus and all(g.nvlinks is not None for g in gpus):  # NVML read them
         return {g.subject: g.nvlinks or () for g in gpus}, {}, READ
     if not gpus and host.kind == "live":  # no GPU listed here: nvidia-smi nvlink adds nothing
-        return {}, {}, "not run: the driver lists no GPU"
+        return {}, {}, "missing: not run (the driver lists no GPU)"
     res = host.run(NVLINK_ARGV, timeout=NVLINK_TIMEOUT)
     if not res.ok and not (res.status is RunStatus.FAILED and "GPU " in res.stdout):
         if gpus:
