@@ -80,7 +80,7 @@ def test_gpu_present_but_unreadable_never_passes(tmp_path: Path) -> None:
     )
     ctx = Context(TreeHost(root))
     for spec in SPECS:
-        if spec.category != "gpu":
+        if spec.category != "gpu" or spec.id == "gpu.present":  # the bus does show the GPU
             continue
         for f in run_one(ctx, spec):
             assert f.status is not Status.PASS, (spec.id, f.summary)

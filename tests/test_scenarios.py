@@ -12,7 +12,6 @@ import pytest
 
 from dolmen.checks.model import Level
 from dolmen.checks.suite import validate
-from dolmen.config import Config
 from dolmen.host import open_host
 from dolmen.report.json import verdict_document
 from tests.hosts import scenarios
@@ -41,7 +40,7 @@ def test_scenario(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     except scenarios.MissingRecording as e:
         pytest.skip(str(e))
     with open_host(root) as host:
-        verdict = validate(host, level=Level.STANDARD, config=Config())
+        verdict = validate(host, level=Level.STANDARD, config=scenarios.config(name))
     doc = normalise(verdict_document(verdict), root)
     expect = spec.get("expect", {})
     by_check: dict[str, set[str]] = {}

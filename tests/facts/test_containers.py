@@ -232,11 +232,23 @@ def test_collect_gpu_container_host(tmp_path: Path) -> None:
 
 
 def test_collect_empty_tree(tmp_path: Path) -> None:
+    """An empty tree recorded nothing: every source is 'not in this bundle', no tool is
+    said to be absent."""
     facts = containers.collect(TreeHost(make_tree(tmp_path)))
-    assert facts.docker is None and facts.unread["docker"].startswith("missing")
-    assert facts.containerd is None and facts.unread["containerd"].startswith("missing")
-    assert facts.toolkit_mode is None and facts.unread["toolkit_mode"].startswith("missing")
+    for key in ("docker", "containerd", "toolkit_mode", "cdi_specs"):
+        assert facts.unread[key].startswith("not in this bundle: etc/"), key
+    assert facts.docker is None and facts.containerd is None and facts.toolkit_mode is None
     assert facts.cdi_specs == ()
+    assert all(t.installed is None for t in facts.tools.values())
+
+
+def test_collect_host_without_runtimes(tmp_path: Path) -> None:
+    """A tree that recorded etc/ and its commands, with none of the runtimes: absent."""
+    root = make_tree(tmp_path, files={"etc/hostname": "n1\n"}, commands={"uname -r": "6.8\n"})
+    facts = containers.collect(TreeHost(root))
+    for key in ("docker", "containerd", "toolkit_mode"):
+        assert facts.unread[key].startswith("missing: etc/"), key
+    assert "cdi_specs" not in facts.unread and facts.cdi_specs == ()
     assert not any(t.installed for t in facts.tools.values())
 
 

@@ -134,7 +134,8 @@ def test_collect_node_exporter_per_cpu_cpufreq(node_exporter_tree: Path) -> None
     assert {p.driver for p in facts.cpufreq} == {"intel_pstate"}
     assert facts.unread["cpufreq.epp"].startswith("not supported")
     assert facts.unread["cpufreq.hw_max_khz"] == "missing"
-    assert facts.model_name is None and facts.unread["cpuinfo"] == "missing"
+    # The tree holds sys/ only: cpuinfo was not in this bundle (not "missing").
+    assert facts.model_name is None and facts.unread["cpuinfo"] == "not in this bundle"
 
 
 def test_collect_procfs_policies_and_links(procfs_tree: Path) -> None:
@@ -188,8 +189,13 @@ def test_collect_grace_tree_with_epp_and_topology(tmp_path: Path) -> None:
 def test_collect_empty_tree(tmp_path: Path) -> None:
     facts = cpu.collect(TreeHost(make_tree(tmp_path, files={"proc/cpuinfo": "\x00junk"})))
     assert facts.threads is None and facts.unread["cpuinfo"].startswith("malformed")
-    assert facts.online is None and facts.unread["online"] == "missing"
-    assert facts.cpufreq == () and facts.unread["cpufreq"].startswith("not supported")
+    # No sys/ in the tree: nothing of sysfs is known, not even that cpufreq is absent.
+    assert facts.online is None and facts.unread["online"] == "not in this bundle"
+    assert facts.unread["cpufreq"] == "not in this bundle: sys/devices/system/cpu"
+    (tmp_path / "s" / "sys/devices/system/cpu").mkdir(parents=True)
+    bare = cpu.collect(TreeHost(tmp_path / "s"))
+    assert bare.online is None and bare.unread["online"] == "missing"
+    assert bare.cpufreq == () and bare.unread["cpufreq"].startswith("not supported")
 
 
 def test_live_smoke() -> None:

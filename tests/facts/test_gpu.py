@@ -241,9 +241,15 @@ def test_real_sysfs_without_nvidia(tmp_path: Path) -> None:
 
 def test_tree_without_sysfs_says_so(tmp_path: Path) -> None:
     facts = collect(open_host(make_tree(tmp_path, files={"etc/hostname": "n1\n"})))
-    assert facts.unread["pci_gpus"] == "missing: sys/bus/pci/devices is absent"
-    assert facts.unread["gpus"].startswith("missing: ")
+    # The tree recorded etc/ only: sysfs and the commands were not in this bundle.
+    assert facts.unread["pci_gpus"] == "not in this bundle: sys/bus/pci/devices"
+    assert facts.unread["gpus"] == "not in this bundle: nvidia-smi -q -x"
     assert not facts.present
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "commands").mkdir()
+    recorded = collect(open_host(tmp_path))
+    assert recorded.unread["pci_gpus"] == "missing: sys/bus/pci/devices is absent"
+    assert recorded.unread["gpus"].startswith("missing: ")
 
 
 class NvmlTree(TreeHost):

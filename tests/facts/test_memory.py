@@ -99,7 +99,8 @@ def test_collect_tree_with_pools_and_thp(tmp_path: Path) -> None:
 def test_collect_empty_tree(tmp_path: Path) -> None:
     facts = memory.collect(TreeHost(make_tree(tmp_path, files={"proc/meminfo": "\x00\x01"})))
     assert facts.total_bytes is None and facts.unread["total_bytes"].startswith("malformed")
-    assert facts.thp_enabled is None and facts.unread["thp_enabled"] == "missing"
+    # No sys/ recorded: THP is unknown, not "missing"; proc/ was recorded without swaps.
+    assert facts.thp_enabled is None and facts.unread["thp_enabled"] == "not in this bundle"
     assert facts.swaps is None and facts.unread["swaps"] == "missing"
     assert facts.hugepage_pools == ()
 

@@ -138,9 +138,11 @@ def test_collect_recorded_tree_without_commands(procfs_tree: Path) -> None:
     assert (facts.virtualization, facts.virtualization_source) == ("none", "dmi+cpuinfo")
     assert facts.hypervisor_flag is False
     # What the tree lacks is None with a reason, never a guess.
+    # The tree recorded proc/ and sys/ but no commands/ and no etc/: not in this bundle.
     assert facts.kernel_release is None and facts.unread["kernel_release"] == "missing"
-    assert facts.architecture is None and facts.unread["architecture"].startswith("missing")
-    assert facts.distribution is None and facts.unread["distribution"] == "missing"
+    assert facts.architecture is None
+    assert facts.unread["architecture"] == "not in this bundle: uname -m"
+    assert facts.distribution is None and facts.unread["distribution"] == "not in this bundle"
     assert facts.container is None and "unknown" in facts.unread["container"]
 
 
@@ -169,7 +171,7 @@ def test_collect_tree_with_commands(tmp_path: Path) -> None:
     assert facts.virtualization == "none" and facts.virtualization_source == "systemd-detect-virt"
     assert facts.container == "none" and facts.hypervisor_flag is True
     assert facts.uptime_s == 1234.5 and facts.kernel_params == {"ro": None, "iommu": "pt"}
-    assert facts.unread["dmi"].startswith("not supported")
+    assert facts.unread["dmi"] == "not in this bundle: sys/class/dmi/id"  # no sys/ recorded
 
 
 def test_collect_empty_and_junk_tree(tmp_path: Path) -> None:

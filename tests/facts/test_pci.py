@@ -267,3 +267,11 @@ def test_live_smoke() -> None:
     for d in facts.devices:
         assert pci.is_sysfs_name(d.bdf) and d.vendor_id and len(d.vendor_id) == 4
         assert d.class_id is not None
+
+
+def test_collect_nothing_recorded_is_not_in_this_bundle(tmp_path: Path) -> None:
+    """No sys/ and no commands/: the bus was not in this bundle (never "no devices")."""
+    facts = pci.collect(TreeHost(make_tree(tmp_path)))
+    assert (
+        facts.devices == () and facts.unread["devices"] == "not in this bundle: sys/bus/pci/devices"
+    )

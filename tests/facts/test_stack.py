@@ -294,12 +294,35 @@ def test_collect_proprietary_without_ldconfig(tmp_path: Path) -> None:
 
 
 def test_collect_empty_tree(tmp_path: Path) -> None:
+    """An empty tree recorded nothing: every source is "not in this bundle", never "missing"
+    (which would read as "the driver is not loaded")."""
     facts = stack.collect(TreeHost(make_tree(tmp_path)))
-    assert facts.driver_version is None and facts.unread["driver_version"].startswith("missing")
-    assert facts.modules is None and facts.unread["modules"].startswith("missing")
-    assert facts.libraries is None and facts.unread["libraries"].startswith("missing")
-    assert facts.toolkits == () and facts.broken_links == () and facts.env == {}
+    assert facts.driver_version is None
+    assert facts.unread["driver_version"] == "not in this bundle: proc/driver/nvidia/version"
+    assert facts.modules is None and facts.unread["modules"] == "not in this bundle: proc/modules"
+    assert (
+        facts.libraries is None and facts.unread["libraries"] == "not in this bundle: ldconfig -p"
+    )
+    assert facts.toolkits == () and facts.unread["toolkits"] == "not in this bundle: usr/local"
+    assert (
+        facts.broken_links == () and facts.unread["broken_links"] == "not in this bundle: usr/lib"
+    )
+    assert facts.unread["cudnn"] == "not in this bundle: ldconfig -p" and facts.env == {}
     _none_fields_have_reasons(facts)
+
+
+def test_collect_host_without_a_driver(tmp_path: Path) -> None:
+    """A tree that recorded proc/, sys/, usr/ and its commands, without the driver: missing."""
+    for folder in ("proc", "sys", "usr/local", "usr/lib/x86_64-linux-gnu"):
+        (tmp_path / folder).mkdir(parents=True)
+    root = make_tree(tmp_path, files={"proc/modules": "ext4 1 0 - Live 0x0\n"})
+    (root / "commands").mkdir()
+    facts = stack.collect(TreeHost(root))
+    assert facts.unread["driver_version"].startswith("missing: proc/driver/nvidia/version")
+    assert facts.modules == {m: False for m in stack.NVIDIA_MODULES}
+    assert facts.unread["module_version"].endswith("(nvidia not loaded)")
+    assert facts.unread["libraries"].startswith("missing")
+    assert "toolkits" not in facts.unread and "broken_links" not in facts.unread
 
 
 @pytest.mark.parametrize("junk", ["", "\x00\xff\xfe" * 50, "NVRM version: NVIDIA UNIX"])

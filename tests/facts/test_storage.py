@@ -150,7 +150,9 @@ def test_collect_tree_without_commands_or_files(tmp_path: Path) -> None:
     facts = storage.collect(TreeHost(root))
     assert facts.mount_at("/") is not None and facts.mount_at("/")
     assert all(m.size_bytes is None for m in facts.mounts)
-    assert facts.unread["space"].startswith("missing") and facts.unread["fstab"] == "missing"
+    # proc/ only: df and etc/fstab were not in this bundle.
+    assert facts.unread["space"] == "not in this bundle: df -P -B1"
+    assert facts.unread["fstab"] == "not in this bundle"
     empty = storage.collect(TreeHost(make_tree(tmp_path / "e", files={"proc/mounts": "\x00"})))
     assert empty.mounts == () and empty.unread["mounts"].startswith("malformed")
 

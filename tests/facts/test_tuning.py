@@ -191,8 +191,15 @@ def test_collect_services_without_process_list(tmp_path: Path) -> None:
 
 def test_collect_empty_tree(tmp_path: Path) -> None:
     facts = tuning.collect(TreeHost(make_tree(tmp_path)))
-    assert facts.cpu_governors is None and facts.unread["cpu_governors"].startswith("not supported")
-    assert facts.thp_enabled is None and facts.unread["thp_enabled"].startswith("missing")
+    # Nothing recorded: not in this bundle (never "not supported" nor "missing").
+    assert facts.cpu_governors is None
+    assert facts.unread["cpu_governors"] == "not in this bundle: sys/devices/system/cpu"
+    assert facts.thp_enabled is None
+    assert facts.unread["thp_enabled"].startswith("not in this bundle: sys/kernel/mm")
+    (tmp_path / "h/sys/devices/system/cpu/cpu0").mkdir(parents=True)
+    vm = tuning.collect(TreeHost(tmp_path / "h"))  # a VM: CPUs, no cpufreq, no THP
+    assert vm.unread["cpu_governors"].startswith("not supported")
+    assert vm.unread["thp_enabled"].startswith("missing")
     assert facts.sysctls == {} and facts.swappiness is None
     assert facts.irqbalance_running is None and facts.irqbalance_service is None
     assert facts.process_limits is None and facts.cmdline is None

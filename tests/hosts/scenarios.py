@@ -8,7 +8,9 @@ A scenario is a folder ``tests/hosts/<name>/`` with:
   when the tree is built), ``[[pci]]`` functions to write under sys/bus/pci (with the
   device links a real sysfs has), ``[[edit]]`` regex edits of built files (optionally
   inside the N-th ``<gpu>`` block of an nvidia-smi XML), ``remove`` paths, and
-  ``[expect]`` (the verdict and the checks that must fail, warn or be unknown);
+  ``[expect]`` (the verdict and the checks that must fail, warn or be unknown), and an
+  optional ``[config]``: the site's dolmen.toml sections the verdict is judged with
+  (``[config.validate] expected_gpus = 0``); a scenario does not inherit its base's;
 - ``tree/``: files of our own, copied over the built tree;
 - ``expected.json``: the golden ``dolmen validate --json`` document (normalised).
 
@@ -25,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from dolmen.config import Config
 from dolmen.demo import build_sample
 from dolmen.demo.build import apply_edit, write_cpus, write_pci
 
@@ -47,6 +50,11 @@ def spec(name: str) -> dict[str, Any]:
     """A scenario's scenario.toml."""
     with open(HOSTS / name / "scenario.toml", "rb") as f:
         return tomllib.load(f)
+
+
+def config(name: str) -> Config:
+    """The site configuration scenario ``name`` is validated with (its ``[config]``)."""
+    return Config(sections=spec(name).get("config", {}))
 
 
 def build(name: str, dest: Path) -> Path:

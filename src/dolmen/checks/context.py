@@ -162,9 +162,37 @@ Predicate = Callable[[Context], str | None]
 
 
 def _nvidia_gpu(ctx: Context) -> str | None:
-    if ctx.store.get("gpu").present:
+    """None when any source shows a GPU (facts.gpu, then the kernel log's NVRM lines); else
+    the sources that were read and those the bundle did not have."""
+    from dolmen.facts.gpu import KERNEL_LOG, seen_with_log
+
+    gpu = ctx.store.get("gpu")
+    if gpu.present:
         return None
-    return "no NVIDIA GPU on this host (none on the PCI bus, none from the driver)"
+    try:
+        log = ctx.store.get("kernel_log")
+    except Exception:
+        log = None
+    seen, log_source = seen_with_log(gpu, log)
+    if seen:
+        return None
+    sources = {**gpu.sources, KERNEL_LOG: log_source}
+    return no_gpu_reason(sources)
+
+
+def no_gpu_reason(sources: Mapping[str, str]) -> str:
+    """ "no NVIDIA GPU seen: <sources read>; not in this bundle: <...>; unreadable: <...>"."""
+    from dolmen.facts.reading import READ, UNREADABLE, source_state
+    from dolmen.host import NOT_IN_BUNDLE
+
+    by: dict[str, list[str]] = {READ: [], NOT_IN_BUNDLE: [], UNREADABLE: []}
+    for name, why in sources.items():
+        by[source_state(why)].append(name)
+    text = f"no NVIDIA GPU seen: {', '.join(by[READ]) or 'no GPU source'} read"
+    for state in (NOT_IN_BUNDLE, UNREADABLE):
+        if by[state]:
+            text += f"; {state}: {', '.join(by[state])}"
+    return text
 
 
 def _infiniband(ctx: Context) -> str | None:
@@ -183,7 +211,7 @@ def _live(ctx: Context) -> str | None:
 
 PREDICATES: Mapping[str, tuple[Predicate, tuple[str, ...]]] = {
     # name: (function, facts it reads)
-    "nvidia_gpu": (_nvidia_gpu, ("gpu",)),
+    "nvidia_gpu": (_nvidia_gpu, ("gpu", "kernel_log")),
     "infiniband": (_infiniband, ("infiniband",)),
     "baseline": (_baseline, ()),
     "live": (_live, ()),

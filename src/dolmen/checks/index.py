@@ -18,6 +18,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.gpu.mig": 1,
     "dolmen.checks.gpu.pcie": 1,
     "dolmen.checks.gpu.power": 1,
+    "dolmen.checks.gpu.presence": 1,
     "dolmen.checks.gpu.recovery": 1,
     "dolmen.checks.gpu.thermal": 1,
     "dolmen.checks.gpu.xid": 1,

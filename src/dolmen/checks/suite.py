@@ -12,7 +12,7 @@ from dolmen.checks import load_registry
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level
 from dolmen.checks.runner import matches, refuse_unknown, run_checks, select
-from dolmen.checks.verdict import Verdict
+from dolmen.checks.verdict import Verdict, coverage
 from dolmen.config import Config, check_thresholds
 from dolmen.errors import UsageError
 from dolmen.host import Host
@@ -57,4 +57,5 @@ def validate(
         duration_s=time.perf_counter() - t0,
         source=host.describe(),
         version=__version__,
+        coverage=coverage(ctx.store),
     )

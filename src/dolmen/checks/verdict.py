@@ -6,11 +6,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dolmen.checks.model import Finding, Status
 from dolmen.errors import ExitCode
 from dolmen.frozen import frozen
+from dolmen.host import NOT_IN_BUNDLE
+
+if TYPE_CHECKING:
+    from dolmen.facts import FactStore
 
 SCHEMA = "dolmen.verdict/1"
 
@@ -57,6 +61,8 @@ class Verdict:
     duration_s: float
     source: Mapping[str, Any] = field(default_factory=dict)  # live, tree or archive
     version: str = ""
+    # Per source family: {"state": read | not in this bundle | unreadable, "reason": ...}
+    coverage: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def health(self) -> Health:
@@ -69,6 +75,28 @@ class Verdict:
         c = Counter(f.status.value for f in self.findings)
         return {s.value: c.get(s.value, 0) for s in Status}
 
+    @property
+    def partial(self) -> str | None:
+        """``partial bundle: read X; not in this bundle: Y`` when some source family was not
+        in the bundle, else None (a whole host, or a live one)."""
+        missing = [k for k, c in self.coverage.items() if c["state"] == NOT_IN_BUNDLE]
+        if not missing:
+            return None
+        read = [k for k, c in self.coverage.items() if c["state"] == READ]
+        return f"partial bundle: read {', '.join(read) or 'nothing'}; {NOT_IN_BUNDLE}: " + (
+            ", ".join(missing)
+        )
+
+    @property
+    def gpu_note(self) -> str | None:
+        """What the verdict line says of a host without a GPU seen (gpu.present's summary)."""
+        for f in self.findings:
+            if f.check == "gpu.present" and f.status is not Status.PASS:
+                return f.summary
+            if f.check == "gpu.present" and f.summary.startswith("no NVIDIA GPU found"):
+                return f.summary
+        return None
+
     def problems(self) -> list[Finding]:
         """Gating failures first, then unknowns and errors: what a scheduler should hear."""
         order = {Status.FAIL: 0, Status.ERROR: 1, Status.UNKNOWN: 2}
@@ -76,3 +104,42 @@ class Verdict:
             (f for f in self.findings if f.gating and f.status in order),
             key=lambda f: (order[f.status], f.check, f.subject),
         )
+
+
+# The source families of the coverage: (family, facts subsystem, the unread key that says
+# why it was not read). gpu's own ``sources`` add theirs (PCI tree, inventory, lspci...).
+FAMILIES = (
+    ("kernel log", "kernel_log", "events"),
+    ("kernel modules", "stack", "modules"),
+    ("NVIDIA driver proc", "stack", "driver_version"),
+    ("linker cache", "stack", "libraries"),
+    ("InfiniBand", "infiniband", "ports"),
+    ("memory", "memory", "meminfo"),
+    ("CPU", "cpu", "cpuinfo"),
+    ("mounts", "storage", "mounts"),
+)
+READ = "read"
+
+
+def coverage(store: FactStore) -> dict[str, dict[str, str]]:
+    """What the run read, per source family, from the facts' own reasons (``unread`` and
+    gpu's ``sources``): read, not in this bundle, or unreadable with the reason. Only the
+    facts this run collected count: a report never collects more."""
+    from dolmen.facts import FactError
+    from dolmen.facts.reading import source_state
+
+    reasons: dict[str, str | None] = {}
+    gpu = store.done("gpu")
+    if gpu is not None and not isinstance(gpu, FactError):
+        reasons.update(gpu.sources)
+    for family, name, key in FAMILIES:
+        facts = store.done(name)
+        if isinstance(facts, FactError):
+            reasons[family] = f"unreadable: {facts.message}"
+        elif facts is not None:
+            reasons[family] = facts.unread.get(key)
+    out: dict[str, dict[str, str]] = {}
+    for family, why in reasons.items():
+        state = source_state(why)
+        out[family] = {"state": state} if state == READ else {"state": state, "reason": str(why)}
+    return out

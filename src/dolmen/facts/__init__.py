@@ -89,6 +89,11 @@ class FactStore:
                 name, f"{e.__class__.__name__}: {e}", bug=True, detail=traceback.format_exc()
             )
 
+    def done(self, name: str) -> Any:
+        """The facts of ``name`` if this run collected them (a FactError if that failed),
+        else None: for reports that must not collect anything more."""
+        return self._done.get(name)
+
     def collect(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """Facts of the named subsystems (all when None), FactError where one failed."""
         out: dict[str, Any] = {}

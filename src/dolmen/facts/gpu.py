@@ -1,22 +1,40 @@
-"""GPU facts: the driver's inventory (``host.gpus``), NVIDIA GPUs on the PCI bus, NVLinks.
+"""GPU facts: the driver's inventory (``host.gpus``), NVIDIA GPUs on the PCI bus, NVLinks,
+and every other source that shows a GPU exists.
 
-``present`` is true when an NVIDIA display or 3D controller is on the PCI bus or
-the driver lists a GPU, so "driver missing but GPU present" and "GPU fell off
-the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
-state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``,
-run only when the inventory lists GPUs.
+Absence of a source is not evidence of absence (STYLE.md rule 18): a GPU exists if any
+source shows one. ``seen`` maps each GPU's bus id to the sources that show it: the PCI
+tree (sysfs), the driver's inventory (NVML or nvidia-smi, a truncated XML's ``<gpu id>``
+included), the driver's ``proc/driver/nvidia/gpus/<bus id>`` folders, and ``lspci -vvv``
+where the bundle has no PCI tree. ``unnamed`` counts GPUs a source shows without a bus id
+(``nvidia-smi nvlink -s`` lists "GPU 0: ..."; nvidia-smi that "couldn't communicate with
+the driver" shows the driver is installed for a GPU, unless a PCI tree read shows none).
+``sources`` says, per source, "read" or why it was not. The kernel log's NVRM lines are
+one more source, joined by :func:`seen_with_log` (the log is its own facts, read once).
+
+``present`` is true when any of them shows a GPU, so "driver missing but GPU present" and
+"GPU fell off the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
+state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
+from typing import TYPE_CHECKING
 
+from dolmen.facts.gpu_nvlink import NvlinkGpu, parse_nvlink_status
+from dolmen.facts.pci.lspci import parse_lspci_vvv
+from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
-from dolmen.host.gpu import NOT_SUPPORTED, Gpu, GpuInventory, NvLink
+from dolmen.host.gpu import Gpu, GpuInventory, NvLink
 from dolmen.values.busid import BusId
+
+if TYPE_CHECKING:
+    from dolmen.facts.kernel_log import KernelLogFacts
+
+__all__ = ["GpuFacts", "NvlinkGpu", "SeenGpu", "collect", "parse_nvlink_status", "seen_with_log"]
 
 NVIDIA_VENDOR = 0x10DE
 # PCI class codes (base class, subclass): 03 00 VGA controller, 03 02 3D controller.
@@ -24,17 +42,31 @@ NVIDIA_VENDOR = 0x10DE
 GPU_CLASSES = frozenset({0x0300, 0x0302})
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
+LSPCI_ARGV = ("lspci", "-vvv")
+XML_ARGV = ("nvidia-smi", "-q", "-x")
+PROC_GPUS = "proc/driver/nvidia/gpus"
+PCI_DEVICES = "sys/bus/pci/devices"
+
+# The sources of GPU facts, by the names ``sources`` and ``seen`` use.
+PCI_TREE = "PCI tree"
+INVENTORY = "GPU driver inventory"
+DRIVER_PROC = "driver proc files"
+LSPCI = "lspci"
+NVLINK = "nvidia-smi nvlink"
+KERNEL_LOG = "kernel log"
+# nvidia-smi's own words when the driver is installed but not answering (no module, a GPU
+# the driver failed to initialise): the GPU is there, the driver is not.
+NO_DRIVER = "couldn't communicate with the nvidia driver"
+# Kernel-log events that name a GPU by bus id (the NVRM lines; AER names any device).
+GPU_EVENTS = frozenset({"xid", "fell_off_bus"})
 
 
 @frozen
-class NvlinkGpu:
-    """One GPU's block in ``nvidia-smi nvlink -s``."""
+class SeenGpu:
+    """One GPU some source shows, by bus id, and the sources that show it."""
 
-    position: int  # "GPU <n>:" (the NVML index, the order of ``nvidia-smi -q -x``)
-    name: str | None = None
-    uuid: str | None = None
-    links: tuple[NvLink, ...] = ()
-    note: str | None = None  # "all links inactive", "not supported"
+    bus: BusId
+    sources: tuple[str, ...]
 
 
 @frozen
@@ -48,11 +80,23 @@ class GpuFacts:
     gpus: tuple[Gpu, ...] = ()
     nvlinks: Mapping[str, tuple[NvLink, ...]] = field(default_factory=dict)
     nvlink_notes: Mapping[str, str] = field(default_factory=dict)
+    # GPUs known only from ``nvidia-smi nvlink -s`` (position, name, UUID): a bundle that
+    # holds that output alone still shows their links.
+    nvlink_gpus: tuple[Gpu, ...] = ()
     driver_version: str | None = None
     cuda_version: str | None = None
     source: str = "none"  # nvml | nvidia-smi | none
     error: str | None = None  # why the inventory could not be read
+    # Every GPU some source shows, by bus id, and the sources that show it (module docstring).
+    seen: tuple[SeenGpu, ...] = ()
+    unnamed: Mapping[str, int] = field(default_factory=dict)  # source -> GPUs without bus id
+    sources: Mapping[str, str] = field(default_factory=dict)  # source -> READ or why not
     unread: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """How many GPUs the sources show: the named ones, else the most a source counts."""
+        return max([len(self.seen), *self.unnamed.values()])
 
     @property
     def pci_gpus_missing_from_driver(self) -> tuple[str, ...]:
@@ -72,75 +116,146 @@ def is_nvidia_gpu(vendor: str | None, pci_class: str | None) -> bool:
     return vendor_id == NVIDIA_VENDOR and class_code >> 8 in GPU_CLASSES
 
 
-_GPU_LINE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_LINK_LINE = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?) GB/s$")
-
-
-def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
-    """``nvidia-smi nvlink -s``: per GPU, each link's state and speed (``Link 0: 25 GB/s``,
-    ``Link 3: <inactive>``), or the line saying why there are none. Unknown lines are ignored;
-    empty output (a board without NVLink) gives no GPUs."""
-    blocks: list[tuple[re.Match[str], list[str]]] = []
-    for line in text.splitlines():
-        if m := _GPU_LINE.match(line):
-            blocks.append((m, []))
-        elif blocks:
-            blocks[-1][1].append(line)
-    return tuple(_block(head, lines) for head, lines in blocks)
-
-
-def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
-    links: list[NvLink] = []
-    note = None
-    for line in lines:
-        lower = line.lower()
-        if m := _LINK_LINE.match(line):
-            speed = _SPEED.match(m[2])
-            if speed:
-                links.append(NvLink(int(m[1]), "up", float(speed[1])))
-            else:
-                state = "inactive" if "inactive" in m[2].lower() else "down"
-                links.append(NvLink(int(m[1]), state))
-        elif "all links are inactive" in lower:  # "NVML: Unable to retrieve NVLink ..."
-            note = "all links inactive"
-        elif "does not have or support nvlink" in lower:
-            note = NOT_SUPPORTED
-    return NvlinkGpu(int(head[1]), head[2], head[3], tuple(links), note)
-
-
 def collect(host: Host) -> GpuFacts:
-    """GPU facts of ``host``: sysfs PCI functions, ``host.gpus`` and the NVLinks."""
+    """GPU facts of ``host``: every source that can show a GPU, ``host.gpus`` and NVLinks."""
     unread: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    seen: dict[BusId, list[str]] = {}
+    unnamed: dict[str, int] = {}
     pci_gpus, why = _pci_gpus(host)
     if why:
         unread["pci_gpus"] = why
+    sources[PCI_TREE] = why or READ
+    _add(seen, PCI_TREE, pci_gpus)
     inv = host.gpus
     if inv.error:
         unread["gpus"] = inv.error
+    sources[INVENTORY] = READ if inv.gpus or not inv.error else inv.error
+    _add(seen, INVENTORY, (g.pci_address for g in inv.gpus))
+    _inventory_traces(host, inv, seen, unnamed, pci_read=not why)
     for key in ("driver_version", "cuda_version"):
         if getattr(inv, key) is None:
             unread[key] = inv.unread.get(key) or inv.error or "missing"
-    nvlinks, notes = _nvlinks(host, inv.gpus, unread)
+    sources[DRIVER_PROC] = _driver_proc(host, seen)
+    if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
+        sources[LSPCI] = _lspci(host, seen)
+    nvlink_gpus: list[Gpu] = []
+    nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
+    if nvlink_gpus:
+        unnamed[NVLINK] = len(nvlink_gpus)
     return GpuFacts(
-        present=bool(pci_gpus or inv.gpus),
+        present=bool(seen or any(unnamed.values())),
         pci_gpus=pci_gpus,
         inventory=inv,
         gpus=inv.gpus,
         nvlinks=nvlinks,
         nvlink_notes=notes,
+        nvlink_gpus=tuple(nvlink_gpus),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         source=inv.source,
         error=inv.error,
+        seen=tuple(SeenGpu(bus, tuple(names)) for bus, names in sorted(seen.items())),
+        unnamed=unnamed,
+        sources=sources,
         unread=unread,
     )
 
 
+def seen_with_log(
+    gpu: GpuFacts, log: KernelLogFacts | None
+) -> tuple[dict[BusId, tuple[str, ...]], str]:
+    """The GPUs of ``gpu.seen`` joined with those the kernel log's NVRM lines name, and the
+    kernel log's own entry for ``sources`` (READ, or why it was not read)."""
+    seen = {g.bus: list(g.sources) for g in gpu.seen}
+    if log is None:
+        return {b: tuple(n) for b, n in seen.items()}, "not collected"
+    if log.events is None:
+        why = log.unread.get("events", "unreadable")
+        return {b: tuple(n) for b, n in seen.items()}, why
+    _add(seen, KERNEL_LOG, (e.bus_id for e in log.events if e.kind in GPU_EVENTS))
+    return {b: tuple(n) for b, n in sorted(seen.items())}, READ
+
+
+def _add(seen: dict[BusId, list[str]], source: str, bus_ids: Iterable[str | None]) -> None:
+    for text in bus_ids:
+        bus = BusId.parse(text)
+        if bus is not None and source not in seen.setdefault(bus, []):
+            seen[bus].append(source)
+
+
+_XML_GPU = re.compile(r'<gpu id="([^"]+)"')
+_XML_ATTACHED = re.compile(r"<attached_gpus>\s*(\d+)\s*</attached_gpus>")
+
+
+def parse_xml_gpu_ids(text: str) -> tuple[tuple[str, ...], int]:
+    """The bus ids of the ``<gpu id="...">`` elements of a ``nvidia-smi -q -x`` document, cut
+    or whole, and its ``<attached_gpus>`` count (0 when absent): a truncated document still
+    shows the driver answered for those GPUs."""
+    attached = _XML_ATTACHED.search(text)
+    return tuple(_XML_GPU.findall(text)), int(attached[1]) if attached else 0
+
+
+def _inventory_traces(
+    host: Host,
+    inv: GpuInventory,
+    seen: dict[BusId, list[str]],
+    unnamed: dict[str, int],
+    pci_read: bool,
+) -> None:
+    """What an inventory that failed still shows: the ``<gpu id>`` of a cut XML, or
+    nvidia-smi's "couldn't communicate with the driver" (a driver installed for a GPU; a
+    PCI tree read that shows no NVIDIA GPU outweighs it)."""
+    if inv.gpus or not inv.error:
+        return
+    if inv.error.startswith("malformed") and host.kind != "live":  # a re-read of a file
+        res = host.run(XML_ARGV)
+        ids, attached = parse_xml_gpu_ids(res.stdout)
+        _add(seen, INVENTORY, ids)
+        if attached and not ids:
+            unnamed[INVENTORY] = attached
+    elif NO_DRIVER in inv.error.lower() and not pci_read:
+        unnamed[INVENTORY] = 1
+
+
+def _driver_proc(host: Host, seen: dict[BusId, list[str]]) -> str:
+    """``proc/driver/nvidia/gpus/<bus id>/``: one folder per GPU the loaded driver knows."""
+    if not host.is_dir(PROC_GPUS):
+        return absent(host, PROC_GPUS)
+    _add(seen, DRIVER_PROC, host.listdir(PROC_GPUS))
+    return READ
+
+
+def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) -> bool:
+    """Whether an ``lspci -vvv`` block is an NVIDIA GPU: its ``-nn`` ids when printed, else
+    its words ("3D controller: NVIDIA Corporation ...", "VGA compatible controller: ...")."""
+    if class_id is not None and vendor_id is not None:
+        return is_nvidia_gpu(f"0x{vendor_id}", f"0x{class_id}00")
+    kind, _, name = description.partition(": ")
+    return kind in ("3D controller", "VGA compatible controller") and "NVIDIA" in name
+
+
+def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
+    res = host.run(LSPCI_ARGV, timeout=30)
+    if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
+        return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
+    _add(
+        seen,
+        LSPCI,
+        (
+            d.bdf
+            for d in parse_lspci_vvv(res.stdout)
+            if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
+        ),
+    )
+    return READ
+
+
 def _pci_gpus(host: Host) -> tuple[tuple[str, ...], str]:
-    base = "sys/bus/pci/devices"
+    base = PCI_DEVICES
     if not host.is_dir(base):
-        return (), f"missing: {base} is absent"
+        why = absent(host, base)
+        return (), why if unrecorded(why) else f"{why} is absent"
     found = []
     for name in host.listdir(base):
         vendor = host.read_value(f"{base}/{name}/vendor")
@@ -156,17 +271,24 @@ def _pci_gpus(host: Host) -> tuple[tuple[str, ...], str]:
 
 
 def _nvlinks(
-    host: Host, gpus: Sequence[Gpu], unread: dict[str, str]
-) -> tuple[dict[str, tuple[NvLink, ...]], dict[str, str]]:
-    if not gpus:
-        return {}, {}
-    if all(g.nvlinks is not None for g in gpus):  # NVML read them
-        return {g.subject: g.nvlinks or () for g in gpus}, {}
+    host: Host, gpus: Sequence[Gpu], unread: dict[str, str], only_here: list[Gpu]
+) -> tuple[dict[str, tuple[NvLink, ...]], dict[str, str], str]:
+    """Links per GPU subject, notes, and the source's entry for ``sources``; the GPUs that
+    only the nvlink output shows are appended to ``only_here``."""
+    if gpus and all(g.nvlinks is not None for g in gpus):  # NVML read them
+        return {g.subject: g.nvlinks or () for g in gpus}, {}, READ
+    if not gpus and host.kind == "live":  # no GPU listed here: nvidia-smi nvlink adds nothing
+        return {}, {}, "missing: not run (the driver lists no GPU)"
     res = host.run(NVLINK_ARGV, timeout=NVLINK_TIMEOUT)
     if not res.ok and not (res.status is RunStatus.FAILED and "GPU " in res.stdout):
-        unread["nvlinks"] = res.failure()
-        return {}, {}
+        if gpus:
+            unread["nvlinks"] = res.failure()
+        return {}, {}, res.failure()
     reports = parse_nvlink_status(res.stdout)
+    if not gpus:
+        # The bundle's nvlink output alone: its GPUs are known by position and UUID.
+        only_here.extend(Gpu(position=r.position, name=r.name, uuid=r.uuid) for r in reports)
+        gpus = only_here
     by_uuid = {r.uuid: r for r in reports if r.uuid}
     by_position = {r.position: r for r in reports}
     nvlinks: dict[str, tuple[NvLink, ...]] = {}
@@ -176,4 +298,4 @@ def _nvlinks(
         nvlinks[g.subject] = report.links if report else ()
         if report and report.note:
             notes[g.subject] = report.note
-    return nvlinks, notes
+    return nvlinks, notes, READ

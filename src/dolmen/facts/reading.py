@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from dolmen.frozen import frozen
-from dolmen.host import Host
+from dolmen.host import NOT_IN_BUNDLE, Host
 from dolmen.values import cpulist
 
 T = TypeVar("T")
@@ -55,6 +55,34 @@ def read_text(host: Host, rel: str) -> Read:
         return Read(None, host.absent(rel))
     except OSError as e:
         return Read(None, reason_for(e))
+
+
+def absent(host: Host, rel: str) -> str:
+    """The reason for ``rel`` not being there, naming it: ``missing: rel`` where the host
+    vouches for its absence, ``not in this bundle: rel`` where it did not record that part."""
+    return f"{host.absent(rel)}: {rel}"
+
+
+def unrecorded(reason: str | None) -> bool:
+    """Whether a reason says the bundle lacked the source (``not in this bundle``): such a
+    value is unknown, never evidence that the thing is absent."""
+    return reason is not None and reason.startswith(NOT_IN_BUNDLE)
+
+
+# What a source's reason says about coverage (the verdict's ``coverage``, the skip reasons).
+READ = "read"
+UNREADABLE = "unreadable"
+
+
+def source_state(reason: str | None) -> str:
+    """``read`` for a source that was read (None or ``read``), or that the host vouches is
+    absent (``missing``: it shows there is none); ``not in this bundle``; else ``unreadable``
+    (permissions, a failed command, malformed output)."""
+    if reason is not None and NOT_IN_BUNDLE in reason:  # "missing: <argv>: not in this bundle"
+        return NOT_IN_BUNDLE
+    if reason is None or reason == READ or reason.startswith("missing"):
+        return READ
+    return UNREADABLE
 
 
 def read_value(host: Host, rel: str) -> Read:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import field
 
-from dolmen.facts.reading import malformed, parse_int, read_value, reason_for
+from dolmen.facts.reading import absent, malformed, parse_int, read_value, reason_for
 from dolmen.frozen import frozen
 from dolmen.host import Host
 
@@ -203,7 +203,7 @@ def _efi(host: Host, unread: dict[str, str]) -> tuple[bool | None, bool | None, 
     elif host.is_dir("sys/firmware"):
         efi = False  # booted by legacy BIOS (or a VM without UEFI firmware)
     else:
-        unread["efi"] = "missing: sys/firmware"
+        unread["efi"] = absent(host, "sys/firmware")
         efi = None
     values: list[bool | None] = []
     for key, rel in (("secure_boot", SECURE_BOOT_VAR), ("setup_mode", SETUP_MODE_VAR)):
@@ -227,7 +227,7 @@ def _efi(host: Host, unread: dict[str, str]) -> tuple[bool | None, bool | None, 
 def _securityfs(host: Host) -> str | None:
     """None when securityfs can be read, else the reason it cannot."""
     if not host.is_dir(SECURITYFS):
-        return f"missing: {SECURITYFS}"
+        return absent(host, SECURITYFS)
     if not host.listdir(SECURITYFS):
         return f"unreadable: securityfs is not mounted at /{SECURITYFS}"
     return None
@@ -242,8 +242,8 @@ def _sig_enforce(host: Host, unread: dict[str, str]) -> bool | None:
     if from_cmdline is not None:
         return from_cmdline
     if r.text is None:
-        unread["module_sig_enforce"] = (
-            f"{r.reason}: sys/module/module/parameters/sig_enforce (kernel without module signing?)"
+        unread["module_sig_enforce"] = f"{r.reason}: sys/module/module/parameters/sig_enforce" + (
+            " (kernel without module signing?)" if r.reason == "missing" else ""
         )
     else:
         unread["module_sig_enforce"] = malformed(r.text)
@@ -252,7 +252,10 @@ def _sig_enforce(host: Host, unread: dict[str, str]) -> bool | None:
 
 def _tpm(host: Host, unread: dict[str, str]) -> tuple[bool | None, int | None]:
     if not host.is_dir("sys/class/tpm"):
-        unread["tpm_present"] = unread["tpm_version"] = "missing: sys/class/tpm (no TPM driver)"
+        why = absent(host, "sys/class/tpm")
+        if why.startswith("missing"):
+            why += " (no TPM driver)"
+        unread["tpm_present"] = unread["tpm_version"] = why
         return None, None
     devices = host.glob("sys/class/tpm/tpm[0-9]*")
     if not devices:

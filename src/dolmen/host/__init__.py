@@ -11,10 +11,11 @@ from pathlib import Path
 
 from dolmen.errors import InputError
 from dolmen.host.base import DEFAULT_TIMEOUT, Host
-from dolmen.host.command import CommandResult, RunStatus, command_key
+from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus, command_key
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "NOT_IN_BUNDLE",
     "CommandResult",
     "Host",
     "RunStatus",

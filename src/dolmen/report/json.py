@@ -22,6 +22,7 @@ def verdict_document(v: Verdict) -> dict[str, Any]:
         "dolmen_version": v.version,
         "source": to_jsonable(v.source),
         "counts": v.counts,
+        "coverage": to_jsonable(v.coverage),
         "findings": [
             {
                 "check": f.check,

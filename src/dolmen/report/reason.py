@@ -13,14 +13,19 @@ def one_line_reason(v: Verdict, max_len: int = 80) -> str:
 
     Failures come first, then what could not be read; a healthy host says so.
     """
-    problems = v.problems()
+    problems = [f for f in v.problems() if f.check != "gpu.present"]
+    # "no NVIDIA GPU found" / "no GPU source in this bundle" first, the partial bundle last.
+    gpu = v.gpu_note.split(" (")[0].split(": ")[0] if v.gpu_note else None
     if not problems:
         text = f"{PREFIX} {v.health.value}"
         if v.health is Health.DEGRADED:
             warns = sorted({f.check for f in v.findings if f.status.value == "warn"})
             text += f": {len(warns)} warning(s): {', '.join(warns)}"
+        note = "; ".join(n for n in (gpu, v.partial) if n)
+        if note:
+            text += f"{';' if ':' in text else ':'} {note}"
         return _clip(text, max_len)
-    head = f"{PREFIX} {v.health.value}:"
+    head = f"{PREFIX} {v.health.value}:" + (f" {gpu};" if gpu else "")
     parts: list[str] = []
     seen: set[str] = set()
     for f in problems:
@@ -37,6 +42,8 @@ def one_line_reason(v: Verdict, max_len: int = 80) -> str:
         if len(candidate + suffix) > max_len and i > 0:
             return _clip(f"{text} (+{len(parts) - i} more)", max_len)
         text = candidate
+    if v.partial and len(text) + 2 < max_len:
+        text += f"; {v.partial}"
     return _clip(text, max_len)
 
 

@@ -89,6 +89,9 @@ def render_terminal(v: Verdict, console: Console, *, verbose: bool = False) -> N
         + f"; level {v.level}, {v.duration_s:.2f} s)"
     )
     console.print(line)
+    for note in (v.gpu_note, v.partial):
+        if note:
+            console.print(_plain(f"  {note}", style="dim"))
 
 
 def _plain(text: str, *, style: str = "") -> Text:

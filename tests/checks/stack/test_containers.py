@@ -55,6 +55,9 @@ def _spec(driver: str, names: tuple[str, ...]) -> str:
 
 
 def _host(root: Path, files: dict[str, str], commands: dict[str, str], gpus: int = 2) -> Path:
+    """A host that ran its commands: one not in ``commands`` is absent from it (a tree
+    without commands/ would say nothing about the tools)."""
+    (root / "commands").mkdir(parents=True, exist_ok=True)
     return make_tree(
         root,
         files={
@@ -141,7 +144,24 @@ def test_runtime_docker_containerd_is_skipped(tmp_path: Path) -> None:
 
 def test_runtime_skip_without_runtimes(tmp_path: Path) -> None:
     [f] = run(_host(tmp_path, {}, {}), RUNTIME)
+    assert f.status is Status.SKIP and f.summary == "neither Docker nor containerd is installed"
+
+
+def test_runtime_and_cdi_not_in_the_bundle(tmp_path: Path) -> None:
+    """A bundle without commands/ and etc/ says nothing of Docker, containerd or CDI."""
+    root = make_tree(tmp_path, files={**gpus_on_bus(2), "proc/modules": modules("nvidia")})
+    [f] = run(root, RUNTIME)
+    assert f.status is Status.SKIP and f.summary.startswith("not in this bundle: docker --version")
+    assert "etc/docker/daemon.json" in f.summary
+    [f] = run(root, CDI)
     assert f.status is Status.SKIP
+    podman = make_tree(
+        tmp_path / "p",
+        files={**gpus_on_bus(2)},
+        commands={"podman --version": "podman version 5.4.2\n"},
+    )
+    [f] = run(podman, CDI)
+    assert f.status is Status.UNKNOWN and f.summary == "not in this bundle: etc/cdi"
 
 
 # --- stack.container.cdi --------------------------------------------------------------------

@@ -106,8 +106,11 @@ def test_compat_toolkit_unknown_to_the_kb(tmp_path: Path) -> None:
 
 
 def test_compat_skip_without_toolkit(tmp_path: Path) -> None:
-    [f] = run(_host(tmp_path, XML_H100_580, {}), COMPAT)
+    (tmp_path / "a/usr/local").mkdir(parents=True)  # a host that recorded usr/local: none
+    [f] = run(_host(tmp_path / "a", XML_H100_580, {}), COMPAT)
     assert f.status is Status.SKIP and "supports CUDA 13.0" in f.summary
+    [f] = run(_host(tmp_path / "b", XML_H100_580, {}), COMPAT)
+    assert f.status is Status.SKIP and f.summary == "not in this bundle: usr/local"
 
 
 def test_compat_unknown_without_driver(tmp_path: Path) -> None:

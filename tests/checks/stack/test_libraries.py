@@ -84,8 +84,16 @@ def test_broken_links_pass_on_the_recorded_cache(tmp_path: Path) -> None:
 def test_broken_links_skip_and_unknown(tmp_path: Path) -> None:
     plain = _cache("libz.so.1")
     [f] = run(make_tree(tmp_path / "a", commands={"ldconfig -p": plain}), BROKEN)
-    assert f.status is Status.SKIP
+    # ldconfig -p alone: no library folder in the bundle, so no link could be checked.
+    assert f.status is Status.SKIP and f.summary == "not in this bundle: usr/lib"
+    nvidia = _cache("libcuda.so.1")
+    [f] = run(make_tree(tmp_path / "n", commands={"ldconfig -p": nvidia}), BROKEN)
+    assert f.status is Status.SKIP and f.summary == "not in this bundle: usr/lib"
+    (tmp_path / "u/usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    [f] = run(make_tree(tmp_path / "u", commands={"ldconfig -p": plain}), BROKEN)
+    assert f.status is Status.SKIP and "nothing to check" in f.summary
     failing = {"ldconfig -p": ("", 1, "ldconfig: Can't open cache file /etc/ld.so.cache\n")}
+    (tmp_path / "b/usr/lib/x86_64-linux-gnu").mkdir(parents=True)
     [f] = run(make_tree(tmp_path / "b", commands=failing), BROKEN)
     assert f.status is Status.UNKNOWN and "command failed" in f.summary
 

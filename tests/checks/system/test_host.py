@@ -62,6 +62,9 @@ def test_memory_recorded_meminfo_and_unreadable(tmp_path: Path) -> None:
         Status.UNKNOWN,
     }
     (f,) = run_check(make_tree(tmp_path / "e"), "system.memory")
+    assert f.status is Status.UNKNOWN and "MemTotal unreadable: not in this bundle" in f.summary
+    (tmp_path / "p/proc").mkdir(parents=True)  # proc/ recorded, meminfo not: missing
+    (f,) = run_check(tmp_path / "p", "system.memory")
     assert f.status is Status.UNKNOWN and "MemTotal unreadable: missing" in f.summary
 
 

@@ -38,7 +38,10 @@ def test_tree_host_reads_the_recorded_command(tmp_path: Path) -> None:
 
 
 def test_tree_host_without_the_command(tmp_path: Path) -> None:
-    inv = read_gpus(open_host(make_tree(tmp_path, files={"etc/hostname": "n1\n"})))
+    """A tree that recorded commands but not this one vouches for its absence; a tree with
+    no commands/ at all says nothing about nvidia-smi (absence is not evidence)."""
+    ran = make_tree(tmp_path / "ran", commands={"uname -r": "6.8.0\n"})
+    inv = read_gpus(open_host(ran))
     assert (inv.source, inv.gpus) == ("none", ())
     assert inv.error == "missing: nvidia-smi -q -x: not recorded in this host tree"
     assert inv.attempts == {  # each form of nvidia-smi was looked for, in turn
@@ -46,6 +49,9 @@ def test_tree_host_without_the_command(tmp_path: Path) -> None:
         "nvidia-smi -q": "missing: nvidia-smi -q: not recorded in this host tree",
         "nvidia-smi table": "missing: nvidia-smi: not recorded in this host tree",
     }
+    bare = read_gpus(open_host(make_tree(tmp_path / "bare", files={"etc/hostname": "n1\n"})))
+    assert (bare.source, bare.gpus) == ("none", ())
+    assert bare.error == "not in this bundle: nvidia-smi -q -x"
 
 
 def test_snapshot_reason_for_an_uncaptured_command(tmp_path: Path) -> None:

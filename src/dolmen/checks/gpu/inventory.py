@@ -8,6 +8,7 @@ from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import DRAIN
 from dolmen.checks.gpu.gpus import no_inventory, smi_bus_id, target
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu import Gpu
 
 # What the driver stack prints when it is not running, as opposed to a slow or refused read:
@@ -143,7 +144,7 @@ def driver_responds(ctx: Context) -> list[Outcome]:
         return [
             failed(
                 "host",
-                f"NVIDIA GPUs are on the PCI bus but the driver does not answer: {why}",
+                f"NVIDIA GPUs are seen ({_seen_by(facts)}) but the driver does not answer: {why}",
                 **evidence,
             )
         ]
@@ -189,3 +190,9 @@ def _lost(gpu: Gpu) -> Outcome:
             target=target(gpu),
         )
     return passed(gpu.subject, "the GPU answers", name=gpu.name)
+
+
+def _seen_by(facts: GpuFacts) -> str:
+    """Which sources show the GPUs: "8 on PCI tree, lspci" or "1 by GPU driver inventory"."""
+    names = sorted({n for g in facts.seen for n in g.sources} | set(facts.unnamed))
+    return f"{facts.count} by {', '.join(names)}" if names else "by no source"

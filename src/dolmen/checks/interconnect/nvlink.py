@@ -43,12 +43,13 @@ _EPSILON = 0.01  # GB/s: nvidia-smi prints three decimals
 def nvlink_state(ctx: Context) -> list[Outcome]:
     """Reads ``nvlinks``/``nvlink_notes`` (NVML, else nvidia-smi nvlink -s) per GPU."""
     facts = ctx.gpu
-    if not facts.gpus:
+    gpus = facts.gpus or facts.nvlink_gpus  # nvidia-smi nvlink -s alone names its GPUs
+    if not gpus:
         why = facts.error or "the driver lists no GPU"
         return [unknown("host", f"GPU inventory unreadable: {why}")]
     if "nvlinks" in facts.unread:
         return [unknown("host", f"NVLink state unreadable: {facts.unread['nvlinks']}")]
-    return [_judge(ctx, g) for g in facts.gpus]
+    return [_judge(ctx, g) for g in gpus]
 
 
 def _judge(ctx: Context, gpu: Gpu) -> Outcome:

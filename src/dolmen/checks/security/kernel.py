@@ -66,9 +66,9 @@ def module_signing(ctx: Context) -> list[Outcome]:
     """Reads sig_enforce (sys/module/module/parameters, module.sig_enforce= on the command
     line), lockdown, kernel.modules_disabled, Secure Boot, the nvidia module's taint
     (E: unsigned) and whether NVIDIA GPUs are present."""
-    sec, s = ctx.security, ctx.stack
+    sec = ctx.security
     gpus = ctx.gpu.present
-    nvidia = bool(s.modules and s.modules.get("nvidia"))
+    nvidia = nvidia_loaded(ctx)
     ev: dict[str, Any] = {
         "sig_enforce": sec.module_sig_enforce,
         "lockdown": sec.lockdown,
@@ -80,7 +80,7 @@ def module_signing(ctx: Context) -> list[Outcome]:
         return [passed("host", "module loading is disabled (kernel.modules_disabled=1)", **ev)]
     if sec.module_sig_enforce or sec.lockdown in _LOCKED:
         how = "sig_enforce" if sec.module_sig_enforce else f"lockdown={sec.lockdown}"
-        if gpus and not nvidia:
+        if gpus and nvidia is False:
             return [
                 warned(
                     "host",
@@ -135,3 +135,13 @@ def module_signing(ctx: Context) -> list[Outcome]:
             **ev,
         )
     ]
+
+
+def nvidia_loaded(ctx: Context) -> bool | None:
+    """Whether nvidia.ko is loaded: proc/modules lists it, its proc file is there, or the
+    driver answered for GPUs (loaded by definition); False only where proc/modules was read
+    without it; None when the bundle shows neither."""
+    s, g = ctx.stack, ctx.gpu
+    if (s.modules and s.modules.get("nvidia")) or s.driver_version is not None or bool(g.gpus):
+        return True
+    return False if s.modules is not None else None

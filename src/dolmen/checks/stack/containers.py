@@ -18,6 +18,7 @@ from dolmen.checks.model import (
 )
 from dolmen.checks.stack.install import family
 from dolmen.facts.containers import ContainerFacts, Tool
+from dolmen.facts.reading import unrecorded
 
 SOURCE = "NVIDIA Container Toolkit install guide: nvidia-ctk runtime configure, nvidia-ctk cdi"
 CDI_REMEDY = (
@@ -34,6 +35,15 @@ def _tool(c: ContainerFacts, name: str) -> Tool | None:
 def _installed(c: ContainerFacts, name: str) -> bool:
     t = _tool(c, name)
     return t is not None and t.installed is True
+
+
+def _unseen(c: ContainerFacts, names: tuple[str, ...]) -> list[str]:
+    """What of ``names`` (a tool and its config) the bundle did not record."""
+    out = [
+        f"{n} --version" for n in names if (t := _tool(c, n)) is not None and t.installed is None
+    ]
+    out += [c.unread[n].split(": ", 1)[-1] for n in names if unrecorded(c.unread.get(n))]
+    return out
 
 
 def _toolkit_installed(c: ContainerFacts) -> bool:
@@ -80,6 +90,9 @@ def nvidia_runtime(ctx: Context) -> list[Outcome]:
     docker = _installed(c, "docker") or c.docker is not None
     containerd = _installed(c, "containerd") or c.containerd is not None
     if not docker and not containerd:
+        unseen = _unseen(c, ("docker", "containerd"))
+        if unseen:  # the bundle did not record them: "not installed" would be a guess
+            return [skipped("host", f"not in this bundle: {', '.join(unseen)}")]
         return [skipped("host", "neither Docker nor containerd is installed")]
     toolkit = _toolkit_installed(c)
     out: list[Outcome] = []
@@ -103,6 +116,9 @@ def nvidia_runtime(ctx: Context) -> list[Outcome]:
             )
         else:
             why = c.unread.get("toolkit_config", "missing")
+            if unrecorded(why):
+                out.append(unknown("runtime:nvidia-container-toolkit", why))
+                return out
             out.append(
                 warned(
                     "runtime:nvidia-container-toolkit",
@@ -202,6 +218,8 @@ def cdi(ctx: Context) -> list[Outcome]:
     bad = failed if cdi_mode else warned  # in CDI mode every GPU container depends on the spec
     specs = [p for p in c.cdi_specs if p.error or (p.kind or "").startswith("nvidia.com/")]
     if not specs:
+        if (cdi_mode or podman) and unrecorded(c.unread.get("cdi_specs")):
+            return [unknown("host", c.unread["cdi_specs"])]
         if cdi_mode or podman:
             user = "the toolkit runs in CDI mode" if cdi_mode else "podman uses CDI for GPUs"
             return [

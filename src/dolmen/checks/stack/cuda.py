@@ -18,6 +18,7 @@ from dolmen.checks.model import (
 )
 from dolmen.checks.stack.install import package_command
 from dolmen.facts.os import Distribution
+from dolmen.facts.reading import unrecorded
 from dolmen.kb.cuda import CompatMode, CompatVerdict, parse_toolkit
 
 SOURCE = (
@@ -106,6 +107,8 @@ def driver_compat(ctx: Context) -> list[Outcome]:
     judges each toolkit with kb.cuda.check."""
     s, g = ctx.stack, ctx.gpu
     driver, why = _driver(ctx)
+    if not s.toolkits and unrecorded(s.unread.get("toolkits")):
+        return [skipped("host", s.unread["toolkits"])]
     if not s.toolkits:
         own = f"; driver {driver} supports CUDA {g.cuda_version}" if g.cuda_version else ""
         return [
@@ -152,6 +155,8 @@ def nvcc(ctx: Context) -> list[Outcome]:
     release = s.nvcc_release
     if release is None:
         why = s.unread.get("nvcc_version", "missing")
+        if unrecorded(why):
+            return [skipped("host", why)]
         if why.startswith("missing"):
             return [skipped("host", "nvcc is not installed (or not on PATH)")]
         return [unknown("host", f"nvcc --version could not be read: {why}")]
@@ -183,7 +188,12 @@ def nvcc(ctx: Context) -> list[Outcome]:
                 None,
             )
         )
-    driver, _ = _driver(ctx)
+    driver, driver_why = _driver(ctx)
+    if driver is None and not toolkits:
+        # Nothing to compare nvcc with: "matches" would be said of nothing.
+        unseen = [w for w in (s.unread.get("toolkits", ""), driver_why) if unrecorded(w)]
+        if unseen:
+            return [skipped("host", f"nvcc {s.nvcc_version}: {'; '.join(unseen)}", **ev)]
     if driver is not None:
         o = judge(ctx, "host", release, driver, g.cuda_version)
         ev["driver"] = driver
@@ -193,7 +203,11 @@ def nvcc(ctx: Context) -> list[Outcome]:
         elif o.status in (Status.FAIL, Status.WARN):
             found.append((o.status, f"programs nvcc builds: {o.summary}", o.remedy))
     if not found:
-        return [passed("host", f"nvcc {s.nvcc_version} matches the toolkits and the driver", **ev)]
+        compared = " and ".join(
+            w for w, there in (("the toolkits", toolkits), ("the driver", driver)) if there
+        )
+        tail = f"matches {compared}" if compared else "(no toolkit and no driver to compare)"
+        return [passed("host", f"nvcc {s.nvcc_version} {tail}", **ev)]
     worst = Status.FAIL if any(st is Status.FAIL for st, _, _ in found) else Status.WARN
     summary = "; ".join(msg for _, msg, _ in found)
     remedy = next((r for st, _, r in found if st is worst and r), None)

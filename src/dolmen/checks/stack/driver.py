@@ -7,6 +7,8 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.checks.stack.install import LOAD_HINT, install_remedy, package_command
+from dolmen.facts.gpu import NO_DRIVER
+from dolmen.facts.reading import unrecorded
 
 # nvidia-smi / NVML after a driver upgrade without reboot: "Failed to initialize NVML:
 # Driver/library version mismatch" (NVML_ERROR_LIB_RM_VERSION_MISMATCH).
@@ -36,11 +38,13 @@ SIDE_BY_SIDE_REMEDY = (
     "is loaded",
 )
 def driver_loaded(ctx: Context) -> list[Outcome]:
-    """Reads proc/modules, proc/driver/nvidia/version and the PCI GPUs (with nvidia-smi's
-    complaint and the userspace libraries as evidence)."""
+    """Reads proc/modules, proc/driver/nvidia/version and the driver's inventory (NVML or
+    nvidia-smi: a driver that lists GPUs is loaded), with the GPUs any source shows, nvidia-smi's
+    complaint and the userspace libraries as evidence."""
     s, g = ctx.stack, ctx.gpu
     loaded = None if s.modules is None else s.modules.get("nvidia", False)
     evidence: dict[str, Any] = {
+        "gpus_seen": g.count,
         "pci_gpus": len(g.pci_gpus),
         "module_loaded": loaded,
         "driver_version": s.driver_version,
@@ -50,33 +54,51 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
         flavour = f" ({s.driver_flavour} kernel modules)" if s.driver_flavour else ""
         version = s.driver_version or s.module_version or "version unread"
         return [passed("host", f"NVIDIA driver {version} loaded{flavour}", **evidence)]
+    if g.gpus:  # the driver answered for them: loaded by definition
+        version = g.driver_version or "version unread"
+        return [
+            passed(
+                "host",
+                f"NVIDIA driver {version} answered for {len(g.gpus)} GPU(s) ({g.source})",
+                inventory=g.source,
+                **evidence,
+            )
+        ]
     why = s.unread.get("driver_version", "missing")
     evidence["reason"] = why
     if g.error:
         evidence["nvidia_smi"] = g.error
     userspace = s.libcuda_version or (s.userspace_versions[-1] if s.userspace_versions else None)
     evidence["userspace_driver"] = userspace
+    no_driver = g.error is not None and NO_DRIVER in g.error.lower()
     if loaded is False or why.startswith("missing"):
-        installed = (
-            f"; the userspace of driver {userspace} is installed, so the module did not load"
-            if userspace
-            else ""
-        )
-        dist = ctx.os.distribution
-        remedy = install_remedy(dist)
-        if userspace:  # installed: load it, or rebuild it for the running kernel
-            again = package_command(dist, userspace.split(".")[0])
-            remedy = f"{LOAD_HINT} To rebuild it for this kernel, reinstall the driver: {again}."
-        return [
-            failed(
-                "host",
-                f"{len(g.pci_gpus)} NVIDIA GPU(s) on the PCI bus but the nvidia kernel module is "
-                f"not loaded{installed}",
-                remedy=remedy,
-                **evidence,
-            )
-        ]
+        return [_not_loaded(ctx, g.count, userspace, None, evidence)]
+    if no_driver and unrecorded(s.unread.get("modules")):  # nvidia-smi alone: its own words
+        return [_not_loaded(ctx, g.count, userspace, g.error, evidence)]
+    unseen = [r for r in (s.unread.get("modules", ""), why) if unrecorded(r)]
+    if unseen:
+        return [unknown("host", "; ".join(dict.fromkeys(unseen)), **evidence)]
     return [unknown("host", f"whether the nvidia module is loaded could not be read: {why}")]
+
+
+def _not_loaded(
+    ctx: Context, gpus: int, userspace: str | None, smi: str | None, evidence: dict[str, Any]
+) -> Outcome:
+    installed = (
+        f"; the userspace of driver {userspace} is installed, so the module did not load"
+        if userspace
+        else ""
+    )
+    dist = ctx.os.distribution
+    remedy = install_remedy(dist)
+    if userspace:  # installed: load it, or rebuild it for the running kernel
+        again = package_command(dist, userspace.split(".")[0])
+        remedy = f"{LOAD_HINT} To rebuild it for this kernel, reinstall the driver: {again}."
+    if smi is not None:  # nvidia-smi's own words are the precise reason
+        what = f"nvidia-smi could not talk to the driver ({smi})"
+    else:
+        what = f"{gpus} NVIDIA GPU(s) seen but the nvidia kernel module is not loaded"
+    return failed("host", what + installed, remedy=remedy, **evidence)
 
 
 @check(
@@ -97,6 +119,8 @@ def userspace_match(ctx: Context) -> list[Outcome]:
     kernel = s.driver_version or s.module_version
     if kernel is None:
         why = s.unread.get("driver_version", "missing")
+        if unrecorded(why):
+            return [skipped("host", f"no kernel module version to compare: {why}")]
         if why.startswith("missing"):
             return [
                 skipped(
@@ -135,7 +159,7 @@ def userspace_match(ctx: Context) -> list[Outcome]:
             "the kernel log reports an NVRM API mismatch" if events else f"nvidia-smi: {nvml_error}"
         )
         return [failed("host", f"kernel module {kernel} but {what}", **evidence)]
-    if "libcuda_version" in s.unread and s.unread["libcuda_version"].startswith("missing"):
+    if s.unread.get("libcuda_version", "").startswith("missing"):
         return [
             failed(
                 "host",

@@ -8,6 +8,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.facts.reading import unrecorded
 from dolmen.facts.stack import Component, StackFacts
 from dolmen.kb import load_kb
 from dolmen.kb.builds import Builds, parse_version
@@ -42,6 +43,8 @@ def broken_links(ctx: Context) -> list[Outcome]:
             )
             for b in s.broken_links
         ]
+    if "broken_links" in s.unread:  # the linker cache alone cannot show a dangling link
+        return [skipped("host", s.unread["broken_links"])]
     if s.libraries:
         return [
             passed(
@@ -140,6 +143,6 @@ def _cuda_majors(s: StackFacts, comp: Component) -> set[int]:
 def _no_libraries(s: StackFacts, summary: str) -> Outcome:
     """skip when the linker cache was read (or there is none), unknown when it failed."""
     why = s.unread.get("libraries")
-    if s.libraries is not None or why is None or why.startswith("missing"):
+    if s.libraries is not None or why is None or why.startswith("missing") or unrecorded(why):
         return skipped("host", summary)
     return unknown("host", f"the linker cache could not be read: {why}", reason=why)

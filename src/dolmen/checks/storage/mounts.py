@@ -17,6 +17,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.facts.reading import unrecorded
 from dolmen.facts.storage import PSEUDO_FS, FstabEntry, Mount
 
 
@@ -110,6 +111,8 @@ def fstab(ctx: Context) -> list[Outcome]:
         why = facts.unread.get("fstab", "not read")
         if why.startswith("missing"):
             return [skipped("host", "no etc/fstab on this host")]
+        if unrecorded(why):
+            return [skipped("host", f"{why}: etc/fstab" if ":" not in why else why)]
         return [unknown("host", f"etc/fstab unreadable: {why}")]
     if "mounts" in facts.unread:
         return [unknown("host", f"mount table unreadable: {facts.unread['mounts']}")]

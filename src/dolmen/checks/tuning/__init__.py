@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dolmen.checks.model import Outcome, skipped, unknown
+from dolmen.host import NOT_IN_BUNDLE
 
 REMEDY_PROFILE = "Apply a profile that sets it (`dolmen tune recommend`, then `dolmen tune apply`)."
 
 
 def not_read(unread: Mapping[str, str], key: str, what: str, subject: str = "host") -> Outcome:
-    """``skip`` (not supported, deprecated) or ``unknown`` for a value the facts lack."""
+    """``skip`` (not supported, deprecated, not in this bundle: an advisory check has nothing
+    to advise on) or ``unknown`` for a value the facts lack."""
     why = unread.get(key) or "missing: no value and no reason in the facts"
-    if why.startswith(("not supported", "deprecated")):
+    if why.startswith(("not supported", "deprecated", NOT_IN_BUNDLE)):
         return skipped(subject, f"{what}: {why}", reason=why)
     return unknown(subject, f"{what} could not be read: {why}", reason=why)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, passed, unknown, warned
+from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 
 
 @check(
@@ -27,6 +27,8 @@ def hugepages(ctx: Context) -> list[Outcome]:
     reserved = {kb: p.total or 0 for kb, p in t.hugepages.items()}
     taken = sum(kb * 1024 * n for kb, n in reserved.items())
     pools = {f"{kb}kB": n for kb, n in reserved.items() if n}
+    if not pools and "hugepages" in t.unread:
+        return [skipped("host", t.unread["hugepages"])]
     if not pools:
         return [passed("host", "no persistent huge pages reserved")]
     if total is None:

@@ -32,7 +32,7 @@ from dolmen.facts.containers.parse import (
     parse_daemon_json,
     parse_tool_version,
 )
-from dolmen.facts.reading import malformed, read_text
+from dolmen.facts.reading import absent, malformed, read_text
 from dolmen.host import Host, RunStatus
 
 __all__ = [
@@ -92,6 +92,9 @@ def collect(host: Host) -> ContainerFacts:
         for path in host.glob(f"{folder}/*")
         if path.endswith(_CDI_SUFFIXES)
     )
+    if not specs and all(host.absent(f) != "missing" for f in CDI_DIRS):
+        # No spec folder recorded at all: "no spec" would be a guess.
+        unread["cdi_specs"] = absent(host, CDI_DIRS[0])
     return ContainerFacts(
         docker=docker,
         containerd=containerd,
@@ -107,7 +110,7 @@ def _containerd(host: Host, unread: dict[str, str]) -> ContainerdConfig | None:
     files = [p for p in ["etc/containerd/config.toml"] if host.exists(p)]
     files += host.glob("etc/containerd/conf.d/*.toml")
     if not files:
-        unread["containerd"] = "missing: etc/containerd/config.toml"
+        unread["containerd"] = absent(host, "etc/containerd/config.toml")
         return None
     names: list[str] = []
     default = None
@@ -137,7 +140,7 @@ def _tool(host: Host, name: str) -> Tool:
     res = host.run([name, "--version"])
     if res.status is RunStatus.MISSING:
         return Tool(False, None, res.reason or "not installed")
-    if res.status in (RunStatus.TIMEOUT, RunStatus.DENIED):
+    if res.status in (RunStatus.TIMEOUT, RunStatus.DENIED, RunStatus.UNRECORDED):
         return Tool(None, None, res.failure())
     out = res.stdout.strip() or res.stderr.strip()
     first = out.splitlines()[0] if out else ""

@@ -12,7 +12,7 @@ from dolmen.frozen import frozen
 class Tool:
     """A container tool: installed or not, and the version it reports."""
 
-    installed: bool | None  # None: it could not be run (timeout, permissions)
+    installed: bool | None  # None: it could not be run (timeout, permissions, not in the bundle)
     version: str | None
     detail: str  # the first line it printed, or why it is absent
 

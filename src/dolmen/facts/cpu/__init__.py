@@ -24,7 +24,15 @@ from dolmen.facts.cpu.parse import (
     parse_cpuinfo,
     parse_topology,
 )
-from dolmen.facts.reading import malformed, parse_cpulist, parse_int, parsed, read_text, read_value
+from dolmen.facts.reading import (
+    absent,
+    malformed,
+    parse_cpulist,
+    parse_int,
+    parsed,
+    read_text,
+    read_value,
+)
 from dolmen.host import Host
 
 __all__ = [
@@ -166,6 +174,9 @@ def _cpufreq(host: Host, unread: dict[str, str]) -> tuple[CpuFreqPolicy, ...]:
         own = f"{CPU}/{name}/cpufreq"
         if n is not None and n not in covered and host.readlink(own) is None and host.is_dir(own):
             policy(own, name, (n,))
+    if not policies and not host.is_dir(CPU):  # sysfs's CPU folder was not recorded
+        unread["cpufreq"] = absent(host, CPU)
+        return ()
     if not policies:
         unread["cpufreq"] = "not supported (no cpufreq driver: no policy folders)"
         return ()

@@ -24,7 +24,7 @@ from dolmen.facts.os.parse import (
     parse_uptime,
     virt_from_dmi,
 )
-from dolmen.facts.reading import parsed, read_text, read_value
+from dolmen.facts.reading import absent, parsed, read_text, read_value, unrecorded
 from dolmen.host import Host, RunStatus
 
 __all__ = [
@@ -134,7 +134,7 @@ def _hostname(host: Host, unread: dict[str, str]) -> str | None:
         r = read_value(host, rel)
         if r.text:
             return r.text.splitlines()[0]
-    unread["hostname"] = "missing"
+    unread["hostname"] = absent(host, "etc/hostname")
     return None
 
 
@@ -150,6 +150,9 @@ def _architecture(host: Host, unread: dict[str, str]) -> str | None:
 
 
 def _dmi(host: Host, unread: dict[str, str]) -> Dmi | None:
+    if not host.is_dir("sys/class/dmi/id") and unrecorded(host.absent("sys/class/dmi/id")):
+        unread["dmi"] = absent(host, "sys/class/dmi/id")
+        return None
     if not host.is_dir("sys/class/dmi/id"):
         unread["dmi"] = "not supported (no SMBIOS tables: sys/class/dmi/id is absent)"
         return None

@@ -27,7 +27,8 @@ from dolmen.facts.pci.sysfs import (
     parse_uevent,
     read_device,
 )
-from dolmen.host import Host
+from dolmen.facts.reading import absent
+from dolmen.host import NOT_IN_BUNDLE, Host, RunStatus
 from dolmen.values.busid import BusId
 
 __all__ = [
@@ -66,7 +67,12 @@ def collect(host: Host) -> PciFacts:
         unread["lspci"] = res.failure()
     if not devices:
         if not listed:
-            unread["devices"] = "missing (no sys/bus/pci/devices and no lspci output)"
+            why = absent(host, DEVICES)
+            unread["devices"] = (
+                why
+                if why.startswith(NOT_IN_BUNDLE) and res.status is RunStatus.UNRECORDED
+                else "missing (no sys/bus/pci/devices and no lspci output)"
+            )
         else:
             for gap in ("aer", "parent", "local_cpus"):
                 unread[gap] = "not supported (devices listed by lspci -vvv only)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from dolmen.facts.reading import malformed, read_text
+from dolmen.facts.reading import absent, malformed, read_text, unrecorded
 from dolmen.facts.stack.libraries import broken_links, lib_version, read_component, read_libraries
 from dolmen.facts.stack.model import (
     BrokenLink,
@@ -74,7 +74,8 @@ def collect(host: Host) -> StackFacts:
     driver_version = flavour = None
     r = read_text(host, "proc/driver/nvidia/version")
     if r.text is None:
-        unread["driver_version"] = f"{r.reason}: proc/driver/nvidia/version (driver not loaded?)"
+        hint = " (driver not loaded?)" if r.reason == "missing" else ""
+        unread["driver_version"] = f"{r.reason}: proc/driver/nvidia/version{hint}"
     elif (drv := parse_nvrm_version(r.text)) is None:
         unread["driver_version"] = malformed(r.text)
     else:
@@ -83,7 +84,10 @@ def collect(host: Host) -> StackFacts:
         unread["driver_flavour"] = unread["driver_version"]
     module_version = host.read_value("sys/module/nvidia/version") or None
     if module_version is None:
-        unread["module_version"] = "missing: sys/module/nvidia/version (nvidia not loaded)"
+        why = absent(host, "sys/module/nvidia/version")
+        unread["module_version"] = why + (
+            " (nvidia not loaded)" if why.startswith("missing") else ""
+        )
     modules, taints = _modules(host, unread)
     libraries, userspace = read_libraries(host, unread)
     by_name = {lib.name: lib for lib in libraries or ()}
@@ -107,14 +111,23 @@ def collect(host: Host) -> StackFacts:
         ("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR", "NV_TENSORRT_PATCH"),
     )
     for key, comp in (("cudnn", cudnn), ("nccl", nccl), ("tensorrt", trt)):
-        if comp is None:
+        if comp is None and libraries is None and unrecorded(unread.get("libraries")):
+            unread[key] = unread["libraries"]  # neither headers nor a linker cache recorded
+        elif comp is None:
             unread[key] = "missing: no header or library found"
     toolkits = _toolkits(host)
+    if not toolkits and unrecorded(host.absent("usr/local")):
+        unread["toolkits"] = absent(host, "usr/local")
     default = host.readlink("usr/local/cuda")
     if default is not None:  # absolute, so a snapshot's relative link reads the same
         default = posixpath.normpath(posixpath.join("/usr/local", default))
     else:
-        unread["cuda_default"] = "missing: usr/local/cuda is not a link"
+        why = host.absent("usr/local/cuda")
+        unread["cuda_default"] = (
+            absent(host, "usr/local/cuda")
+            if unrecorded(why)
+            else "missing: usr/local/cuda is not a link"
+        )
     nvcc_release = nvcc_full = None
     res = host.run(["nvcc", "--version"])
     if res.status is RunStatus.MISSING and host.exists("usr/local/cuda/bin/nvcc"):
@@ -145,7 +158,7 @@ def collect(host: Host) -> StackFacts:
         cuda_default=default,
         nvcc_release=nvcc_release,
         nvcc_version=nvcc_full,
-        broken_links=broken_links(host),
+        broken_links=broken_links(host, unread),
         env=env,
         env_missing=_env_missing(host, env),
         unread=unread,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from dolmen.facts.reading import malformed
+from dolmen.facts.reading import absent, malformed, unrecorded
 from dolmen.facts.stack.model import BrokenLink, CachedLibrary, Component, StackLibrary
 from dolmen.facts.stack.versions import (
     parse_defines,
@@ -115,21 +115,25 @@ def read_component(
     return Component(best.version or "", best.path)
 
 
-def broken_links(host: Host) -> tuple[BrokenLink, ...]:
+def broken_links(host: Host, unread: dict[str, str]) -> tuple[BrokenLink, ...]:
+    """The dangling stack library links in LIBRARY_DIRS. A bundle without any of those
+    folders (a linker cache alone) cannot show one: ``unread["broken_links"]`` says so."""
     out: list[BrokenLink] = []
     seen: set[str] = set()
-    for folder in LIBRARY_DIRS:
-        for base in host.glob(folder):
-            if base.startswith("usr/local/cuda") and host.readlink(base.split("/lib")[0]):
-                continue  # usr/local/cuda -> cuda-X.Y: the real folder is scanned itself
-            for name in host.listdir(base):
-                if not _STACK_LIB_RE.match(name):
-                    continue
-                rel = f"{base}/{name}"
-                target = host.readlink(rel)
-                if target is not None and rel not in seen and not host.exists(rel):
-                    seen.add(rel)
-                    out.append(BrokenLink(rel, target))
+    bases = [base for folder in LIBRARY_DIRS for base in host.glob(folder)]
+    if not bases and unrecorded(host.absent(LIBRARY_DIRS[0])):
+        unread["broken_links"] = absent(host, "usr/lib")
+    for base in bases:
+        if base.startswith("usr/local/cuda") and host.readlink(base.split("/lib")[0]):
+            continue  # usr/local/cuda -> cuda-X.Y: the real folder is scanned itself
+        for name in host.listdir(base):
+            if not _STACK_LIB_RE.match(name):
+                continue
+            rel = f"{base}/{name}"
+            target = host.readlink(rel)
+            if target is not None and rel not in seen and not host.exists(rel):
+                seen.add(rel)
+                out.append(BrokenLink(rel, target))
     return tuple(out)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dolmen.facts.reading import malformed, parse_int, read_value
+from dolmen.facts.reading import absent, malformed, parse_int, read_value
 from dolmen.facts.tuning.model import HugePagePool, LimitEntry, TuningFacts
 from dolmen.facts.tuning.parse import (
     CMDLINE_KEYS,
@@ -26,7 +26,7 @@ from dolmen.facts.tuning.parse import (
     parse_proc_limits,
     parse_selected,
 )
-from dolmen.host import Host, RunStatus
+from dolmen.host import NOT_IN_BUNDLE, Host, RunStatus
 
 __all__ = [
     "CMDLINE_KEYS",
@@ -116,7 +116,7 @@ def collect(host: Host) -> TuningFacts:
             unread[key] = unread.get(f"sysctl.{name}") or malformed(sysctls.get(name, ""))
     hp_default = parse_int(host.read_value("proc/sys/vm/nr_hugepages"))
     if hp_default is None:
-        unread["hugepages_default"] = "missing: proc/sys/vm/nr_hugepages"
+        unread["hugepages_default"] = absent(host, "proc/sys/vm/nr_hugepages")
     pools = {}
     for folder in host.glob("sys/kernel/mm/hugepages/hugepages-*kB"):
         size = parse_int(folder.rsplit("-", 1)[1].removesuffix("kB"))
@@ -125,6 +125,10 @@ def collect(host: Host) -> TuningFacts:
                 parse_int(host.read_value(f"{folder}/nr_hugepages")),
                 parse_int(host.read_value(f"{folder}/free_hugepages")),
             )
+    if not pools and not host.is_dir("sys/kernel/mm/hugepages"):
+        why = absent(host, "sys/kernel/mm/hugepages")
+        if why.startswith(NOT_IN_BUNDLE):  # "no pool" would be a guess
+            unread["hugepages"] = why
     comms = _process_names(host)
     irq_run, irq_svc = _daemon(host, "irqbalance", comms, "irqbalance", unread)
     pers_run, pers_svc = _daemon(host, "nvidia-persistenced", comms, "persistenced", unread)
@@ -174,6 +178,9 @@ def _cpufreq(host: Host, name: str, key: str, unread: dict[str, str]) -> dict[st
     paths = host.glob(f"sys/devices/system/cpu/cpufreq/policy[0-9]*/{name}")
     if not paths:  # kernels before policies, or trees that recorded per-CPU folders only
         paths = host.glob(f"sys/devices/system/cpu/cpu[0-9]*/cpufreq/{name}")
+    if not paths and not host.is_dir("sys/devices/system/cpu"):  # sysfs's CPUs not recorded
+        unread[key] = absent(host, "sys/devices/system/cpu")
+        return None
     if not paths:
         if not host.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"):
             unread[key] = "not supported: no cpufreq (virtual machine or no cpufreq driver)"

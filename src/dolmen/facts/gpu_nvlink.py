@@ -1,0 +1,66 @@
+"""The ``nvidia-smi nvlink -s`` parser: per GPU, each link's state and speed.
+
+Output, one block per GPU::
+
+    GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)
+         Link 0: 25 GB/s
+         Link 3: <inactive>
+
+or the line saying why there are none ("NVML: Unable to retrieve NVLink information as all
+links are inactive", "... does not have or support NVLink").
+"""
+
+from __future__ import annotations
+
+import re
+
+from dolmen.frozen import frozen
+from dolmen.host.gpu import NOT_SUPPORTED, NvLink
+
+
+@frozen
+class NvlinkGpu:
+    """One GPU's block in ``nvidia-smi nvlink -s``."""
+
+    position: int  # "GPU <n>:" (the NVML index, the order of ``nvidia-smi -q -x``)
+    name: str | None = None
+    uuid: str | None = None
+    links: tuple[NvLink, ...] = ()
+    note: str | None = None  # "all links inactive", "not supported"
+
+
+_GPU_LINE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
+_LINK_LINE = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
+_SPEED = re.compile(r"^(\d+(?:\.\d+)?) GB/s$")
+
+
+def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
+    """``nvidia-smi nvlink -s``: per GPU, each link's state and speed (``Link 0: 25 GB/s``,
+    ``Link 3: <inactive>``), or the line saying why there are none. Unknown lines are ignored;
+    empty output (a board without NVLink) gives no GPUs."""
+    blocks: list[tuple[re.Match[str], list[str]]] = []
+    for line in text.splitlines():
+        if m := _GPU_LINE.match(line):
+            blocks.append((m, []))
+        elif blocks:
+            blocks[-1][1].append(line)
+    return tuple(_block(head, lines) for head, lines in blocks)
+
+
+def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
+    links: list[NvLink] = []
+    note = None
+    for line in lines:
+        lower = line.lower()
+        if m := _LINK_LINE.match(line):
+            speed = _SPEED.match(m[2])
+            if speed:
+                links.append(NvLink(int(m[1]), "up", float(speed[1])))
+            else:
+                state = "inactive" if "inactive" in m[2].lower() else "down"
+                links.append(NvLink(int(m[1]), state))
+        elif "all links are inactive" in lower:  # "NVML: Unable to retrieve NVLink ..."
+            note = "all links inactive"
+        elif "does not have or support nvlink" in lower:
+            note = NOT_SUPPORTED
+    return NvlinkGpu(int(head[1]), head[2], head[3], tuple(links), note)
