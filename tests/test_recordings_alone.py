@@ -145,7 +145,9 @@ def test_nothing_invented(case: Case, tmp_path_factory: pytest.TempPathFactory) 
 
 # A skip or unknown that states absence on the host ("no GPU on this host", "missing: ...")
 # where the bundle simply did not hold the source: it must say "not in this bundle".
-_ABSENCE = re.compile(r"on this host|\bmissing\b|none on the PCI bus|not loaded")
+_ABSENCE = re.compile(
+    r"on this host|\bmissing\b|none on the PCI bus|not loaded|not in sysfs|no NVMe controller"
+)
 
 
 @pytest.mark.parametrize("case", params("absence_named", CASES))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from tests.recordings import keys
-from tests.recordings.model import JUDGED, Case, Flag, Kind, fails, flags
+from tests.recordings.model import BAD, JUDGED, Case, Flag, Kind, fails, flags
 
 
 def seen(*bus_ids: str) -> tuple[Flag, ...]:
@@ -19,10 +19,11 @@ def xml(
     linux: bool = True,
     kind: Kind = "healthy",
     expect: tuple[Flag, ...] = (),
+    forbid: tuple[Flag, ...] = (),
 ) -> Case:
     folder = "nvidia-smi-xml-mock" if name.startswith("k8s-test-infra__qx") else "nvidia-smi-xml"
     rel = f"{folder}/{name}"
-    return Case(rel, rel, keys.XML, kind, why, expect=seen(*bus) + expect, answered=linux)
+    return Case(rel, rel, keys.XML, kind, why, seen(*bus) + expect, forbid, answered=linux)
 
 
 HEALTHY_XML = "a real -q -x capture whose GPUs show no fault"
@@ -87,7 +88,13 @@ XML_CASES = [
         linux=False,
         why="Windows (WDDM): no Linux module to call loaded; nothing wrong",
     ),
-    xml("telegraf__rtx-3080-v13.xml", "00000000:0C:00.0", why=HEALTHY_XML),
+    xml(
+        "telegraf__rtx-3080-v13.xml",
+        "00000000:0C:00.0",
+        why="busy RTX 3080 (P2, 65 % GPU utilisation, 9184 MiB used; its processes are not "
+        "listed, as from a container): memory in use by work, not idle",
+        forbid=(Flag("gpu.memory.idle_usage", BAD, "gpu:00000000:0C:00.0"),),
+    ),
     xml("telegraf__rtx-3090-v12.xml", "00000000:00:10.0", why=HEALTHY_XML + " (power capped)"),
     xml("telegraf__rtx-4000-sff-ada-v13.xml", "00000000:06:00.0", why=HEALTHY_XML),
     xml("telegraf__tesla-t4.xml", "00000000:00:1E.0", why=HEALTHY_XML + " (AWS g4dn)"),
@@ -141,12 +148,14 @@ def text(name: str, key: str, kind: Kind, why: str, expect: tuple[Flag, ...] = (
     return Case(rel, rel, key, kind, why, expect=expect, answered=True)
 
 
-H100_161 = ("00000000:19:00.0", "00000000:3B:00.0", "00000000:4C:00.0", "00000000:5D:00.0")
-H100_161 += ("00000000:9B:00.0", "00000000:BB:00.0", "00000000:CB:00.0", "00000000:DB:00.0")
-H100_183 = ("00000000:53:00.0", "00000000:64:00.0", "00000000:75:00.0", "00000000:86:00.0")
-H100_183 += ("00000000:97:00.0", "00000000:A8:00.0", "00000000:B9:00.0", "00000000:CA:00.0")
-RTX4090_A = ("00000000:01:00.0", "00000000:23:00.0", "00000000:41:00.0", "00000000:61:00.0")
-RTX4090_A += ("00000000:81:00.0", "00000000:A1:00.0", "00000000:C1:00.0", "00000000:E1:00.0")
+def buses(*buses: str) -> tuple[str, ...]:
+    """nvidia-smi's spelling of each bus (``00000000:<bus>:00.0``)."""
+    return tuple(f"00000000:{b}:00.0" for b in buses)
+
+
+H100_161 = buses("19", "3B", "4C", "5D", "9B", "BB", "CB", "DB")
+H100_183 = buses("53", "64", "75", "86", "97", "A8", "B9", "CA")
+RTX4090_A = buses("01", "23", "41", "61", "81", "A1", "C1", "E1")
 RTX4090_B = tuple(b.replace(":23:", ":21:") for b in RTX4090_A)
 AZURE = tuple(f"0000000{i}:00:00.0" for i in range(1, 9))
 HEALTHY_4090 = "8x RTX 4090 -q text: no slowdown, no remap, nothing wrong"

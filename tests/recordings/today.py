@@ -13,6 +13,10 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
 UNDER_KEY = _by_reason(
     {
         (
+            "issue 8 'idle memory use judged with utilisation': gpu.memory.idle_usage warns '9184 "
+            "MiB used with no process on the GPU' at 65 % utilisation"
+        ): ("nvidia-smi-xml/telegraf__rtx-3080-v13.xml",),
+        (
             "issue 8 nvidia-smi text parsers: the nvidia-smi -q text is not read, every gpu.* "
             "skips 'no NVIDIA GPU on this host'; then gpu.row_remap must fail on 07:00.0 (Pending:"
             " Yes)"
@@ -446,8 +450,8 @@ ABSENCE_NAMED = _by_reason(
         (
             "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
             "host', 'missing') for sources the bundle lacks: skip interconnect.ib.*, skip "
-            "interconnect.nic.link, skip interconnect.roce, skip tuning.drift, unknown gpu.*, "
-            "unknown interconnect.nic.pcie_limited, unknown security.ima, unknown "
+            "interconnect.nic.link, skip interconnect.roce, skip storage.nvme, skip tuning.drift, "
+            "unknown gpu.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown "
             "security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown "
             "stack.driver.loaded, unknown stack.driver.userspace_match, unknown storage.io_errors,"
             " unknown system.numa, unknown system.pcie.aer"
@@ -494,12 +498,12 @@ ABSENCE_NAMED = _by_reason(
             "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
             "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
             "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip system.kernel, skip "
-            "tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip "
-            "tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.numa, unknown system.pcie.aer"
+            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown interconnect.nic.pcie_limited, unknown security.ima, "
+            "unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, "
+            "unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer"
         ): (
             "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
             "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
@@ -589,11 +593,11 @@ ABSENCE_NAMED = _by_reason(
             "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
             "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
             "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip system.kernel, skip "
-            "tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip "
-            "tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown "
-            "security.ima, unknown security.lockdown, unknown security.secure_boot, unknown "
-            "security.tpm, unknown system.numa"
+            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown security.ima, unknown security.lockdown, unknown "
+            "security.secure_boot, unknown security.tpm, unknown system.numa"
         ): (
             "kernel-logs/azurehpc__0flap_syslog",
             "kernel-logs/gpud__dmesg-time-format-iso.log",
@@ -620,7 +624,7 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nic.link, skip interconnect.nvlink.state, skip stack.container.cdi, skip"
             " stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
             "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
             "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
             "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
             "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
@@ -647,8 +651,20 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
             "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
             "unknown system.numa, unknown system.pcie.aer"
+        ): ("sysfs/gcm__learn_good.json",),
+        (
+            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
+            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
+            "interconnect.nvlink.state, skip stack.container.cdi, skip "
+            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
+            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
+            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.numa, unknown system.pcie.aer"
         ): (
-            "sysfs/gcm__learn_good.json",
             "sysfs/gcm__learn_ib_intf_bad_rate.json",
             "sysfs/gcm__learn_ib_intf_operstate_down.json",
             "sysfs/gcm__learn_stuck_ib_intf.json",
