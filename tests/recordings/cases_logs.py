@@ -22,8 +22,9 @@ def xid_judged(*bus: str) -> tuple[Flag, ...]:
 
 
 def host_rule(words: str) -> Flag:
-    """A kernel-log rule (issue 8: panic/Oops/OOM/NCCL segfault/file-max) flags the host."""
-    return Flag("*", BAD, "host", words)
+    """A kernel-log rule (issue 8: panic/Oops/OOM/NCCL segfault/file-max) flags the host
+    (or the library it names)."""
+    return Flag("*", BAD, "*", words)
 
 
 PEERMEM = (
@@ -85,20 +86,20 @@ LOG_CASES = [
         "gpud__nccl_dmesg.decode.iso.log",
         "fault",
         "pt_main_thread segfaults in libnccl.so.2 (twice)",
-        (host_rule("(?i)segfault|nccl"),),
+        (host_rule("(?i)segfault|crash|nccl"),),
     ),
     log(
         "gpud__os_dmesg.decode.iso.log",
         "fault",
         "'VFS: file-max limit 1000000 reached' (twice)",
-        (host_rule("(?i)file-max"),),
+        (host_rule("(?i)file.max|open.file"),),
     ),
     log(
         "gpud__pstore_7530486857247_dmesg.txt",
         "fault",
         "systemd-pstore's dmesg.txt of a Panic (Part1 and Part2 records): the host crashed in "
         "an earlier boot",
-        (host_rule("(?i)panic"),),
+        (host_rule("(?i)panic|crash"),),
         key=f"{keys.PSTORE_ARCHIVE}/7530486857247/dmesg.txt",
     ),
     log(

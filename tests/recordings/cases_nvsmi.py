@@ -249,7 +249,7 @@ TEXT_CASES = [
     ),
     text(
         "azurehpc__orig_nvsmi8_output.txt",
-        keys.QUERY_PAGES,
+        keys.QUERY,
         "healthy",
         "-q -d PAGE_RETIREMENT of 8 Azure GPUs (Hyper-V domains 0001..0008): 0 retired, none "
         "pending; everything else is not in an excerpt (unknown, never failed)",

@@ -12,7 +12,6 @@ def cmd(argv: str) -> str:
 
 XML = cmd("nvidia-smi -q -x")
 QUERY = cmd("nvidia-smi -q")
-QUERY_PAGES = cmd("nvidia-smi -q -d PAGE_RETIREMENT")
 TABLE = cmd("nvidia-smi")
 NVLINK = cmd("nvidia-smi nvlink -s")
 TOPO = cmd("nvidia-smi topo -m")
