@@ -12,42 +12,6 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 UNDER_KEY = _by_reason(
     {
-        "?": (
-            "nvidia-smi-xml/datakit__gtx-1050-1.xml",
-            "nvidia-smi-xml/datakit__gtx-1card.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-t4.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_outdated_gpu.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml",
-            "nvidia-smi-xml/telegraf__3090-v13.xml",
-            "nvidia-smi-xml/telegraf__a100-sxm4-v12.xml",
-            "nvidia-smi-xml/telegraf__a10g.xml",
-            "nvidia-smi-xml/telegraf__dual_2070-v13.xml",
-            "nvidia-smi-xml/telegraf__dual_2080-v13.xml",
-            "nvidia-smi-xml/telegraf__gt-1030.xml",
-            "nvidia-smi-xml/telegraf__gtx-1070-ti.xml",
-            "nvidia-smi-xml/telegraf__gtx-1660-ti.xml",
-            "nvidia-smi-xml/telegraf__pro-6000-maxq-blackwell-v13.xml",
-            "nvidia-smi-xml/telegraf__quadro-p2000-v12.xml",
-            "nvidia-smi-xml/telegraf__quadro-p400.xml",
-            "nvidia-smi-xml/telegraf__rtx-3060-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3090-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-4000-sff-ada-v13.xml",
-            "nvidia-smi-xml/telegraf__tesla-t4.xml",
-            "nvidia-smi-xml/telegraf__tesla_p4.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-throttle-counters.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
-        ),
         (
             "issue 8 'idle memory use judged with utilisation': gpu.memory.idle_usage warns '9184 "
             "MiB used with no process on the GPU' at 65 % utilisation"
@@ -145,6 +109,16 @@ UNDER_KEY = _by_reason(
             "issue 8 evidence over absence (gpu.xid skips 'no NVIDIA GPU' though NVRM names "
             "0000:38:00) and issue 8 kernel-log rules (no OOM rule)"
         ): ("kernel-logs/gpud__memory_dmesg.decode.iso.log",),
+        "issue 8 kernel-log rules: no rule for segfault in libnccl": (
+            "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
+        ),
+        "issue 8 kernel-log rules: no rule for file-max": (
+            "kernel-logs/gpud__os_dmesg.decode.iso.log",
+        ),
+        "issue 8 kernel-log rules: no rule for panic/Oops in pstore": (
+            "kernel-logs/gpud__pstore_7530486857247_dmesg.txt",
+            "kernel-logs/gpud__pstore_dmesg-erst.txt",
+        ),
         (
             "issue 8 evidence over absence: NVRM lines name the GPU; gpu.fell_off_bus skips 'no "
             "NVIDIA GPU on this host'"
@@ -207,8 +181,8 @@ UNDER_KEY = _by_reason(
 DRIVER_LOADED = _by_reason(
     {
         (
-            "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded ['fail'] "
-            "('not in this bundle: proc/driver/nvidia/version')"
+            "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded "
+            "['unknown'] ('not in this bundle: proc/driver/nvidia/version')"
         ): (
             "nvidia-smi-xml/datakit__gtx-1050-1.xml",
             "nvidia-smi-xml/datakit__gtx-1card.xml",
@@ -297,7 +271,7 @@ NOTHING_INVENTED = _by_reason(
     {
         (
             "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
-            "tuning.hugepages"
+            "tuning.hugepages, warn stack.container.cdi"
         ): (
             "nvidia-smi-xml/datakit__gtx-1050-1.xml",
             "nvidia-smi-xml/datakit__gtx-1card.xml",
@@ -334,6 +308,11 @@ NOTHING_INVENTED = _by_reason(
             "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
             "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
             "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
+        ),
+        (
+            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
+            "tuning.hugepages"
+        ): (
             "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
             "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
             "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
@@ -471,16 +450,11 @@ ABSENCE_NAMED = _by_reason(
         (
             "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
             "host', 'missing') for sources the bundle lacks: skip interconnect.ib.*, skip "
-            "interconnect.nic.link, skip interconnect.roce, skip stack.driver.userspace_match, "
-            "skip storage.fstab, skip storage.nvme, skip tuning.drift, unknown gpu.*, unknown "
-            "interconnect.nic.pcie_limited, unknown interconnect.nvlink.state, unknown "
-            "security.ima, unknown security.kernel_taint, unknown security.lockdown, unknown "
-            "security.module_signing, unknown security.secure_boot, unknown security.tpm, unknown "
-            "stack.modules, unknown storage.free_space, unknown storage.inodes, unknown "
-            "storage.io_errors, unknown storage.read_only, unknown system.file_max, unknown "
-            "system.kernel, unknown system.kernel_panic, unknown system.memory, unknown "
-            "system.numa, unknown system.oom_kills, unknown system.pcie.aer, unknown "
-            "system.segfaults, unknown tuning.limits.memlock, unknown tuning.thp"
+            "interconnect.nic.link, skip interconnect.roce, skip storage.nvme, skip tuning.drift, "
+            "unknown gpu.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown "
+            "security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown "
+            "stack.driver.loaded, unknown stack.driver.userspace_match, unknown storage.io_errors,"
+            " unknown system.numa, unknown system.pcie.aer"
         ): (
             "nvidia-smi-xml/datakit__gtx-1050-1.xml",
             "nvidia-smi-xml/datakit__gtx-1card.xml",
@@ -524,16 +498,12 @@ ABSENCE_NAMED = _by_reason(
             "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
             "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
             "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip storage.fstab, skip "
-            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
             "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
             "tuning.numa_balancing, unknown interconnect.nic.pcie_limited, unknown security.ima, "
-            "unknown security.kernel_taint, unknown security.lockdown, unknown "
-            "security.module_signing, unknown security.secure_boot, unknown security.tpm, unknown "
-            "storage.free_space, unknown storage.inodes, unknown storage.io_errors, unknown "
-            "storage.read_only, unknown system.file_max, unknown system.kernel_panic, unknown "
-            "system.memory, unknown system.numa, unknown system.oom_kills, unknown "
-            "system.pcie.aer, unknown system.segfaults, unknown tuning.thp"
+            "unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, "
+            "unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer"
         ): (
             "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
             "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
@@ -623,13 +593,11 @@ ABSENCE_NAMED = _by_reason(
             "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
             "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
             "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip storage.fstab, skip "
-            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
             "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown security.ima, unknown security.kernel_taint, unknown "
-            "security.lockdown, unknown security.module_signing, unknown security.secure_boot, "
-            "unknown security.tpm, unknown storage.free_space, unknown storage.inodes, unknown "
-            "storage.read_only, unknown system.memory, unknown system.numa, unknown tuning.thp"
+            "tuning.numa_balancing, unknown security.ima, unknown security.lockdown, unknown "
+            "security.secure_boot, unknown security.tpm, unknown system.numa"
         ): (
             "kernel-logs/azurehpc__0flap_syslog",
             "kernel-logs/gpud__dmesg-time-format-iso.log",
@@ -656,16 +624,12 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nic.link, skip interconnect.nvlink.state, skip stack.container.cdi, skip"
             " stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
             "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.fstab, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip "
-            "tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip "
-            "tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown"
-            " interconnect.nic.pcie_limited, unknown security.ima, unknown security.kernel_taint, "
-            "unknown security.lockdown, unknown security.module_signing, unknown "
-            "security.secure_boot, unknown security.tpm, unknown storage.free_space, unknown "
-            "storage.inodes, unknown storage.io_errors, unknown storage.read_only, unknown "
-            "system.file_max, unknown system.kernel_panic, unknown system.memory, unknown "
-            "system.numa, unknown system.oom_kills, unknown system.pcie.aer, unknown "
-            "system.segfaults, unknown tuning.thp"
+            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.numa, unknown system.pcie.aer"
         ): (
             "infiniband/gpud__ibstat.39.0.a100.failed.ibpanic.exit-255.0",
             "infiniband/gpud__ibstat.47.0.a100.all.active.0",
@@ -681,16 +645,12 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nvlink.state, skip stack.container.cdi, skip "
             "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
             "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.fstab, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
             "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
             "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.kernel_taint, "
-            "unknown security.lockdown, unknown security.module_signing, unknown "
-            "security.secure_boot, unknown security.tpm, unknown storage.free_space, unknown "
-            "storage.inodes, unknown storage.io_errors, unknown storage.nvme, unknown "
-            "storage.read_only, unknown system.file_max, unknown system.kernel_panic, unknown "
-            "system.memory, unknown system.numa, unknown system.oom_kills, unknown "
-            "system.pcie.aer, unknown system.segfaults, unknown tuning.thp"
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.numa, unknown system.pcie.aer"
         ): ("sysfs/gcm__learn_good.json",),
         (
             "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
@@ -698,16 +658,12 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nvlink.state, skip stack.container.cdi, skip "
             "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
             "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.fstab, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip "
-            "tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip "
-            "tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown"
-            " interconnect.nic.pcie_limited, unknown security.ima, unknown security.kernel_taint, "
-            "unknown security.lockdown, unknown security.module_signing, unknown "
-            "security.secure_boot, unknown security.tpm, unknown storage.free_space, unknown "
-            "storage.inodes, unknown storage.io_errors, unknown storage.read_only, unknown "
-            "system.file_max, unknown system.kernel_panic, unknown system.memory, unknown "
-            "system.numa, unknown system.oom_kills, unknown system.pcie.aer, unknown "
-            "system.segfaults, unknown tuning.thp"
+            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.numa, unknown system.pcie.aer"
         ): (
             "sysfs/gcm__learn_ib_intf_bad_rate.json",
             "sysfs/gcm__learn_ib_intf_operstate_down.json",
@@ -719,20 +675,26 @@ ABSENCE_NAMED = _by_reason(
             "interconnect.nvlink.state, skip stack.container.cdi, skip "
             "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
             "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.fstab, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
             "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
             "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.kernel_taint, "
-            "unknown security.lockdown, unknown security.module_signing, unknown "
-            "security.secure_boot, unknown security.tpm, unknown storage.free_space, unknown "
-            "storage.inodes, unknown storage.io_errors, unknown storage.read_only, unknown "
-            "system.file_max, unknown system.kernel_panic, unknown system.memory, unknown "
-            "system.oom_kills, unknown system.pcie.aer, unknown system.segfaults, unknown "
-            "tuning.thp"
-        ): (
-            "procfs/procfs__fixtures_extracted",
-            "sysfs/node_exporter__sys_extracted",
-        ),
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.memory, unknown system.pcie.aer"
+        ): ("procfs/procfs__fixtures_extracted",),
+        (
+            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
+            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
+            "interconnect.nvlink.state, skip stack.container.cdi, skip "
+            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
+            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
+            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
+            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
+            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
+            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
+            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
+            "unknown system.pcie.aer"
+        ): ("sysfs/node_exporter__sys_extracted",),
     }
 )
 
