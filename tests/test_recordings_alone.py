@@ -28,7 +28,7 @@ from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases
 from tests.recordings.model import BAD, FAIL, Case, Flag
 
 CASES: list[Case] = cases_nvsmi.CASES + cases_logs.CASES + cases_fabric.CASES + cases_host.CASES
-_VERDICTS: dict[str, Verdict] = {}
+_VERDICTS: dict[str, tuple[Path, Verdict]] = {}
 
 
 def params(test: str, cases: Iterable[Case]) -> list[object]:
@@ -46,12 +46,16 @@ def judge(host: Host) -> Verdict:
         return validate(host, level=Level.STANDARD, config=Config())
 
 
-def under_key(case: Case, tmp_path_factory: pytest.TempPathFactory) -> Verdict:
-    """The verdict on the case's one-file bundle (computed once per session)."""
+def judged_bundle(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verdict]:
+    """The case's one-file bundle and its verdict (computed once per session)."""
     if case.id not in _VERDICTS:
         root = bundle.build(case, tmp_path_factory.mktemp("bundle") / "tree")
-        _VERDICTS[case.id] = judge(open_host(root))
+        _VERDICTS[case.id] = (root, judge(open_host(root)))
     return _VERDICTS[case.id]
+
+
+def under_key(case: Case, tmp_path_factory: pytest.TempPathFactory) -> Verdict:
+    return judged_bundle(case, tmp_path_factory)[1]
 
 
 def shown(verdict: Verdict, statuses: Iterable[str] = ("fail", "warn", "unknown")) -> list[str]:
@@ -108,35 +112,35 @@ def test_driver_loaded(case: Case, tmp_path_factory: pytest.TempPathFactory) -> 
     assert not [f for f in signing if f.status.value == "fail"], shown(verdict, ["fail"])
 
 
-def invented(case: Case) -> list[tuple[Flag, str]]:
-    """Findings no check may draw from this bundle: each needs a source it does not hold."""
-    holds_sys = case.build in ("tree", "map")
+def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
+    """Findings no check may draw from the bundle at ``root``: each needs a source it lacks."""
     rules: list[tuple[Flag, str]] = [
         (Flag("stack.libraries.broken_links", frozenset({"pass"})), "the library files"),
         (Flag("stack.nvcc", frozenset({"pass"})), "the toolkits and the driver"),
         (Flag("interconnect.ib.errors", BAD, words="uptime unknown"), "the uptime"),
     ]
-    if not case.key.startswith("etc/cdi"):
+    if not (root / "etc/cdi").exists():
         rules.append((Flag("stack.container.cdi", BAD), "podman, the toolkit's mode, etc/cdi"))
-    if not holds_sys:
-        rules += [
-            (Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, proc/meminfo"),
-            (Flag("interconnect.roce", frozenset({"pass", "fail"}), words="netdev"), "netdevs"),
-            (Flag("system.pcie.aer", frozenset({"pass"}), words="AER counters"), "sys/bus/pci"),
-        ]
-    if not holds_sys and not case.key.startswith("commands/lspci"):
-        no_nic = Flag("interconnect.nic.pcie_limited", frozenset({"pass"}), words="PCI bus")
-        rules.append((no_nic, "the PCI bus"))
+    if not (root / "sys/kernel/mm").exists() and not (root / "proc/meminfo").exists():
+        rules.append((Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, meminfo"))
+    if not (root / "sys/class/net").exists():
+        netdev = Flag("interconnect.roce", frozenset({"pass", "fail"}), words="netdev")
+        rules.append((netdev, "sys/class/net"))
+    if not (root / "sys/bus/pci").exists():
+        rules.append((Flag("system.pcie.aer", frozenset({"pass"}), words="AER counters"), "sysfs"))
+        if not case.key.startswith("commands/lspci"):
+            no_nic = Flag("interconnect.nic.pcie_limited", frozenset({"pass"}), words="PCI bus")
+            rules.append((no_nic, "the PCI bus"))
     return rules
 
 
 @pytest.mark.parametrize("case", params("nothing_invented", CASES))
 def test_nothing_invented(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No pass, warning or failure drawn from a source the bundle does not hold."""
-    verdict = under_key(case, tmp_path_factory)
+    root, verdict = judged_bundle(case, tmp_path_factory)
     found = [
         f"{f.status.value} {f.check} {f.subject}: {f.summary} (needs {needs})"
-        for flag, needs in invented(case)
+        for flag, needs in invented(case, root)
         for f in verdict.findings
         if flag.matches(f)
     ]

@@ -336,6 +336,10 @@ NOTHING_INVENTED = _by_reason(
             "fabric-manager/gpud__fabricmanager.log",
             "infiniband/gpud__ibstat.39.0.a100.failed.ibpanic.exit-255.0",
             "infiniband/gpud__ibstatus.39.0.a100.all.active.0",
+            "sysfs/gcm__learn_good.json",
+            "sysfs/gcm__learn_ib_intf_bad_rate.json",
+            "sysfs/gcm__learn_ib_intf_operstate_down.json",
+            "sysfs/gcm__learn_stuck_ib_intf.json",
             "lspci/gpud__lspci-vvv",
             "lspci/gpud__lspci.gb200",
             "lspci/gpud__lspci.nn.a10",
@@ -353,6 +357,7 @@ NOTHING_INVENTED = _by_reason(
             "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
             "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
             "host/gpud__dmidecode",
+            "sysfs/node_exporter__sys_extracted",
             "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
             "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
             "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
@@ -432,7 +437,7 @@ NOTHING_INVENTED = _by_reason(
         ): ("infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",),
         (
             "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this "
-            "bundle: warn interconnect.ib.errors"
+            "bundle: pass interconnect.roce, pass tuning.hugepages, warn interconnect.ib.errors"
         ): ("sysfs/gpud__sys-class-infiniband-h100.0",),
         (
             "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
