@@ -122,6 +122,8 @@ CAPTURES = {  # file tail -> the bus id of its one GPU
 SECTIONS = (  # capture section title, tree key, the case's id tail
     ("idle :: query (-q)", keys.QUERY, "q"),
     ("idle :: nvidia-smi (default table)", keys.TABLE, "table"),
+    ("load :: query (-q)", keys.QUERY, "q-load"),
+    ("load :: nvidia-smi (default table)", keys.TABLE, "table-load"),
     ("capabilities :: nvlink -s", keys.NVLINK, "nvlink"),
     ("capabilities :: topo -m", keys.TOPO, "topo"),
 )
@@ -139,9 +141,10 @@ def capture(tail: str, title: str, key: str, short: str) -> Case:
     bus = CAPTURES[tail]
     rel = CAP + tail
     expect: tuple[Flag, ...] = ()
-    if short in ("q", "table"):
+    if short.startswith(("q", "table")):
         expect = (Flag("gpu.*", JUDGED, f"gpu:{bus}"),)
-        why = f"one GPU at {bus}, idle, nothing wrong"
+        state = "under the exporter's synthetic load" if short.endswith("load") else "idle"
+        why = f"one GPU at {bus}, {state}, nothing wrong"
     elif short == "nvlink":
         why = next(w for k, w in NVLINK_WHY.items() if k in tail) + ": no fault"
     else:
