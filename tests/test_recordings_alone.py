@@ -1,0 +1,199 @@
+"""Every real recording of ../shared/recordings, alone, must make ``validate`` tell the truth
+(issue 8): a healthy file draws no failure, the fault a file shows is flagged on the device
+it names, and what the bundle does not hold is unknown or skipped in those words, never
+passed and never failed. A one-file bundle is never HEALTHY.
+
+The table is tests/recordings/cases_*.py (one case per file, block or folder, its
+conclusion written from the file and PROVENANCE.md); tests/recordings/today.py marks the
+cases whose conclusion validate does not reach yet, with the issue-8 item that owns each
+(strict: a case that starts passing fails until its mark is removed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from dolmen.checks.model import Level
+from dolmen.checks.suite import validate
+from dolmen.checks.verdict import Health, Verdict
+from dolmen.config import Config
+from dolmen.errors import InputError
+from dolmen.host import Host, open_host
+from tests.conftest import RECORDINGS
+from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases_nvsmi, today
+from tests.recordings.model import BAD, FAIL, Case, Flag
+
+CASES: list[Case] = cases_nvsmi.CASES + cases_logs.CASES + cases_fabric.CASES + cases_host.CASES
+_VERDICTS: dict[str, tuple[Path, Verdict]] = {}
+
+
+def params(test: str, cases: Iterable[Case]) -> list[object]:
+    marks = today.XFAIL.get(test, {})
+    return [
+        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=marks[c.id])])
+        if c.id in marks
+        else pytest.param(c, id=c.id)
+        for c in cases
+    ]
+
+
+def judge(host: Host) -> Verdict:
+    with host:
+        return validate(host, level=Level.STANDARD, config=Config())
+
+
+def judged_bundle(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verdict]:
+    """The case's one-file bundle and its verdict (computed once per session)."""
+    if case.id not in _VERDICTS:
+        root = bundle.build(case, tmp_path_factory.mktemp("bundle") / "tree")
+        _VERDICTS[case.id] = (root, judge(open_host(root)))
+    return _VERDICTS[case.id]
+
+
+def under_key(case: Case, tmp_path_factory: pytest.TempPathFactory) -> Verdict:
+    return judged_bundle(case, tmp_path_factory)[1]
+
+
+def shown(verdict: Verdict, statuses: Iterable[str] = ("fail", "warn", "unknown")) -> list[str]:
+    keep = set(statuses)
+    return [
+        f"{f.status.value} {f.check} {f.subject}: {f.summary}"
+        for f in verdict.findings
+        if f.status.value in keep
+    ]
+
+
+def assert_conclusion(case: Case, verdict: Verdict) -> None:
+    """The case's conclusion (tests/recordings/model.py) holds on ``verdict``."""
+    findings = verdict.findings
+    assert not [f for f in findings if f.status.value == "error"], shown(verdict, ["error"])
+    assert verdict.health is not Health.HEALTHY, "a one-file bundle read as a healthy host"
+    failures = [f for f in findings if f.status.value == "fail"]
+    if case.kind != "fault":
+        assert not failures, (case.why, shown(verdict, ["fail"]))
+    else:
+        named = [fl for fl in case.expect if fl.status & FAIL]
+        wrong = [f for f in failures if not any(fl.matches_subject(f) for fl in named)]
+        assert not wrong, ("a failure on a subject the file does not fault", shown(verdict))
+    missing = [str(fl) for fl in case.expect if not any(fl.matches(f) for f in findings)]
+    assert not missing, (case.why, missing, shown(verdict, ["fail", "warn", "unknown", "pass"]))
+    present = [str(fl) for fl in case.forbid if any(fl.matches(f) for f in findings)]
+    assert not present, (case.why, present)
+
+
+@pytest.mark.parametrize("case", params("under_key", CASES))
+def test_under_key(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    assert_conclusion(case, under_key(case, tmp_path_factory))
+
+
+@pytest.mark.parametrize("case", params("bare", [c for c in CASES if c.single_file]))
+def test_bare_from_file(case: Case, tmp_path: Path) -> None:
+    """The same conclusion from ``--from FILE`` (single-file detection picks the key)."""
+    path = bundle.bare_file(case, tmp_path / "paste")
+    try:
+        host = open_host(path)
+    except InputError:
+        pytest.skip("single-file detection not merged yet")
+    assert_conclusion(case, judge(host))
+
+
+@pytest.mark.parametrize("case", params("driver_loaded", [c for c in CASES if c.answered]))
+def test_driver_loaded(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """nvidia-smi answered in this file: the driver is loaded, whatever else is absent, and
+    nothing may call it unloaded (stack.driver.loaded, security.module_signing)."""
+    verdict = under_key(case, tmp_path_factory)
+    loaded = [f for f in verdict.findings if f.check == "stack.driver.loaded"]
+    assert [f.status.value for f in loaded] == ["pass"], shown(verdict)
+    signing = [f for f in verdict.findings if f.check == "security.module_signing"]
+    assert not [f for f in signing if f.status.value == "fail"], shown(verdict, ["fail"])
+
+
+def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
+    """Findings no check may draw from the bundle at ``root``: each needs a source it lacks."""
+    rules: list[tuple[Flag, str]] = [
+        (Flag("stack.libraries.broken_links", frozenset({"pass"})), "the library files"),
+        (Flag("stack.nvcc", frozenset({"pass"})), "the toolkits and the driver"),
+        (Flag("interconnect.ib.errors", BAD, words="uptime unknown"), "the uptime"),
+    ]
+    if not (root / "etc/cdi").exists():
+        rules.append((Flag("stack.container.cdi", BAD), "podman, the toolkit's mode, etc/cdi"))
+    if not (root / "sys/kernel/mm").exists() and not (root / "proc/meminfo").exists():
+        rules.append((Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, meminfo"))
+    if not (root / "sys/class/net").exists():
+        netdev = Flag("interconnect.roce", frozenset({"pass", "fail"}), words="netdev")
+        rules.append((netdev, "sys/class/net"))
+    if not (root / "sys/bus/pci").exists():
+        rules.append((Flag("system.pcie.aer", frozenset({"pass"}), words="AER counters"), "sysfs"))
+        if not case.key.startswith("commands/lspci"):
+            no_nic = Flag("interconnect.nic.pcie_limited", frozenset({"pass"}), words="PCI bus")
+            rules.append((no_nic, "the PCI bus"))
+    return rules
+
+
+@pytest.mark.parametrize("case", params("nothing_invented", CASES))
+def test_nothing_invented(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No pass, warning or failure drawn from a source the bundle does not hold."""
+    root, verdict = judged_bundle(case, tmp_path_factory)
+    found = [
+        f"{f.status.value} {f.check} {f.subject}: {f.summary} (needs {needs})"
+        for flag, needs in invented(case, root)
+        for f in verdict.findings
+        if flag.matches(f)
+    ]
+    assert not found
+
+
+# A skip or unknown that states absence on the host ("no GPU on this host", "missing: ...")
+# where the bundle simply did not hold the source: it must say "not in this bundle".
+_ABSENCE = re.compile(
+    r"on this host|\bmissing\b|none on the PCI bus|not loaded|not in sysfs|no NVMe controller"
+)
+
+
+@pytest.mark.parametrize("case", params("absence_named", CASES))
+def test_absence_named(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    verdict = under_key(case, tmp_path_factory)
+    found = [
+        f"{f.status.value} {f.check} {f.subject}: {f.summary}"
+        for f in verdict.findings
+        if f.status.value in ("skip", "unknown") and _ABSENCE.search(f.summary)
+    ]
+    assert not found
+
+
+def test_every_recording_has_a_case() -> None:
+    """A file added to ../shared/recordings needs a case (or a reason to be left out)."""
+    if not RECORDINGS.is_dir():
+        pytest.skip(f"real recordings not available: {RECORDINGS} is absent")
+    covered = {c.rel for c in CASES}
+    folders = tuple(c.rel + "/" for c in CASES if c.build == "tree")
+    left = [
+        rel
+        for rel in bundle.every_file()
+        if rel not in covered and rel not in cases_host.EXCLUDED and not rel.startswith(folders)
+    ]
+    assert not left
+
+
+def test_every_excerpt_block_has_a_case() -> None:
+    """Each ``## <url>`` block of an excerpt compilation is a case or left out with a reason."""
+    if not RECORDINGS.is_dir():
+        pytest.skip(f"real recordings not available: {RECORDINGS} is absent")
+    taken = {c.block for c in CASES if c.block and c.block.startswith("https://")}
+    left = []
+    for rel in {c.rel for c in CASES if c.rel.endswith(".md")}:
+        for line in (RECORDINGS / rel).read_text().splitlines():
+            if line.startswith("## https://"):
+                url = line[3:].split()[0]
+                if url not in taken and url not in cases_host.EXCLUDED_BLOCKS:
+                    left.append(f"{rel}: {url}")
+    assert not left
+
+
+def test_ids_are_unique() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
