@@ -21,7 +21,6 @@ from dolmen.checks.model import Level
 from dolmen.checks.suite import validate
 from dolmen.checks.verdict import Health, Verdict
 from dolmen.config import Config
-from dolmen.errors import InputError
 from dolmen.host import Host, open_host
 from tests.conftest import RECORDINGS
 from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases_nvsmi, today
@@ -94,11 +93,7 @@ def test_under_key(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None
 def test_bare_from_file(case: Case, tmp_path: Path) -> None:
     """The same conclusion from ``--from FILE`` (single-file detection picks the key)."""
     path = bundle.bare_file(case, tmp_path / "paste")
-    try:
-        host = open_host(path)
-    except InputError:
-        pytest.skip("single-file detection not merged yet")
-    assert_conclusion(case, judge(host))
+    assert_conclusion(case, judge(open_host(path)))
 
 
 @pytest.mark.parametrize("case", params("driver_loaded", [c for c in CASES if c.answered]))

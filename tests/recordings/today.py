@@ -1,7 +1,8 @@
 """The cases whose conclusion validate does not reach today, per test function, grouped
-by the reason: the issue-8 item (and the check) that owns them. Written from a run on the
-h8-table base (cbc1b58). The marks are strict: when a branch lands and a case passes,
-its id must leave its group here (an empty group goes too)."""
+by the reason: the issue-8 item (and the check) that owns them. Rewritten after the issue-8
+branches merged (main, 2026-12-01): every case that passes left its group. The marks are
+strict: when a change makes a case pass, its id must leave its group here (an empty group
+goes too)."""
 
 from __future__ import annotations
 
@@ -12,674 +13,145 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 UNDER_KEY = _by_reason(
     {
-        (
-            "issue 8 'idle memory use judged with utilisation': gpu.memory.idle_usage warns '9184 "
-            "MiB used with no process on the GPU' at 65 % utilisation"
-        ): ("nvidia-smi-xml/telegraf__rtx-3080-v13.xml",),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi -q text is not read, every gpu.* "
-            "skips 'no NVIDIA GPU on this host'; then gpu.row_remap must fail on 07:00.0 (Pending:"
-            " Yes)"
-        ): ("nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi -q text is not read, every gpu.* "
-            "skips 'no NVIDIA GPU on this host'"
-        ): (
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.1.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.2.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.3.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.invalid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.560.35.03.out.0.valid",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q-load",
+        "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi -q text is not read, every gpu.* "
-            "skips 'no NVIDIA GPU on this host'; then gpu.clock_events must fail on all 8 (HW "
-            "Slowdown + Power Brake Active)"
-        ): ("nvidia-smi-text/gpud__nvidia-smi-query.535.161.08.out.0.valid",),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi -q text is not read, every gpu.* "
-            "skips 'no NVIDIA GPU on this host'; then gpu.clock_events must fail on 75:00.0 (Power"
-            " Brake Active)"
-        ): ("nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.valid",),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every "
-            "gpu.* skips 'no NVIDIA GPU on this host'; then a gpu.* check must warn on 01:00.0 "
-            "(fan ERR!)"
-        ): ("nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every "
-            "gpu.* skips 'no NVIDIA GPU on this host'"
-        ): (
-            "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid",
-            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvidia-smi",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
-        ),
-        (
-            "issue 8 nvidia-smi text parsers: the nvidia-smi -q -d excerpt is not read, every "
-            "gpu.* skips 'no NVIDIA GPU on this host'; gpu.retired_pages must pass on 0001..0008"
-        ): ("nvidia-smi-text/azurehpc__orig_nvsmi8_output.txt",),
-        (
-            "issue 8 evidence over absence: nvlink -s alone is a GPU source; "
-            "interconnect.nvlink.state skips 'no NVIDIA GPU on this host'"
-        ): (
-            "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
-        ),
-        (
-            "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA "
-            "GPU on this host'"
-        ): (
-            "kernel-logs/gpud__dmesg-time-format-iso.log",
-            "kernel-logs/gpud__dmesg.decode.iso.log.0",
-            "kernel-logs/gpud__dmesg.decode.iso.log.1",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
-            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-        ),
-        (
-            "no issue-8 item owns it: no kernel-log rule reads nvidia-peermem 'ERROR detected "
-            "invalid context' (kern.err)"
-        ): (
-            "kernel-logs/gpud__dmesg.peermem.log.0",
-            "kernel-logs/gpud__kmsg.2.peermem.log",
-        ),
-        (
-            "issue 8 evidence over absence (gpu.xid skips 'no NVIDIA GPU' though NVRM names "
-            "0000:38:00) and issue 8 kernel-log rules (no OOM rule)"
-        ): ("kernel-logs/gpud__memory_dmesg.decode.iso.log",),
-        "issue 8 kernel-log rules: no rule for segfault in libnccl": (
-            "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
-        ),
-        "issue 8 kernel-log rules: no rule for file-max": (
-            "kernel-logs/gpud__os_dmesg.decode.iso.log",
-        ),
-        "issue 8 kernel-log rules: no rule for panic/Oops in pstore": (
-            "kernel-logs/gpud__pstore_7530486857247_dmesg.txt",
-            "kernel-logs/gpud__pstore_dmesg-erst.txt",
-        ),
-        (
-            "issue 8 evidence over absence: NVRM lines name the GPU; gpu.fell_off_bus skips 'no "
-            "NVIDIA GPU on this host'"
-        ): (
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
-            "kernel-logs/issues__xid-excerpts.md#Bumblebee-Project-Bumblebee-issues-554",
-        ),
-        (
-            "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid "
-            "skips 'no NVIDIA GPU on this host'"
-        ): ("kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",),
-        (
-            "issue 8 IB rules: ibstat failures reported: 'stat of IB device mlx5_8 failed' is "
-            "ignored, all ports pass"
-        ): ("infiniband/gpud__ibstat.39.0.a100.failed.ibpanic.exit-255.0",),
-        (
-            "issue 8 IB rules: sibling rule: interconnect.ib.port_state skips the Down ports as "
-            "not in use while same-model siblings are Active"
-        ): (
+        "issue 8 IB rules: sibling rule: interconnect.ib.port_state skips the Down ports as not in use while same-model siblings are Active": (
             "infiniband/gpud__ibstat.47.0.h100.some.down.0",
             "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
         ),
-        (
-            "issue 8 single-file formats (ibstatus): commands/ibstatus is not read, no port is "
-            "judged"
-        ): ("infiniband/gpud__ibstatus.39.0.a100.all.active.0",),
-        (
-            "issue 8 IB rules: rate rule: interconnect.ib.rate passes 100 Gb/s HDR ports (expected"
-            " = fastest port on the node; the netdevs say 200)"
-        ): ("sysfs/gcm__learn_ib_intf_bad_rate.json",),
-        (
-            "issue 8 IB rules: interconnect.nic.link does not judge nic:ib4 (down after 98 carrier"
-            " changes; GCM: critical)"
-        ): ("sysfs/gcm__learn_ib_intf_operstate_down.json",),
-        (
-            "issue 8 evidence over absence: lspci lists the GPUs; every gpu.* skips 'no NVIDIA GPU"
-            " on this host'"
-        ): (
+        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/gpud__dmesg.decode.iso.log.1",
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
+        ),
+        "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+        ),
+        "issue 8 evidence over absence: lspci lists the GPUs; every gpu.* skips 'no NVIDIA GPU on this host'": (
             "lspci/gpud__lspci-vvv",
             "lspci/gpud__lspci.gb200",
             "lspci/gpud__lspci.nn.a10",
             "lspci/gpud__lspci.nn.a100",
         ),
+        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'; then a gpu.* check must warn on 01:00.0 (fan ERR!)": (
+            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
+        ),
         "issue 8 topo -m: interconnect.topology (facts from nvidia-smi topo -m) not merged": (
             "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
             "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
         ),
-        (
-            "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all "
-            "links Down)"
-        ): ("dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",),
-        (
-            "issue 8 IB rules: the malformed phys_state '4: ACTIVE' fails "
-            "interconnect.ib.port_state as ACTIVE/ACTIVE (reseat remedy); must be unknown"
-        ): ("procfs/procfs__fixtures_extracted",),
+        "as a bare --from FILE the verdict differs from the file under its key: AssertionError: (\"8 NDR ports and the bond ACTIVE/LinkUp; mlx5_1's link_downed reads 255 (the 8-bit counter saturated: the link went d..._overrun_errors 15 abov": (
+            "sysfs/gpud__sys-class-infiniband-h100.0",
+        ),
+    }
+)
+
+BARE = _by_reason(
+    {
+        "single-file detection: not a file dolmen reads (text of no kind it knows)": (
+            "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
+            "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
+            "cuda-env/openpai__daemon-openpai-nvidia-runtime.json",
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
+            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
+            "host/gpud__dmidecode",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#nvlink",
+            "sysfs/gcm__learn_good.json",
+            "sysfs/gcm__learn_stuck_ib_intf.json",
+        ),
+        "single-file detection: not a file dolmen reads (binary data)": (
+            "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache",
+        ),
+        "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
+        ),
+        "issue 8 IB rules: sibling rule: interconnect.ib.port_state skips the Down ports as not in use while same-model siblings are Active": (
+            "infiniband/gpud__ibstat.47.0.h100.some.down.0",
+            "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
+        ),
+        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/gpud__dmesg.decode.iso.log.1",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
+        ),
+        "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+        ),
+        "issue 8 evidence over absence: lspci lists the GPUs; every gpu.* skips 'no NVIDIA GPU on this host'": (
+            "lspci/gpud__lspci-vvv",
+            "lspci/gpud__lspci.gb200",
+            "lspci/gpud__lspci.nn.a10",
+            "lspci/gpud__lspci.nn.a100",
+        ),
+        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'": (
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
+        ),
+        "single-file detection: not a file dolmen reads (it is empty)": (
+            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a10",
+        ),
+        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'; then a gpu.* check must warn on 01:00.0 (fan ERR!)": (
+            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
+        ),
+        "issue 8 topo -m: interconnect.topology (facts from nvidia-smi topo -m) not merged": (
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
+        ),
+        "issue 8 IB rules: rate rule: interconnect.ib.rate passes 100 Gb/s HDR ports (expected = fastest port on the node; the netdevs say 200)": (
+            "sysfs/gcm__learn_ib_intf_bad_rate.json",
+        ),
+        "issue 8 IB rules: interconnect.nic.link does not judge nic:ib4 (down after 98 carrier changes; GCM: critical)": (
+            "sysfs/gcm__learn_ib_intf_operstate_down.json",
+        ),
     }
 )
 
 DRIVER_LOADED = _by_reason(
     {
-        (
-            "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded "
-            "['unknown'] ('not in this bundle: proc/driver/nvidia/version')"
-        ): (
-            "nvidia-smi-xml/datakit__gtx-1050-1.xml",
-            "nvidia-smi-xml/datakit__gtx-1card.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-t4.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_outdated_gpu.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml",
-            "nvidia-smi-xml/telegraf__3090-v13.xml",
-            "nvidia-smi-xml/telegraf__a100-sxm4-v12.xml",
-            "nvidia-smi-xml/telegraf__a10g.xml",
-            "nvidia-smi-xml/telegraf__dual_2070-v13.xml",
-            "nvidia-smi-xml/telegraf__dual_2080-v13.xml",
-            "nvidia-smi-xml/telegraf__gt-1030.xml",
-            "nvidia-smi-xml/telegraf__gtx-1070-ti.xml",
-            "nvidia-smi-xml/telegraf__gtx-1660-ti.xml",
-            "nvidia-smi-xml/telegraf__pro-6000-maxq-blackwell-v13.xml",
-            "nvidia-smi-xml/telegraf__quadro-p2000-v12.xml",
-            "nvidia-smi-xml/telegraf__quadro-p400.xml",
-            "nvidia-smi-xml/telegraf__rtx-3060-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v13.xml",
-            "nvidia-smi-xml/telegraf__rtx-3090-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-4000-sff-ada-v13.xml",
-            "nvidia-smi-xml/telegraf__tesla-t4.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-throttle-counters.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
-        ),
-        (
-            "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded ['skip'] "
-            "('not in this bundle: proc/driver/nvidia/version')"
-        ): (
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.1.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.2.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.3.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.161.08.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.invalid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.560.35.03.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid",
-            "nvidia-smi-text/azurehpc__orig_nvsmi8_output.txt",
+        "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded ['skip'] ('not in this bundle: proc/driver/nvidia/version')": (
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
             "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
             "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
             "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
-            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvidia-smi",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
         ),
     }
 )
 
 NOTHING_INVENTED = _by_reason(
     {
-        (
-            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
-            "tuning.hugepages, warn stack.container.cdi"
-        ): (
-            "nvidia-smi-xml/datakit__gtx-1050-1.xml",
-            "nvidia-smi-xml/datakit__gtx-1card.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-t4.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_outdated_gpu.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml",
-            "nvidia-smi-xml/telegraf__3090-v13.xml",
-            "nvidia-smi-xml/telegraf__a100-sxm4-v12.xml",
-            "nvidia-smi-xml/telegraf__a10g.xml",
-            "nvidia-smi-xml/telegraf__dual_2070-v13.xml",
-            "nvidia-smi-xml/telegraf__dual_2080-v13.xml",
-            "nvidia-smi-xml/telegraf__gt-1030.xml",
-            "nvidia-smi-xml/telegraf__gtx-1070-ti.xml",
-            "nvidia-smi-xml/telegraf__gtx-1660-ti.xml",
-            "nvidia-smi-xml/telegraf__pro-6000-maxq-blackwell-v13.xml",
-            "nvidia-smi-xml/telegraf__quadro-p2000-v12.xml",
-            "nvidia-smi-xml/telegraf__quadro-p400.xml",
-            "nvidia-smi-xml/telegraf__rtx-3060-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v13.xml",
-            "nvidia-smi-xml/telegraf__rtx-3090-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-4000-sff-ada-v13.xml",
-            "nvidia-smi-xml/telegraf__tesla-t4.xml",
-            "nvidia-smi-xml/telegraf__tesla_p4.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-throttle-counters.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
-        ),
-        (
-            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
-            "tuning.hugepages"
-        ): (
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.1.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.2.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.3.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.161.08.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.invalid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.560.35.03.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid",
-            "nvidia-smi-text/azurehpc__orig_nvsmi8_output.txt",
-            "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a10",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
-            "kernel-logs/gpud__pstore_7530486857247_dmesg.txt",
-            "kernel-logs/gpud__pstore_dmesg-erst.txt",
-            "fabric-manager/gpud__fabric-manager.0.log",
-            "fabric-manager/gpud__fabricmanager.log",
-            "infiniband/gpud__ibstat.39.0.a100.failed.ibpanic.exit-255.0",
-            "infiniband/gpud__ibstatus.39.0.a100.all.active.0",
-            "sysfs/gcm__learn_good.json",
-            "sysfs/gcm__learn_ib_intf_bad_rate.json",
-            "sysfs/gcm__learn_ib_intf_operstate_down.json",
-            "sysfs/gcm__learn_stuck_ib_intf.json",
-            "lspci/gpud__lspci-vvv",
-            "lspci/gpud__lspci.gb200",
-            "lspci/gpud__lspci.nn.a10",
-            "lspci/gpud__lspci.nn.a100",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
-            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
-            "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache",
-            "cuda-env/openpai__daemon-openpai-nvidia-runtime.json",
-            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvidia-smi",
-            "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
-            "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
-            "host/gpud__dmidecode",
-            "sysfs/node_exporter__sys_extracted",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#topo",
-        ),
-        (
-            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
-            "interconnect.nic.pcie_limited, pass system.pcie.aer, pass tuning.hugepages"
-        ): (
-            "kernel-logs/azurehpc__0flap_syslog",
-            "kernel-logs/gpud__dmesg-time-format-iso.log",
-            "kernel-logs/gpud__dmesg-time-format-short-iso.log",
-            "kernel-logs/gpud__dmesg.decode.iso.log.0",
-            "kernel-logs/gpud__dmesg.decode.iso.log.1",
-            "kernel-logs/gpud__dmesg.peermem.log.0",
-            "kernel-logs/gpud__journalctl-time-format-short-iso-2.log",
-            "kernel-logs/gpud__kmsg.1.log",
-            "kernel-logs/gpud__kmsg.2.peermem.log",
-            "kernel-logs/gpud__memory_dmesg.decode.iso.log",
-            "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
-            "kernel-logs/gpud__os_dmesg.decode.iso.log",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
-            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
-            "kernel-logs/issues__xid-excerpts.md#Bumblebee-Project-Bumblebee-issues-554",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
-        ),
-        (
-            "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this "
-            "bundle: pass interconnect.roce, pass tuning.hugepages"
-        ): (
+        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: pass interconnect.roce, pass tuning.hugepages": (
             "infiniband/gpud__ibstat.47.0.a100.all.active.0",
             "infiniband/gpud__ibstat.47.0.h100.all.active.0",
             "infiniband/gpud__ibstat.47.0.h100.all.active.2",
             "infiniband/gpud__ibstat.47.0.h100.some.down.0",
         ),
-        (
-            "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this "
-            "bundle: fail interconnect.roce, pass interconnect.roce, pass tuning.hugepages"
-        ): ("infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",),
-        (
-            "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this "
-            "bundle: pass interconnect.roce, pass tuning.hugepages, warn interconnect.ib.errors"
-        ): ("sysfs/gpud__sys-class-infiniband-h100.0",),
-        (
-            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass "
-            "stack.libraries.broken_links, pass tuning.hugepages"
-        ): ("cuda-env/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt",),
-        (
-            "issue 8 evidence over absence: drawn from inputs not in this bundle: pass stack.nvcc,"
-            " pass tuning.hugepages"
-        ): ("cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvcc",),
-    }
-)
-
-ABSENCE_NAMED = _by_reason(
-    {
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip interconnect.ib.*, skip "
-            "interconnect.nic.link, skip interconnect.roce, skip storage.nvme, skip tuning.drift, "
-            "unknown gpu.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown "
-            "security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown "
-            "stack.driver.loaded, unknown stack.driver.userspace_match, unknown storage.io_errors,"
-            " unknown system.numa, unknown system.pcie.aer"
-        ): (
-            "nvidia-smi-xml/datakit__gtx-1050-1.xml",
-            "nvidia-smi-xml/datakit__gtx-1card.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml",
-            "nvidia-smi-xml/k8s-test-infra__hardware__qx-t4.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_outdated_gpu.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample.xml",
-            "nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml",
-            "nvidia-smi-xml/telegraf__3090-v13.xml",
-            "nvidia-smi-xml/telegraf__a100-sxm4-v12.xml",
-            "nvidia-smi-xml/telegraf__a10g.xml",
-            "nvidia-smi-xml/telegraf__dual_2070-v13.xml",
-            "nvidia-smi-xml/telegraf__dual_2080-v13.xml",
-            "nvidia-smi-xml/telegraf__gt-1030.xml",
-            "nvidia-smi-xml/telegraf__gtx-1070-ti.xml",
-            "nvidia-smi-xml/telegraf__gtx-1660-ti.xml",
-            "nvidia-smi-xml/telegraf__pro-6000-maxq-blackwell-v13.xml",
-            "nvidia-smi-xml/telegraf__quadro-p2000-v12.xml",
-            "nvidia-smi-xml/telegraf__quadro-p400.xml",
-            "nvidia-smi-xml/telegraf__rtx-3060-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-3080-v13.xml",
-            "nvidia-smi-xml/telegraf__rtx-3090-v12.xml",
-            "nvidia-smi-xml/telegraf__rtx-4000-sff-ada-v13.xml",
-            "nvidia-smi-xml/telegraf__tesla-t4.xml",
-            "nvidia-smi-xml/telegraf__tesla_p4.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-throttle-counters.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
-            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
+        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: fail interconnect.roce, pass interconnect.roce, pass tuning.hugepages": (
+            "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
         ),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.ib.*, "
-            "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
-            "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
-            "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.nic.pcie_limited, unknown security.ima, "
-            "unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, "
-            "unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer"
-        ): (
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.1.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.2.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.3.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.161.08.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.invalid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi-query.560.35.03.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
-            "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid",
-            "nvidia-smi-text/azurehpc__orig_nvsmi8_output.txt",
-            "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a10",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
-            "kernel-logs/gpud__pstore_7530486857247_dmesg.txt",
-            "kernel-logs/gpud__pstore_dmesg-erst.txt",
-            "fabric-manager/gpud__fabric-manager.0.log",
-            "fabric-manager/gpud__fabricmanager.log",
+        "issue 8 evidence over absence: drawn from inputs not in this bundle: pass tuning.hugepages": (
             "infiniband/gpud__ibstatus.39.0.a100.all.active.0",
-            "lspci/gpud__lspci-vvv",
-            "lspci/gpud__lspci.gb200",
-            "lspci/gpud__lspci.nn.a10",
-            "lspci/gpud__lspci.nn.a100",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
-            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
-            "cuda-env/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt",
-            "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache",
-            "cuda-env/openpai__daemon-openpai-nvidia-runtime.json",
-            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvcc",
-            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvidia-smi",
-            "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
-            "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
-            "host/gpud__dmidecode",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#topo",
         ),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.ib.*, "
-            "skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, "
-            "skip stack.container.cdi, skip stack.container.nvidia_runtime, skip "
-            "stack.cuda.driver_compat, skip stack.driver.loaded, skip "
-            "stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown security.ima, unknown security.lockdown, unknown "
-            "security.secure_boot, unknown security.tpm, unknown system.numa"
-        ): (
+        "issue 8 evidence over absence: drawn from inputs not in this bundle: pass interconnect.nic.pcie_limited, pass system.pcie.aer, pass tuning.hugepages": (
             "kernel-logs/azurehpc__0flap_syslog",
             "kernel-logs/gpud__dmesg-time-format-iso.log",
             "kernel-logs/gpud__dmesg-time-format-short-iso.log",
@@ -692,26 +164,125 @@ ABSENCE_NAMED = _by_reason(
             "kernel-logs/gpud__memory_dmesg.decode.iso.log",
             "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
             "kernel-logs/gpud__os_dmesg.decode.iso.log",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
-            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
             "kernel-logs/issues__xid-excerpts.md#Bumblebee-Project-Bumblebee-issues-554",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
+            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
         ),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
-            "interconnect.nic.link, skip interconnect.nvlink.state, skip stack.container.cdi, skip"
-            " stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
-            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.numa, unknown system.pcie.aer"
-        ): (
+        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: pass interconnect.roce, pass tuning.hugepages, warn interconnect.ib.errors": (
+            "sysfs/gpud__sys-class-infiniband-h100.0",
+        ),
+    }
+)
+
+ABSENCE_NAMED = _by_reason(
+    {
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.ib.*, skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
+            "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
+            "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
+            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvcc",
+            "cuda-env/issues__nvcc-version-excerpts.md#nccl-1578-nvidia-smi",
+            "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache",
+            "cuda-env/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt",
+            "cuda-env/openpai__daemon-openpai-nvidia-runtime.json",
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
+            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
+            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
+            "fabric-manager/gpud__fabric-manager.0.log",
+            "fabric-manager/gpud__fabricmanager.log",
+            "host/gpud__dmidecode",
+            "infiniband/gpud__ibstatus.39.0.a100.all.active.0",
+            "kernel-logs/gpud__pstore_7530486857247_dmesg.txt",
+            "kernel-logs/gpud__pstore_dmesg-erst.txt",
+            "lspci/gpud__lspci-vvv",
+            "lspci/gpud__lspci.gb200",
+            "lspci/gpud__lspci.nn.a10",
+            "lspci/gpud__lspci.nn.a100",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#topo",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#nvlink",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#q-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
+            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#topo",
+            "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
+            "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
+            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a10",
+            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
+            "nvidia-smi-text/azurehpc__orig_nvsmi8_output.txt",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.129.03.out.0.valid.a10",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.0.valid.4090",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.1.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.2.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.154.05.out.3.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.161.08.out.0.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.invalid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.535.183.01.out.0.valid",
+            "nvidia-smi-text/gpud__nvidia-smi-query.560.35.03.out.0.valid",
+            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
+            "nvidia-smi-text/gpud__nvidia-smi.550.90.07.out.0.valid",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
+        ),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.nic.link, skip interconnect.nvlink.state, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
             "infiniband/gpud__ibstat.39.0.a100.failed.ibpanic.exit-255.0",
             "infiniband/gpud__ibstat.47.0.a100.all.active.0",
             "infiniband/gpud__ibstat.47.0.h100.all.active.0",
@@ -720,68 +291,83 @@ ABSENCE_NAMED = _by_reason(
             "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
             "sysfs/gpud__sys-class-infiniband-h100.0",
         ),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
-            "interconnect.nvlink.state, skip stack.container.cdi, skip "
-            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
-            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.numa, unknown system.pcie.aer"
-        ): ("sysfs/gcm__learn_good.json",),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
-            "interconnect.nvlink.state, skip stack.container.cdi, skip "
-            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
-            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.numa, unknown system.pcie.aer"
-        ): (
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.ib.*, skip interconnect.nic.link, skip interconnect.nvlink.state, skip interconnect.roce, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown system.numa": (
+            "kernel-logs/azurehpc__0flap_syslog",
+            "kernel-logs/gpud__dmesg-time-format-iso.log",
+            "kernel-logs/gpud__dmesg-time-format-short-iso.log",
+            "kernel-logs/gpud__dmesg.decode.iso.log.0",
+            "kernel-logs/gpud__dmesg.decode.iso.log.1",
+            "kernel-logs/gpud__dmesg.peermem.log.0",
+            "kernel-logs/gpud__journalctl-time-format-short-iso-2.log",
+            "kernel-logs/gpud__kmsg.1.log",
+            "kernel-logs/gpud__kmsg.2.peermem.log",
+            "kernel-logs/gpud__memory_dmesg.decode.iso.log",
+            "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
+            "kernel-logs/gpud__os_dmesg.decode.iso.log",
+            "kernel-logs/issues__xid-excerpts.md#Bumblebee-Project-Bumblebee-issues-554",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
+            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
+        ),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip interconnect.ib.*, skip interconnect.nic.link, skip interconnect.roce, skip storage.nvme, skip tuning.drift, unknown gpu.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown stack.driver.loaded, unknown stack.driver.userspace_match, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-ecc-injected.xml",
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-fabric-degraded.xml",
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-healthy.xml",
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml",
+            "nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-throttle-counters.xml",
+            "nvidia-smi-xml/datakit__gtx-1050-1.xml",
+            "nvidia-smi-xml/datakit__gtx-1card.xml",
+            "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml",
+            "nvidia-smi-xml/k8s-test-infra__hardware__qx-gb200.xml",
+            "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml",
+            "nvidia-smi-xml/k8s-test-infra__hardware__qx-l40s.xml",
+            "nvidia-smi-xml/k8s-test-infra__hardware__qx-t4.xml",
+            "nvidia-smi-xml/openpai__nvidia_smi_out_of_order.xml",
+            "nvidia-smi-xml/openpai__nvidia_smi_outdated_gpu.xml",
+            "nvidia-smi-xml/openpai__nvidia_smi_sample.xml",
+            "nvidia-smi-xml/openpai__nvidia_smi_sample_ecc_unsupported.xml",
+            "nvidia-smi-xml/telegraf__3090-v13.xml",
+            "nvidia-smi-xml/telegraf__a100-sxm4-v12.xml",
+            "nvidia-smi-xml/telegraf__a10g.xml",
+            "nvidia-smi-xml/telegraf__dual_2070-v13.xml",
+            "nvidia-smi-xml/telegraf__dual_2080-v13.xml",
+            "nvidia-smi-xml/telegraf__gt-1030.xml",
+            "nvidia-smi-xml/telegraf__gtx-1070-ti.xml",
+            "nvidia-smi-xml/telegraf__gtx-1660-ti.xml",
+            "nvidia-smi-xml/telegraf__pro-6000-maxq-blackwell-v13.xml",
+            "nvidia-smi-xml/telegraf__quadro-p2000-v12.xml",
+            "nvidia-smi-xml/telegraf__quadro-p400.xml",
+            "nvidia-smi-xml/telegraf__rtx-3060-v12.xml",
+            "nvidia-smi-xml/telegraf__rtx-3080-v12.xml",
+            "nvidia-smi-xml/telegraf__rtx-3080-v13.xml",
+            "nvidia-smi-xml/telegraf__rtx-3090-v12.xml",
+            "nvidia-smi-xml/telegraf__rtx-4000-sff-ada-v13.xml",
+            "nvidia-smi-xml/telegraf__tesla-t4.xml",
+            "nvidia-smi-xml/telegraf__tesla_p4.xml",
+        ),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.nvlink.state, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.memory, unknown system.pcie.aer": (
+            "procfs/procfs__fixtures_extracted",
+        ),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.nvlink.state, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
+            "sysfs/gcm__learn_good.json",
+        ),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.nvlink.state, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip storage.nvme, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
             "sysfs/gcm__learn_ib_intf_bad_rate.json",
             "sysfs/gcm__learn_ib_intf_operstate_down.json",
             "sysfs/gcm__learn_stuck_ib_intf.json",
         ),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
-            "interconnect.nvlink.state, skip stack.container.cdi, skip "
-            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
-            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.memory, unknown system.pcie.aer"
-        ): ("procfs/procfs__fixtures_extracted",),
-        (
-            "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this "
-            "host', 'missing') for sources the bundle lacks: skip gpu.*, skip "
-            "interconnect.nvlink.state, skip stack.container.cdi, skip "
-            "stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip "
-            "stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip "
-            "system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip "
-            "tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip "
-            "tuning.numa_balancing, unknown interconnect.ib.*, unknown "
-            "interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, "
-            "unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, "
-            "unknown system.pcie.aer"
-        ): ("sysfs/node_exporter__sys_extracted",),
+        "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip gpu.*, skip interconnect.nvlink.state, skip stack.container.cdi, skip stack.container.nvidia_runtime, skip stack.cuda.driver_compat, skip stack.driver.loaded, skip stack.driver.userspace_match, skip stack.modules, skip system.kernel, skip tuning.cpu.governor, skip tuning.drift, skip tuning.gpu.persistence, skip tuning.irq.balance, skip tuning.limits.memlock, skip tuning.numa_balancing, unknown interconnect.ib.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown storage.io_errors, unknown system.pcie.aer": (
+            "sysfs/node_exporter__sys_extracted",
+        ),
     }
 )
 
 XFAIL: dict[str, dict[str, str]] = {
     "under_key": UNDER_KEY,
-    "bare": UNDER_KEY,  # the same conclusion from --from FILE, once detection lands
+    "bare": BARE,
     "driver_loaded": DRIVER_LOADED,
     "nothing_invented": NOTHING_INVENTED,
     "absence_named": ABSENCE_NAMED,
