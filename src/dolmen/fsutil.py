@@ -157,29 +157,8 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     ``TooLarge`` (``EFBIG``): an ``except OSError`` that reports ``strerror`` reads
     "not a regular file (a FIFO)" or "larger than 64 MiB".
     """
-    st = os.stat(path)
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFile(
-            errno.EINVAL, f"not a regular file ({kind_of(st.st_mode)[2:]})", str(path)
-        )
-    if st.st_size > limit:  # refused unread; sizes that lie (procfs says 0) stop at the cap
-        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise TooLarge(errno.EFBIG, f"larger than {_amount(limit)}", str(path))
-    return b"".join(chunks)
+    # Reads of chunk size up to limit + 1: what iter_regular refuses past the limit.
+    return b"".join(iter_regular(path, limit, min(1 << 20, limit + 1)))
 
 
 def iter_regular(path: Path | str, limit: int, chunk: int = 1 << 20) -> Iterator[bytes]:

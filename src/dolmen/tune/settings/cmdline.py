@@ -157,36 +157,19 @@ class Cmdline(Setting):
                 for p in entries
             ]
         if host.exists(GRUB_DEFAULT):
-            path = f"{GRUB_D}/90-dolmen-{entry.key}.cfg"
-            return [
-                Target(
-                    self.section,
-                    entry.key,
-                    arg,
-                    arg,
-                    path,
-                    entry.origin,
-                    entry.source,
-                    {"loader": "grub"},
-                )
-            ]
+            return [self._target(entry, arg, f"{GRUB_D}/90-dolmen-{entry.key}.cfg", "grub")]
         if arg in (host.read_opt("proc/cmdline") or "").split():
             # Booted with it, and no loader configuration here to say where it came from (a
             # bundle without /boot and /etc/default/grub, a PXE or UKI boot): in effect,
             # never "absent" with advice to add what the kernel already runs with.
-            return [
-                Target(
-                    self.section,
-                    entry.key,
-                    arg,
-                    arg,
-                    "proc/cmdline",
-                    entry.origin,
-                    entry.source,
-                    {"loader": "none"},
-                )
-            ]
+            return [self._target(entry, arg, "proc/cmdline", "none")]
         return f"no GRUB configuration or BLS entries here: add {arg} to the boot loader by hand"
+
+    def _target(self, entry: Entry, arg: str, path: str, loader: str) -> Target:
+        """The target staging ``arg`` in ``path`` of the boot loader ``loader``."""
+        return Target(
+            self.section, entry.key, arg, arg, path, entry.origin, entry.source, {"loader": loader}
+        )
 
     def read(self, host: Host, target: Target) -> Reading:
         cmdline = host.read_opt("proc/cmdline")
