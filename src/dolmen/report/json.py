@@ -40,5 +40,13 @@ def verdict_document(v: Verdict) -> dict[str, Any]:
 
 
 def render_json(v: Verdict) -> str:
-    """The verdict document, indented, with a trailing newline."""
-    return json.dumps(verdict_document(v), indent=2, sort_keys=False) + "\n"
+    """The verdict document with one finding per line (greppable, diffable) and a trailing
+    newline. Each piece goes through the C encoder: ``indent=`` would force the pure-Python
+    one, 6 ms of a 140 ms quick run that node-problem-detector or cron start every minutes."""
+    doc = verdict_document(v)
+    findings = doc.pop("findings")
+    head = json.dumps(doc)[:-1]
+    if not findings:
+        return f'{head}, "findings": []}}\n'
+    rows = ",\n  ".join(json.dumps(f) for f in findings)
+    return f'{head}, "findings": [\n  {rows}\n]}}\n'
