@@ -8,7 +8,8 @@ team's ceiling). The counters run since boot, so that rate is judged as
 ``system.since_boot`` explains; the kernel log's lines carry times, so there it is
 counted per minute.
 
-GPUs (and the other functions of a GPU's slot) are ``gpu.*``'s.
+GPUs (and the other functions of a GPU's slot) are ``gpu.*``'s. A bundle without the
+PCI tree holds no counter: a clean log alone is ``unknown``, never a pass (issue 8).
 """
 
 from __future__ import annotations
