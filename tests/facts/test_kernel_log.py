@@ -471,8 +471,17 @@ def test_collect_refused_is_unread_not_empty(tmp_path: Path) -> None:
 
 
 def test_collect_absent_log_is_missing(tmp_path: Path) -> None:
-    facts = collect(TreeHost(make_tree(tmp_path)), now=NOW)
+    """A hand-made tree with a commands/ folder vouches that it holds every command."""
+    facts = collect(TreeHost(make_tree(tmp_path, commands={"uname -r": "6.8.0\n"})), now=NOW)
     assert facts.events is None and facts.unread["events"].startswith("missing")
+
+
+def test_collect_unrecorded_log_names_the_file(tmp_path: Path) -> None:
+    """A tree without commands/ did not record the log: it says so, naming the file, not the
+    last command a live host would have tried (issue 8)."""
+    facts = collect(TreeHost(make_tree(tmp_path)), now=NOW)
+    assert facts.events is None
+    assert facts.unread["events"] == "not in this bundle: the kernel log (commands/dmesg)"
 
 
 class ScriptedHost(TreeHost):

@@ -69,8 +69,11 @@ def test_collect_without_numa(tmp_path: Path) -> None:
         TreeHost(make_tree(tmp_path, files={"sys/devices/system/cpu/online": "0"}))
     )
     assert facts.nodes == () and facts.unread["nodes"].startswith("not supported")
-    facts = numa.collect(TreeHost(make_tree(tmp_path / "empty")))
+    facts = numa.collect(TreeHost(make_tree(tmp_path / "sysfs", files={"sys/class/x": ""})))
     assert facts.unread["nodes"].startswith("missing")
+    # A tree without sys/ did not capture sysfs: that says nothing of NUMA (issue 8).
+    facts = numa.collect(TreeHost(make_tree(tmp_path / "empty")))
+    assert facts.unread["nodes"] == "not in this bundle: sys/devices/system/node"
 
 
 def test_live_smoke() -> None:

@@ -15,7 +15,7 @@ from dataclasses import field
 
 from dolmen.facts.reading import malformed, parse_int, parsed, read_text, read_value
 from dolmen.frozen import frozen
-from dolmen.host import Host
+from dolmen.host import NOT_IN_BUNDLE, Host
 
 HUGEPAGES = "sys/kernel/mm/hugepages"
 THP = "sys/kernel/mm/transparent_hugepage"
@@ -146,7 +146,10 @@ def collect(host: Host) -> MemoryFacts:
     def get(key: str, name: str) -> int | None:
         if key in info:
             return info[key]
-        unread[name] = unread.get("meminfo", f"missing ({key} not in proc/meminfo)")
+        lacks = f"missing ({key} not in proc/meminfo)"
+        if host.absent("proc/meminfo") == NOT_IN_BUNDLE:  # an excerpt, not the whole file
+            lacks = f"{NOT_IN_BUNDLE}: {key} (the proc/meminfo it holds lacks it)"
+        unread[name] = unread.get("meminfo", lacks)
         return None
 
     thp: dict[str, str | None] = {}

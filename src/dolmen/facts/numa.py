@@ -13,9 +13,16 @@ from collections.abc import Mapping
 from dataclasses import field
 
 from dolmen.facts.memory import HugePagePool, parse_meminfo, read_pools
-from dolmen.facts.reading import malformed, parse_cpulist, parsed, read_text, read_value
+from dolmen.facts.reading import (
+    absent,
+    malformed,
+    parse_cpulist,
+    parsed,
+    read_text,
+    read_value,
+)
 from dolmen.frozen import frozen
-from dolmen.host import Host
+from dolmen.host import NOT_IN_BUNDLE, Host
 
 NODE = "sys/devices/system/node"
 
@@ -62,7 +69,9 @@ def collect(host: Host) -> NumaFacts:
     names = [n for n in host.listdir(NODE) if re.fullmatch(r"node\d+", n)]
     if not names:
         why = "not supported (no sys/devices/system/node: kernel without NUMA)"
-        if not host.is_dir("sys/devices/system"):
+        if host.absent(NODE) == NOT_IN_BUNDLE:  # a bundle without it says nothing of NUMA
+            why = absent(host, NODE)
+        elif not host.is_dir("sys/devices/system"):
             why = "missing (no sys/devices/system on this host)"
         unread["nodes"] = why
         return NumaFacts(nodes=(), online=None, unread=unread)

@@ -17,9 +17,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import field, replace
 
-from dolmen.facts.reading import malformed, parsed, read_text, read_value
+from dolmen.facts.reading import absent, malformed, parsed, read_text, read_value
 from dolmen.frozen import frozen
-from dolmen.host import Host
+from dolmen.host import NOT_IN_BUNDLE, Host
 
 PSEUDO_FS = frozenset(
     {
@@ -194,7 +194,10 @@ def parse_fstab(text: str) -> tuple[list[FstabEntry], list[int]]:
 def read_nvme(host: Host, unread: dict[str, str]) -> tuple[NvmeController, ...]:
     """NVMe controllers from ``sys/class/nvme``."""
     out: list[NvmeController] = []
-    for name in host.listdir(NVME):
+    names = host.listdir(NVME)
+    if not names and host.absent(NVME) == NOT_IN_BUNDLE:
+        unread["nvme"] = absent(host, NVME)  # no controller listed says nothing here
+    for name in names:
         if not re.fullmatch(r"nvme\d+", name):
             continue
         values: dict[str, str | None] = {}

@@ -176,6 +176,21 @@ def test_nvme_none_and_unreadable(tmp_path: Path) -> None:
     assert f.status is Status.UNKNOWN and "missing" in f.summary
 
 
+def test_nvme_not_in_bundle_counts_nothing(tmp_path: Path) -> None:
+    """A tree without sys/ never listed the controllers: no count passes or fails on it, and
+    the skip says the bundle lacks them, not that the host has none (issue 8)."""
+    (f,) = run_check(make_tree(tmp_path / "a"), "storage.nvme")
+    assert (
+        f.status is Status.SKIP
+        and f.summary == "NVMe controllers: not in this bundle: sys/class/nvme"
+    )
+    (f,) = run_check(make_tree(tmp_path / "b"), "storage.nvme", expected_count=8)
+    assert f.status is Status.UNKNOWN and "not in this bundle" in f.summary
+    sysfs = make_tree(tmp_path / "c", files={"sys/class/net/lo/mtu": "65536\n"})
+    (f,) = run_check(sysfs, "storage.nvme", expected_count=8)
+    assert f.status is Status.FAIL  # sysfs was captured: no controller is a host fact
+
+
 def test_io_errors_pass_on_the_healthy_node(node: Path) -> None:
     (f,) = run_check(node, "storage.io_errors")
     assert f.status is Status.PASS and "no I/O error" in f.summary

@@ -117,6 +117,15 @@ def test_aer_clean_tree(ne: Path) -> None:
     )
 
 
+def test_aer_log_alone_is_not_a_pass(tmp_path: Path) -> None:
+    """A bundle with the log and no PCI tree: a clean log says nothing of the counters."""
+    clean = recording("kernel-logs/azurehpc__0flap_syslog").read_text()
+    partial = {"dolmen-snapshot.json": '{"partial": true}'}
+    root = make_tree(tmp_path, files=partial, commands={"dmesg": clean})
+    (f,) = run_check(root, "system.pcie.aer")
+    assert f.status is Status.UNKNOWN and "not in this bundle: sys/bus/pci" in f.summary
+
+
 def test_aer_uncorrectable_counter_fails(ne: Path) -> None:
     path = ne / NVME / "aer_dev_nonfatal"
     text = path.read_text().replace("UnsupReq 0", "UnsupReq 3").replace("NONFATAL 0", "NONFATAL 3")

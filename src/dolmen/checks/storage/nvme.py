@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
+from dolmen.facts.reading import unrecorded
 
 _TRANSIENT = frozenset({"resetting", "connecting", "new"})
 
@@ -44,6 +45,10 @@ def nvme(ctx: Context) -> list[Outcome]:
             out.append(warned(subject, f"controller {c.state}: recovering, or failing", **ev))
         else:
             out.append(failed(subject, f"controller {c.state}", **ev))
+    listing = facts.unread.get("nvme")
+    if not facts.nvme and unrecorded(listing):  # the bundle lacks the list: count nothing
+        make = unknown if want is not None else skipped
+        return [make("host", f"NVMe controllers: {listing}")]
     if want is not None:
         n, expected = len(facts.nvme), int(want)
         if n < expected:

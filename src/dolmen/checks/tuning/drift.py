@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
+from dolmen.host import NOT_IN_BUNDLE
 from dolmen.tune.model import Action
 from dolmen.tune.verify import tune_status, verify_journal
+
+_NO_JOURNAL = f"the host's own tune journal is {NOT_IN_BUNDLE}"
 
 
 @check(
@@ -32,7 +35,10 @@ def drift(ctx: Context) -> list[Outcome]:
             )
         ]
     if st.journal is None or st.active is None:
-        return [skipped("host", "no dolmen tune profile is active on this host")]
+        if ctx.host.kind == "live":
+            return [skipped("host", "no dolmen tune profile is active on this host")]
+        # A bundle never holds the host's own tune journal: only this tree's is known.
+        return [skipped("host", f"no dolmen tune profile applied to this tree ({_NO_JOURNAL})")]
     v = verify_journal(ctx.host, st.journal)
     gone = [r for r in v.rows if r.action is Action.SKIP]
     out: list[Outcome] = []

@@ -24,7 +24,7 @@ from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
 from dolmen.facts.kernel_log.pstore import read_pstore
 from dolmen.facts.kernel_log.scan import scan_blocks, scan_kernel_log
 from dolmen.facts.kernel_log.stream import text_blocks
-from dolmen.host import CommandResult, Host, RunStatus
+from dolmen.host import NOT_IN_BUNDLE, CommandResult, Host, RunStatus
 
 __all__ = [
     "ATTEMPTS",
@@ -88,7 +88,7 @@ def _run(host: Host, now: datetime) -> KernelLogFacts:
             if not (_denied(result.stderr) and facts.format in (None, "raw")):
                 return facts
         failures.append(result)
-        if result.status is RunStatus.MISSING and host.kind != "live":
+        if result.status in (RunStatus.MISSING, RunStatus.UNRECORDED) and host.kind != "live":
             break  # a tree has one kernel log (commands/dmesg): no other command to try
     return KernelLogFacts(unread={"events": _reason(failures)})
 
@@ -107,4 +107,8 @@ def _reason(failures: list[CommandResult]) -> str:
             if r.status is status:
                 return r.failure()
     last = failures[-1] if failures else None
+    if last is not None and last.status is RunStatus.UNRECORDED:
+        # A bundle without commands/dmesg says nothing of the host's log: name the file,
+        # not whichever command a live host would have tried last.
+        return f"{NOT_IN_BUNDLE}: the kernel log (commands/{TREE_KEY})"
     return f"missing: {last.describe() if last else 'no command to read the kernel log'}"
