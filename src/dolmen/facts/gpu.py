@@ -43,6 +43,9 @@ GPU_CLASSES = frozenset({0x0300, 0x0302})
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
 LSPCI_ARGV = ("lspci", "-vvv")
+# A bundle may hold a shorter listing instead (``lspci -nn``, plain ``lspci``): every
+# function still has its line, so each is as good a witness of the GPUs on the bus.
+LSPCI_FALLBACKS = (("lspci", "-nn"), ("lspci",))
 XML_ARGV = ("nvidia-smi", "-q", "-x")
 PROC_GPUS = "proc/driver/nvidia/gpus"
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -237,6 +240,12 @@ def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) 
 
 def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     res = host.run(LSPCI_ARGV, timeout=30)
+    if res.status is RunStatus.UNRECORDED and host.kind != "live":
+        for argv in LSPCI_FALLBACKS:
+            other = host.run(argv, timeout=30)
+            if other.status is not RunStatus.UNRECORDED:
+                res = other
+                break
     if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
         return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
     _add(
