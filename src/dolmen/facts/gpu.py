@@ -56,6 +56,7 @@ INVENTORY = "GPU driver inventory"
 DRIVER_PROC = "driver proc files"
 LSPCI = "lspci"
 NVLINK = "nvidia-smi nvlink"
+TOPO = "nvidia-smi topo"
 KERNEL_LOG = "kernel log"
 # nvidia-smi's own words when the driver is installed but not answering (no module, a GPU
 # the driver failed to initialise): the GPU is there, the driver is not.
@@ -142,6 +143,7 @@ def collect(host: Host) -> GpuFacts:
     sources[DRIVER_PROC] = _driver_proc(host, seen)
     if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
         sources[LSPCI] = _lspci(host, seen)
+        sources[TOPO] = _topo(host, unnamed)
     nvlink_gpus: list[Gpu] = []
     nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
     if nvlink_gpus:
@@ -257,6 +259,23 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
             if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
         ),
     )
+    return READ
+
+
+def _topo(host: Host, unnamed: dict[str, int]) -> str:
+    """``nvidia-smi topo -m`` names each GPU the driver enumerates (``GPU0``..): a bundle
+    that holds the matrix alone shows that many GPUs, without their bus ids."""
+    from dolmen.facts.topology import ARGV, TIMEOUT, parse_topo
+    from dolmen.facts.topology.model import is_gpu_label
+
+    res = host.run(list(ARGV), timeout=TIMEOUT)
+    if res.status is not RunStatus.OK:
+        return res.failure()
+    matrix, _ = parse_topo(res.stdout)
+    count = len([d for d in matrix.devices if is_gpu_label(d)]) if matrix else 0
+    if not count:
+        return "malformed: no GPU in the nvidia-smi topo -m matrix"
+    unnamed[TOPO] = count
     return READ
 
 
