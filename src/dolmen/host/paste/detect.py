@@ -98,7 +98,13 @@ _SMI_FAILED = re.compile(
 )
 _NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.M)
 _NVLINK_LINK = re.compile(r"^\s+Link \d+: ", re.M)
-_NVLINK_NONE = re.compile(r"^NVML: Unable to retrieve NVLink information", re.M)
+# Why a GPU has no links, on the line after its "GPU n:" line (no NVLink on the board,
+# every link inactive, a GPU in MIG mode).
+_NVLINK_NONE = re.compile(
+    r"^(?:NVML: Unable to retrieve NVLink information|Device does not have or support Nvlink|"
+    r"Nvlink queries are not supported)",
+    re.M | re.I,
+)
 _TOPO_HEAD = re.compile(r"^\s*(?:\x1b\[[0-9;]*m)?GPU0(?:\s+\S+)*\s+CPU Affinity", re.M)
 _TOPO_LEGEND = re.compile(r"^\s*X\s+= Self", re.M)
 _TOPO_GPU = re.compile(r"^GPU\d+\s", re.M)
