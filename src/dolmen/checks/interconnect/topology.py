@@ -107,7 +107,7 @@ def _nvlink_notes(
         for i, a in enumerate(labels)
         for b in labels[i + 1 :]
     )
-    judged = [l for l, g in gpus.items() if _kb_links(ctx, g) or (g is None and printed_nv)]
+    judged = [n for n, g in gpus.items() if _kb_links(ctx, g) or (g is None and printed_nv)]
     pairs = {(a, b): m.path(a, b) for i, a in enumerate(judged) for b in judged[i + 1 :]}
     nv = {k: p for k, p in pairs.items() if p is not None and p.kind is PathKind.NV}
     if not nv:
