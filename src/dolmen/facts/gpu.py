@@ -242,10 +242,11 @@ def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) 
 
 def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     res = host.run(LSPCI_ARGV, timeout=30)
-    if res.status is RunStatus.UNRECORDED and host.kind != "live":
+    unheld = (RunStatus.UNRECORDED, RunStatus.MISSING)
+    if res.status in unheld and host.kind != "live":
         for argv in LSPCI_FALLBACKS:
             other = host.run(argv, timeout=30)
-            if other.status is not RunStatus.UNRECORDED:
+            if other.status not in unheld:
                 res = other
                 break
     if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
@@ -272,7 +273,8 @@ def _topo(host: Host, unnamed: dict[str, int]) -> str:
     if res.status is not RunStatus.OK:
         return res.failure()
     matrix, _ = parse_topo(res.stdout)
-    count = len([d for d in matrix.devices if is_gpu_label(d)]) if matrix else 0
+    # The header names the GPUs; a header with no row read under it is no matrix.
+    count = len([d for d in matrix.devices if is_gpu_label(d)]) if matrix and matrix.paths else 0
     if not count:
         return "malformed: no GPU in the nvidia-smi topo -m matrix"
     unnamed[TOPO] = count
