@@ -58,7 +58,7 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
         "gid_table": "not in the facts",
     }
     # Without the interface read, the port's own state is the evidence, said as such.
-    shown = netdev or "its Ethernet interface (not read)"
+    shown = netdev or "its Ethernet interface (none read)"
     if ignored(ctx, p):
         return skipped(p.subject, "listed in ignore_ports", **ev)
     if p.state is None:
@@ -67,7 +67,7 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
         if netdev is None:
             return passed(
                 p.subject,
-                "RoCE port ACTIVE (the port's state; its Ethernet interface is not read)",
+                "RoCE port ACTIVE (its own state; no Ethernet interface read on its PCI function)",
                 **ev,
             )
         return passed(p.subject, f"RoCE port active: {shown} runs with carrier", **ev)
