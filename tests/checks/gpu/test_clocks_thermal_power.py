@@ -163,3 +163,17 @@ def test_draw_above_limit_fails(tmp_path: Path) -> None:
 def test_power_not_supported_skips(tmp_path: Path) -> None:
     [f] = run(tree(tmp_path, nvsmi=xml(QUADRO), pci={}), "gpu.power")
     assert f.status.value == "skip"
+
+
+def test_fan_err_in_the_table_is_a_warning(tmp_path: Path) -> None:
+    """The default table's fan column reads ERR! where NVML failed on the fan."""
+    from dolmen.checks.model import Status
+    from tests.conftest import make_tree, recording
+
+    table = recording("nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid").read_text()
+    root = make_tree(tmp_path, commands={"nvidia-smi": table})
+    [f] = run(root, "gpu.temperature")
+    assert f.status is Status.WARN and "the fan could not be read" in f.summary
+    root = make_tree(tmp_path / "na", commands={"nvidia-smi": table.replace("|ERR!", "| N/A")})
+    [f] = run(root, "gpu.temperature")
+    assert f.status is Status.SKIP  # N/A: no fan to read (passively cooled), no threshold
