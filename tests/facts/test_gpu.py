@@ -214,6 +214,33 @@ def test_a10_vm_counts_the_a10_not_the_virtio_gpu(tmp_path: Path) -> None:
     assert collect(open_host(root)).pci_gpus == ("0000:06:00.0",)
 
 
+@pytest.mark.parametrize(
+    ("rel", "argv", "count"),
+    [
+        ("lspci/gpud__lspci.nn.a10", "lspci -nn", 1),
+        ("lspci/gpud__lspci.gb200", "lspci", 4),
+        ("lspci/gpud__lspci-vvv", "lspci -vvv", 8),
+    ],
+)
+def test_a_bundle_with_lspci_alone_shows_its_gpus(
+    tmp_path: Path, rel: str, argv: str, count: int
+) -> None:
+    # No PCI tree: the listing the bundle holds (-vvv, -nn or plain) is the bus's witness.
+    root = make_tree(tmp_path, commands={argv: recording(rel).read_text()})
+    facts = collect(open_host(root))
+    assert facts.present and facts.sources["lspci"] == "read"
+    assert len([g for g in facts.seen if "lspci" in g.sources]) == count
+
+
+def test_topo_matrix_alone_counts_its_gpus(tmp_path: Path) -> None:
+    topo = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-55\t0\n"
+    topo += "GPU1\tNV18\t X \t0-55\t0\n"
+    facts = collect(open_host(make_tree(tmp_path, commands={"nvidia-smi topo -m": topo})))
+    assert facts.present and facts.unnamed == {"nvidia-smi topo": 2} and facts.count == 2
+    junk = make_tree(tmp_path / "junk", commands={"nvidia-smi topo -m": "GPU0 garbage\n"})
+    assert not collect(open_host(junk)).present
+
+
 def test_gpu_fell_off_the_bus(tmp_path: Path) -> None:
     # The driver lists 8 GPUs; sysfs shows a ninth NVIDIA 3D controller it does not list.
     xml = recording(H100_XML).read_text()

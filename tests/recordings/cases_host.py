@@ -28,6 +28,8 @@ ENV_CASES = [
         "unread",
         "the binary linker cache those lines came from: validate reads ldconfig -p, not the "
         "cache file",
+        unpasteable="binary: --from refuses it ('binary data'), the truthful answer for a "
+        "file validate does not read; its text is ldconfig -p",
     ),
     Case(
         f"{CE}/openpai__daemon-openpai-nvidia-runtime.json",
@@ -81,6 +83,8 @@ ENV_CASES = [
         keys.DMIDECODE,
         "unread",
         "dmidecode excerpt of a Dell PowerEdge XE9680, boot status 'No errors detected'",
+        unpasteable="validate reads nothing of dmidecode: --from refusing it ('no kind it "
+        "knows') is the truthful answer, not a one-file bundle that says nothing",
     ),
 ]
 
@@ -152,8 +156,23 @@ def capture(tail: str, title: str, key: str, short: str) -> Case:
     if tail.startswith("windows"):
         why += " (Windows host)"
     answered = short != "topo" and not tail.startswith("windows")
+    # This driver's Windows nvidia-smi answered "topo -m" with its usage error ("Option -m
+    # is missing its value"): text that names no command, so no paste detection can key it.
+    unpasteable = (
+        "nvidia-smi's usage error, naming no command"
+        if short == "topo" and tail.endswith("591.86.txt")
+        else ""
+    )
     return Case(
-        f"{rel}#{short}", rel, key, "healthy", why, expect=expect, block=title, answered=answered
+        f"{rel}#{short}",
+        rel,
+        key,
+        "healthy",
+        why,
+        expect=expect,
+        block=title,
+        answered=answered,
+        unpasteable=unpasteable,
     )
 
 

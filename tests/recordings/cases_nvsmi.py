@@ -283,6 +283,7 @@ NVLINK_CASES = [
         keys.NVLINK,
         "unread",
         "empty output (an A10 has no NVLink): says nothing of any GPU",
+        unpasteable="an empty file: no kind can be told from nothing (it reads only under its key)",
     ),
     Case(
         "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",

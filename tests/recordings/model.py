@@ -98,11 +98,14 @@ class Case:
     stop: str | None = None  # ...up to this one
     build: Build = "file"
     answered: bool = False  # nvidia-smi answered in it: the driver is loaded, by definition
+    unpasteable: str = ""  # why no one hands this file to ``--from FILE`` as it is
 
     @property
     def single_file(self) -> bool:
-        """Whether a user could hand it to ``--from FILE`` as it is."""
-        return self.build != "tree"
+        """Whether a user could hand it to ``--from FILE`` as it is: not a tree, and not a
+        GCM sysfs map (a JSON of sysfs paths GCM's tests load; no tool prints it for a
+        user to paste), nor a case whose ``unpasteable`` says why not."""
+        return self.build == "file" and not self.unpasteable
 
 
 def canonical(subject: str) -> str:

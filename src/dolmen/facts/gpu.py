@@ -43,6 +43,9 @@ GPU_CLASSES = frozenset({0x0300, 0x0302})
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
 LSPCI_ARGV = ("lspci", "-vvv")
+# A bundle may hold a shorter listing instead (``lspci -nn``, plain ``lspci``): every
+# function still has its line, so each is as good a witness of the GPUs on the bus.
+LSPCI_FALLBACKS = (("lspci", "-nn"), ("lspci",))
 XML_ARGV = ("nvidia-smi", "-q", "-x")
 PROC_GPUS = "proc/driver/nvidia/gpus"
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -53,6 +56,7 @@ INVENTORY = "GPU driver inventory"
 DRIVER_PROC = "driver proc files"
 LSPCI = "lspci"
 NVLINK = "nvidia-smi nvlink"
+TOPO = "nvidia-smi topo"
 KERNEL_LOG = "kernel log"
 # nvidia-smi's own words when the driver is installed but not answering (no module, a GPU
 # the driver failed to initialise): the GPU is there, the driver is not.
@@ -139,6 +143,7 @@ def collect(host: Host) -> GpuFacts:
     sources[DRIVER_PROC] = _driver_proc(host, seen)
     if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
         sources[LSPCI] = _lspci(host, seen)
+        sources[TOPO] = _topo(host, unnamed)
     nvlink_gpus: list[Gpu] = []
     nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
     if nvlink_gpus:
@@ -237,6 +242,13 @@ def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) 
 
 def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     res = host.run(LSPCI_ARGV, timeout=30)
+    unheld = (RunStatus.UNRECORDED, RunStatus.MISSING)
+    if res.status in unheld and host.kind != "live":
+        for argv in LSPCI_FALLBACKS:
+            other = host.run(argv, timeout=30)
+            if other.status not in unheld:
+                res = other
+                break
     if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
         return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
     _add(
@@ -248,6 +260,24 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
             if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
         ),
     )
+    return READ
+
+
+def _topo(host: Host, unnamed: dict[str, int]) -> str:
+    """``nvidia-smi topo -m`` names each GPU the driver enumerates (``GPU0``..): a bundle
+    that holds the matrix alone shows that many GPUs, without their bus ids."""
+    from dolmen.facts.topology import ARGV, TIMEOUT, parse_topo
+    from dolmen.facts.topology.model import is_gpu_label
+
+    res = host.run(list(ARGV), timeout=TIMEOUT)
+    if res.status is not RunStatus.OK:
+        return res.failure()
+    matrix, _ = parse_topo(res.stdout)
+    # The header names the GPUs; a header with no row read under it is no matrix.
+    count = len([d for d in matrix.devices if is_gpu_label(d)]) if matrix and matrix.paths else 0
+    if not count:
+        return "malformed: no GPU in the nvidia-smi topo -m matrix"
+    unnamed[TOPO] = count
     return READ
 
 

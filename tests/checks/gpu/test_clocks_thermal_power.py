@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from dolmen.checks.model import Status
 from tests.checks.gpu.trees import by_subject, edit_gpu, run, statuses, tree, xml
+from tests.conftest import make_tree, recording
 
 A100 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-a100.xml"
 RTX3090 = "nvidia-smi-xml/telegraf__3090-v13.xml"
@@ -163,3 +165,14 @@ def test_draw_above_limit_fails(tmp_path: Path) -> None:
 def test_power_not_supported_skips(tmp_path: Path) -> None:
     [f] = run(tree(tmp_path, nvsmi=xml(QUADRO), pci={}), "gpu.power")
     assert f.status.value == "skip"
+
+
+def test_fan_err_in_the_table_is_a_warning(tmp_path: Path) -> None:
+    """The default table's fan column reads ERR! where NVML failed on the fan."""
+    table = recording("nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid").read_text()
+    root = make_tree(tmp_path, commands={"nvidia-smi": table})
+    [f] = run(root, "gpu.temperature")
+    assert f.status is Status.WARN and "the fan could not be read" in f.summary
+    root = make_tree(tmp_path / "na", commands={"nvidia-smi": table.replace("|ERR!", "| N/A")})
+    [f] = run(root, "gpu.temperature")
+    assert f.status is Status.SKIP  # N/A: no fan to read (passively cooled), no threshold

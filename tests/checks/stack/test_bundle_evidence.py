@@ -25,6 +25,24 @@ def test_driver_loaded_from_the_inventory_alone(tmp_path: Path) -> None:
     assert f.status is not Status.WARN or "not loaded" not in f.summary
 
 
+def test_driver_loaded_from_nvlink_status_alone(tmp_path: Path) -> None:
+    """nvidia-smi nvlink -s listing GPUs is the driver answering, even with no link up."""
+    out = recording("nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100").read_text()
+    [f] = run(make_tree(tmp_path, commands={"nvidia-smi nvlink -s": out}), "stack.driver.loaded")
+    assert f.status is Status.PASS and "answered nvidia-smi nvlink -s for 8 GPU(s)" in f.summary
+    none = "GPU 0: NVIDIA L40S (UUID: GPU-1)\nDevice does not have or support Nvlink\n"
+    root = make_tree(tmp_path / "l40s", commands={"nvidia-smi nvlink -s": none})
+    [f] = run(root, "stack.driver.loaded")
+    assert f.status is Status.PASS
+
+
+def test_gpus_on_the_bus_alone_are_each_judged_present(tmp_path: Path) -> None:
+    """No driver list: gpu.present names each GPU the bus shows, by its bus id."""
+    found = run(make_tree(tmp_path, files=gpus_on_bus(2)), "gpu.present")
+    assert [f.status for f in found] == [Status.PASS] * 3
+    assert found[0].subject == "host" and all(f.subject.startswith("gpu:") for f in found[1:])
+
+
 def test_driver_loaded_unknown_without_proc_modules(tmp_path: Path) -> None:
     """GPUs on the bus, no proc/ and no inventory in the bundle: unknown, named."""
     [f] = run(make_tree(tmp_path, files=gpus_on_bus(2)), "stack.driver.loaded")

@@ -72,6 +72,7 @@ def test_old_two_column_table_with_a_cut_name_and_err() -> None:
     )
     assert (gpu.temperature.gpu, gpu.power.draw, gpu.memory.used_mib) == (38, 49.0, 2021)
     assert gpu.unread["processes"] == NOT_SHOWN  # this paste has no Processes box
+    assert gpu.unread["fan.speed"] == "unreadable: nvidia-smi printed 'ERR!'"  # the fan column
 
 
 @pytest.mark.parametrize("name", capture_names())

@@ -22,7 +22,7 @@ TABLE: list[tuple[str, str | None, int | None]] = [
     ("cuda-env/issues__nvcc-version-excerpts.md", None, None),
     ("cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache", None, None),
     ("cuda-env/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt", "ldconfig", None),
-    ("cuda-env/openpai__daemon-openpai-nvidia-runtime.json", None, None),
+    ("cuda-env/openpai__daemon-openpai-nvidia-runtime.json", "docker-daemon", None),
     ("dcgm/issues__dcgmi-diag-excerpts.md", None, None),
     ("fabric-manager/gpud__fabric-manager.0.log", "fm-log", 499),
     ("fabric-manager/gpud__fabricmanager.log", "fm-log", 102),
@@ -257,6 +257,20 @@ def test_small_hand_made_inputs() -> None:
     assert (g := detect(dcgm)) is not None and g.kind.name == "dcgm-diag"
     topo = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-55\t0\n"
     assert (t := detect(topo)) is not None and t.kind.name == "topo" and t.count == 1
+    # GPUs without links: the line after "GPU n:" says why (no NVLink, MIG mode)
+    for why in ("Device does not have or support Nvlink", "Nvlink queries are not supported"):
+        text = f"GPU 0: NVIDIA L40S (UUID: GPU-1)\n{why} for Devices in MIG mode\n"
+        assert (n := detect(text)) is not None and n.kind.name == "nvlink" and n.count == 1
+    kmd = (
+        "| NVIDIA-SMI 610.62                 KMD Version: 610.62        CUDA UMD Version: 13.3 |\n"
+    )
+    assert (m := detect(kmd)) is not None and m.kind.name == "nvsmi-table"
+    daemon = '{\n  "default-runtime": "nvidia",\n  "runtimes": {'  # truncated: still one
+    assert (d := detect(daemon)) is not None and d.kind.name == "docker-daemon"
+    assert detect('{\n  "log-driver": "json-file"\n}') is None  # no runtime: not ours
+    cdi = "---\ncdiVersion: 0.5.0\ncontainerEdits:\n  deviceNodes:\n"
+    assert (c := detect(cdi)) is not None and c.kind.name == "cdi-spec"
+    assert detect("cdiVersion: 0.5.0\n") is None  # a version line alone is no spec
 
 
 def test_describe_line() -> None:

@@ -53,7 +53,13 @@ def present(ctx: Context) -> list[Outcome]:
     count = max([len(seen), *gpu.unnamed.values()])
     if count:
         by = sorted({n for names in seen.values() for n in names} | set(gpu.unnamed))
-        return [passed("host", f"{count} NVIDIA GPU(s) seen ({', '.join(by)})", gpus=count, **ev)]
+        out = [passed("host", f"{count} NVIDIA GPU(s) seen ({', '.join(by)})", gpus=count, **ev)]
+        if not gpu.gpus:  # no driver list names them: each is judged here, by who saw it
+            out.extend(
+                passed(f"gpu:{bus.nvsmi}", f"seen by {', '.join(names)}", sources=list(names))
+                for bus, names in seen.items()
+            )
+        return out
     # The bus was read only where its listing is in the bundle: a PCI tree, lspci's output.
     bus_read = sources.get(PCI_TREE) == READ or sources.get(LSPCI) == READ
     if not bus_read:

@@ -57,6 +57,21 @@ def temperature(ctx: Context) -> list[Outcome]:
             return unread(gpu, ("temperature.gpu", "temperature.tlimit"), "GPU temperature")
         if max_c and t.gpu is not None and t.gpu >= max_c:
             return failed(gpu.subject, f"{t.gpu} C, at or above the site limit {max_c} C", **ev)
+        fan = gpu.unread.get("fan.speed", "")
+        # nvidia-smi's ERR!: the driver failed on the fan. Worse than any margin but a fail.
+        fan_warn = (
+            warned(
+                gpu.subject,
+                f"the fan could not be read ({fan.removeprefix('unreadable: ')}): a failed fan "
+                f"or fan controller; {t.gpu} C",
+                fan=fan,
+                **ev,
+            )
+            if fan.startswith("unreadable")
+            else None
+        )
+        if not margins and fan_warn:
+            return fan_warn
         if not margins:
             return skipped(
                 gpu.subject,
@@ -68,6 +83,8 @@ def temperature(ctx: Context) -> list[Outcome]:
         text = f"{margin} C below the {part} slowdown threshold"
         if margin <= fail_c:
             return failed(gpu.subject, f"{part} at or past its slowdown threshold ({text})", **ev)
+        if fan_warn:
+            return fan_warn
         if margin <= warn_c:
             return warned(gpu.subject, f"little thermal headroom: {text}", **ev)
         return passed(gpu.subject, f"{t.gpu} C, {text}" if t.gpu is not None else text, **ev)

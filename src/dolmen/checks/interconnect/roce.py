@@ -57,19 +57,28 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
         "pci_bdf": p.pci_bdf,
         "gid_table": "not in the facts",
     }
-    shown = netdev or "its netdev"
+    # Without the interface read, the port's own state is the evidence, said as such.
+    shown = netdev or "its Ethernet interface (none read)"
     if ignored(ctx, p):
         return skipped(p.subject, "listed in ignore_ports", **ev)
     if p.state is None:
         return unknown(p.subject, f"port state unreadable: {unread_reason(ctx, p, 'state')}", **ev)
     if p.state == "ACTIVE":
+        if netdev is None:
+            return passed(
+                p.subject,
+                "RoCE port ACTIVE (its own state; no Ethernet interface read on its PCI function)",
+                **ev,
+            )
         return passed(p.subject, f"RoCE port active: {shown} runs with carrier", **ev)
     if p.phys_state == "Disabled":
         rail = missing_rail(ctx.infiniband.ports, p)
         if rail:
             return failed(
                 p.subject,
-                f"{shown} is set down (port DOWN/Disabled) while {rail}: a missing rail",
+                f"{shown} is set down (port DOWN/Disabled) while {rail}: a missing rail"
+                if netdev
+                else f"port DOWN/Disabled (set down) while {rail}: a missing rail",
                 remedy=f"Bring the rail up (ip link set {netdev or '<netdev>'} up) and find why "
                 f"it went down (dmesg, journalctl -u NetworkManager/systemd-networkd); list "
                 f"{p.device} in ignore_ports if the node is built without it.",
@@ -79,7 +88,9 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
     if p.phys_state == "Polling":
         return failed(
             p.subject,
-            f"{shown} is up without carrier (port DOWN/Polling)",
+            f"{shown} is up without carrier (port DOWN/Polling)"
+            if netdev
+            else "port DOWN/Polling: up without carrier",
             remedy=f"Check the cable and the switch port: ethtool {netdev or '<netdev>'}, "
             f"mlxlink -d {p.device} -p {p.port}.",
             **ev,

@@ -99,7 +99,15 @@ def _nvlink_notes(
     ctx: Context, m: TopoMatrix, gpus: Mapping[str, Gpu | None]
 ) -> dict[str, list[Note]]:
     """Per GPU label, its NVLink findings; empty when the board is not an NVLink board."""
-    judged = [label for label, g in gpus.items() if _kb_links(ctx, g)]
+    # A GPU no inventory names (the matrix alone) is held to the matrix itself: the rule
+    # below only asks what most of its peers have, so NVLink printed anywhere is enough.
+    labels = list(gpus)
+    printed_nv = any(
+        (p := m.path(a, b)) is not None and p.kind is PathKind.NV
+        for i, a in enumerate(labels)
+        for b in labels[i + 1 :]
+    )
+    judged = [n for n, g in gpus.items() if _kb_links(ctx, g) or (g is None and printed_nv)]
     pairs = {(a, b): m.path(a, b) for i, a in enumerate(judged) for b in judged[i + 1 :]}
     nv = {k: p for k, p in pairs.items() if p is not None and p.kind is PathKind.NV}
     if not nv:

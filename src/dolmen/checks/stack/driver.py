@@ -64,6 +64,16 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
                 **evidence,
             )
         ]
+    if g.nvlink_gpus:  # nvidia-smi nvlink -s listed them: the driver answered
+        return [
+            passed(
+                "host",
+                f"NVIDIA driver loaded: it answered nvidia-smi nvlink -s for "
+                f"{len(g.nvlink_gpus)} GPU(s)",
+                inventory="nvidia-smi nvlink",
+                **evidence,
+            )
+        ]
     why = s.unread.get("driver_version", "missing")
     evidence["reason"] = why
     if g.error:

@@ -224,6 +224,10 @@ def _ecc(cell: str, put: Put, unread: dict[str, str]) -> None:
 def _second(row: list[str], put: Put, unread: dict[str, str]) -> None:
     """``Fan Temp Perf Pwr:Usage/Cap | Memory-Usage | GPU-Util Compute M.``"""
     words = row[0].split()
+    if words and (why := v.sentinel(words[0])) and why.startswith("unreadable"):
+        # The fan column reads ERR! when NVML fails on the fan (a dead fan or controller);
+        # N/A (no fan: a passively cooled board) is no failure, and no field is kept.
+        unread["fan.speed"] = why
     if len(words) >= 4:
         put("temperature.gpu", words[1], v.celsius)
         put("performance_state", words[2], v.text)

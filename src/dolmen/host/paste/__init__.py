@@ -38,6 +38,8 @@ _SMI_ERRORS = (  # nvidia-smi's exit codes for the messages it prints instead of
     ("Driver/library version mismatch", 18),
 )
 _HINT = f"--from accepts {ACCEPTED}"
+# Kinds that are a host file, not a command's output: the path they lie at in a tree.
+FILE_KINDS = {"docker-daemon": "etc/docker/daemon.json", "cdi-spec": "etc/cdi/nvidia.yaml"}
 
 
 def is_tar(head: bytes) -> bool:
@@ -99,6 +101,8 @@ def place(found: Detected, text: str) -> Placed:
         if log:
             placed.command(("dmesg",), log)
             placed.sections.append("dmesg")
+    elif kind in FILE_KINDS:
+        placed.files[FILE_KINDS[kind]] = text
     elif kind == "nvsmi-failed":
         # nvidia-smi prints the same line whatever it was asked: the GPU readers ask for
         # the XML, and the table is what users run.

@@ -56,6 +56,9 @@ KINDS: Mapping[str, Kind] = {
         Kind("fm-log", "nv-fabricmanager's log", ("dmesg",)),
         # containers of several outputs, split by dolmen.host.paste.sections
         Kind("capture", "a multi-command nvidia-smi capture", ()),
+        # host files, placed at their path (dolmen.host.paste.place: FILE_KINDS)
+        Kind("docker-daemon", "Docker's daemon.json", ()),
+        Kind("cdi-spec", "a CDI spec", ()),
         Kind("bug-report", "nvidia-bug-report.log", ()),
     )
 }
@@ -66,7 +69,8 @@ ACCEPTED = (
     "nvidia-bug-report.log(.gz), or one command's output: nvidia-smi -q -x, nvidia-smi -q, "
     "nvidia-smi, nvidia-smi nvlink -s, nvidia-smi topo -m, dcgmi diag -j, ibstat, ibstatus, "
     "ibv_devinfo, lspci (-nn, -vvv), a kernel log (dmesg, /dev/kmsg, journalctl -k, syslog, "
-    "journalctl -o json), gzip-compressed or not"
+    "journalctl -o json), or a host file: Docker's daemon.json, a CDI spec; gzip-compressed "
+    "or not"
 )
 
 
@@ -90,7 +94,8 @@ _XML_ROOT = re.compile(r"<nvidia_smi_log\b")
 _XML_GPU = re.compile(r"<gpu id=")
 _NVSMI_LOG = "==============NVSMI LOG=============="
 _Q_GPU = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$", re.M)
-_TABLE_HEAD = re.compile(r"^\|\s*NVIDIA-SMI \S+\s+Driver Version:", re.M)
+# "Driver Version:", or "KMD Version:" (the kernel-mode driver) from the 610 drivers on.
+_TABLE_HEAD = re.compile(r"^\|\s*NVIDIA-SMI \S+\s+(?:Driver|KMD) Version:", re.M)
 _TABLE_GPU = re.compile(r"^\|\s+\d+\s+\S.*\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:", re.M)
 _SMI_FAILED = re.compile(
     r"NVIDIA-SMI has failed|No devices were found|Failed to initialize NVML|"
@@ -98,7 +103,13 @@ _SMI_FAILED = re.compile(
 )
 _NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.M)
 _NVLINK_LINK = re.compile(r"^\s+Link \d+: ", re.M)
-_NVLINK_NONE = re.compile(r"^NVML: Unable to retrieve NVLink information", re.M)
+# Why a GPU has no links, on the line after its "GPU n:" line (no NVLink on the board,
+# every link inactive, a GPU in MIG mode).
+_NVLINK_NONE = re.compile(
+    r"^(?:NVML: Unable to retrieve NVLink information|Device does not have or support Nvlink|"
+    r"Nvlink queries are not supported)",
+    re.M | re.I,
+)
 _TOPO_HEAD = re.compile(r"^\s*(?:\x1b\[[0-9;]*m)?GPU0(?:\s+\S+)*\s+CPU Affinity", re.M)
 _TOPO_LEGEND = re.compile(r"^\s*X\s+= Self", re.M)
 _TOPO_GPU = re.compile(r"^GPU\d+\s", re.M)
@@ -123,6 +134,9 @@ _BUG_REPORT = re.compile(
 )
 _JSON_LINE = re.compile(r'^\{.*"(?:MESSAGE|__REALTIME_TIMESTAMP)"\s*:', re.M)
 _DCGM = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
+# Docker's daemon.json: the keys the NVIDIA runtime is configured by.
+_DOCKER_DAEMON = re.compile(r'^\s*"(?:default-runtime|runtimes)"\s*:', re.M)
+_CDI = re.compile(r"^cdiVersion:\s*\S", re.M)
 
 # Kernel-log line heads, one per format of facts/kernel_log/lines.py (host/ may not import
 # facts/: these only tell a log from other text; the facts parse it line by line).
@@ -162,6 +176,10 @@ def detect(text: str) -> Detected | None:
         if _JSON_LINE.search(head):
             lines = sum(1 for ln in text.splitlines() if ln.startswith("{"))
             return Detected(KINDS["journal-json"], lines, "record")
+        if stripped.startswith("{") and _DOCKER_DAEMON.search(head):
+            return Detected(KINDS["docker-daemon"])
+    if _CDI.search(head) and re.search(r"^containerEdits:|^devices:", head, re.M):
+        return Detected(KINDS["cdi-spec"])
     if _NVSMI_LOG in head:
         return Detected(KINDS["nvsmi-q"], len(_Q_GPU.findall(text)), "GPU")
     if _TABLE_HEAD.search(head):
