@@ -18,30 +18,12 @@ UNDER_KEY = _by_reason(
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
-        "issue 8 IB rules: sibling rule: interconnect.ib.port_state skips the Down ports as not in use while same-model siblings are Active": (
-            "infiniband/gpud__ibstat.47.0.h100.some.down.0",
-            "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
-        ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/gpud__dmesg.decode.iso.log.1",
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
         "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
-        ),
-        "issue 8 evidence over absence: lspci lists the GPUs; every gpu.* skips 'no NVIDIA GPU on this host'": (
-            "lspci/gpud__lspci-vvv",
-            "lspci/gpud__lspci.gb200",
-            "lspci/gpud__lspci.nn.a10",
-            "lspci/gpud__lspci.nn.a100",
-        ),
-        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'; then a gpu.* check must warn on 01:00.0 (fan ERR!)": (
-            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
-        ),
-        "issue 8 topo -m: interconnect.topology (facts from nvidia-smi topo -m) not merged": (
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
         ),
         "as a bare --from FILE the verdict differs from the file under its key: AssertionError: (\"8 NDR ports and the bond ACTIVE/LinkUp; mlx5_1's link_downed reads 255 (the 8-bit counter saturated: the link went d..._overrun_errors 15 abov": (
             "sysfs/gpud__sys-class-infiniband-h100.0",
@@ -52,34 +34,12 @@ UNDER_KEY = _by_reason(
 BARE = _by_reason(
     {
         "single-file detection: not a file dolmen reads (text of no kind it knows)": (
-            "cuda-env/issues__cdi-spec-excerpts.md#buildx-3295",
-            "cuda-env/issues__cdi-spec-excerpts.md#nvidia-container-runtime-85",
-            "cuda-env/openpai__daemon-openpai-nvidia-runtime.json",
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
             "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
-            "host/gpud__dmidecode",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt#topo",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#nvlink",
-            "sysfs/gcm__learn_good.json",
-            "sysfs/gcm__learn_stuck_ib_intf.json",
-        ),
-        "single-file detection: not a file dolmen reads (binary data)": (
-            "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache",
         ),
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-        ),
-        "issue 8 IB rules: sibling rule: interconnect.ib.port_state skips the Down ports as not in use while same-model siblings are Active": (
-            "infiniband/gpud__ibstat.47.0.h100.some.down.0",
-            "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
         ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/gpud__dmesg.decode.iso.log.1",
@@ -89,95 +49,12 @@ BARE = _by_reason(
         "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
         ),
-        "issue 8 evidence over absence: lspci lists the GPUs; every gpu.* skips 'no NVIDIA GPU on this host'": (
-            "lspci/gpud__lspci-vvv",
-            "lspci/gpud__lspci.gb200",
-            "lspci/gpud__lspci.nn.a10",
-            "lspci/gpud__lspci.nn.a100",
-        ),
-        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'": (
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#table-load",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table",
-            "nvidia-smi-captures/nvidia_gpu_exporter__windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt#table-load",
-        ),
-        "single-file detection: not a file dolmen reads (it is empty)": (
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a10",
-        ),
-        "issue 8 nvidia-smi text parsers: the nvidia-smi default table is not read, every gpu.* skips 'no NVIDIA GPU on this host'; then a gpu.* check must warn on 01:00.0 (fan ERR!)": (
-            "nvidia-smi-text/gpud__nvidia-smi.525.125.06.out.0.valid",
-        ),
-        "issue 8 topo -m: interconnect.topology (facts from nvidia-smi topo -m) not merged": (
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-1453",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
-            "nvidia-smi-topo/issues__topo-m-excerpts.md#pytorch-communication-benchmarks-1",
-        ),
-        "issue 8 IB rules: rate rule: interconnect.ib.rate passes 100 Gb/s HDR ports (expected = fastest port on the node; the netdevs say 200)": (
-            "sysfs/gcm__learn_ib_intf_bad_rate.json",
-        ),
-        "issue 8 IB rules: interconnect.nic.link does not judge nic:ib4 (down after 98 carrier changes; GCM: critical)": (
-            "sysfs/gcm__learn_ib_intf_operstate_down.json",
-        ),
     }
 )
 
-DRIVER_LOADED = _by_reason(
-    {
-        "issue 8 evidence over absence: nvidia-smi answered, yet stack.driver.loaded ['skip'] ('not in this bundle: proc/driver/nvidia/version')": (
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h100-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200-mig__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt#nvlink",
-            "nvidia-smi-captures/nvidia_gpu_exporter__linux-x86_64__nvidia-l40s__595.80.txt#nvlink",
-            "nvidia-smi-nvlink/azurehpc__bad_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/azurehpc__good_nvlink_status_a100.txt",
-            "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
-        ),
-    }
-)
+DRIVER_LOADED = _by_reason({})
 
-NOTHING_INVENTED = _by_reason(
-    {
-        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: pass interconnect.roce, pass tuning.hugepages": (
-            "infiniband/gpud__ibstat.47.0.a100.all.active.0",
-            "infiniband/gpud__ibstat.47.0.h100.all.active.0",
-            "infiniband/gpud__ibstat.47.0.h100.all.active.2",
-            "infiniband/gpud__ibstat.47.0.h100.some.down.0",
-        ),
-        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: fail interconnect.roce, pass interconnect.roce, pass tuning.hugepages": (
-            "infiniband/gpud__ibstat.47.0.h100.some.down.with.polling.1",
-        ),
-        "issue 8 evidence over absence: drawn from inputs not in this bundle: pass tuning.hugepages": (
-            "infiniband/gpud__ibstatus.39.0.a100.all.active.0",
-        ),
-        "issue 8 evidence over absence: drawn from inputs not in this bundle: pass interconnect.nic.pcie_limited, pass system.pcie.aer, pass tuning.hugepages": (
-            "kernel-logs/azurehpc__0flap_syslog",
-            "kernel-logs/gpud__dmesg-time-format-iso.log",
-            "kernel-logs/gpud__dmesg-time-format-short-iso.log",
-            "kernel-logs/gpud__dmesg.decode.iso.log.0",
-            "kernel-logs/gpud__dmesg.decode.iso.log.1",
-            "kernel-logs/gpud__dmesg.peermem.log.0",
-            "kernel-logs/gpud__journalctl-time-format-short-iso-2.log",
-            "kernel-logs/gpud__kmsg.1.log",
-            "kernel-logs/gpud__kmsg.2.peermem.log",
-            "kernel-logs/gpud__memory_dmesg.decode.iso.log",
-            "kernel-logs/gpud__nccl_dmesg.decode.iso.log",
-            "kernel-logs/gpud__os_dmesg.decode.iso.log",
-            "kernel-logs/issues__xid-excerpts.md#Bumblebee-Project-Bumblebee-issues-554",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-NVSentinel-issues-155",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-            "kernel-logs/issues__xid-excerpts.md#leptonai-gpud-pull-46",
-        ),
-        "issue 8 evidence over absence / issue 8 IB rules: drawn from inputs not in this bundle: pass interconnect.roce, pass tuning.hugepages, warn interconnect.ib.errors": (
-            "sysfs/gpud__sys-class-infiniband-h100.0",
-        ),
-    }
-)
+NOTHING_INVENTED = _by_reason({})
 
 ABSENCE_NAMED = _by_reason(
     {
@@ -251,6 +128,9 @@ ABSENCE_NAMED = _by_reason(
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
+        ),
+        "still wrong after the issue-8 merges: AssertionError: assert not ['unknown interconnect.topology gpu:7: GPU7: GPU6-GPU7: path not read; paths to 10 NIC(s) not read; affinity not read (missing (no GPU7 row: th": (
+            "nvidia-smi-topo/issues__topo-m-excerpts.md#nccl-820",
         ),
         "issue 8 evidence over absence: skip/unknown claim absence on the host ('on this host', 'missing') for sources the bundle lacks: skip interconnect.ib.*, skip interconnect.nic.link, skip interconnect.roce, skip storage.nvme, skip tuning.drift, unknown gpu.*, unknown interconnect.nic.pcie_limited, unknown security.ima, unknown security.lockdown, unknown security.secure_boot, unknown security.tpm, unknown stack.driver.loaded, unknown stack.driver.userspace_match, unknown storage.io_errors, unknown system.numa, unknown system.pcie.aer": (
             "nvidia-smi-xml-mock/k8s-test-infra__qx-a100-healthy.xml",
