@@ -21,8 +21,6 @@ from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus
 from dolmen.host.gpu import nvsmi_failure as f
 from dolmen.host.gpu.model import GpuInventory
 from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
-from dolmen.host.gpu.nvsmi_table import parse_nvsmi_table
-from dolmen.host.gpu.nvsmi_text import parse_nvsmi_text
 
 NVSMI_ARGV = ("nvidia-smi", "-q", "-x")
 TEXT_ARGV = ("nvidia-smi", "-q")
@@ -30,12 +28,26 @@ TABLE_ARGV = ("nvidia-smi",)
 # -q -x on an 8-GPU host without persistence mode takes seconds (each GPU initialises).
 NVSMI_TIMEOUT = 60.0
 
+
+def _text(text: str) -> GpuInventory:
+    # The fallbacks' parsers load only where -q -x was not there: 2 ms of every quick run.
+    from dolmen.host.gpu.nvsmi_text import parse_nvsmi_text
+
+    return parse_nvsmi_text(text)
+
+
+def _table(text: str) -> GpuInventory:
+    from dolmen.host.gpu.nvsmi_table import parse_nvsmi_table
+
+    return parse_nvsmi_table(text)
+
+
 Parser = Callable[[str], GpuInventory]
 # (name in ``attempts``, command, parser), in the order they are tried
 SOURCES: tuple[tuple[str, tuple[str, ...], Parser], ...] = (
     ("nvidia-smi -q -x", NVSMI_ARGV, lambda text: parse_nvsmi_xml(_xml_part(text))),
-    ("nvidia-smi -q", TEXT_ARGV, parse_nvsmi_text),
-    ("nvidia-smi table", TABLE_ARGV, parse_nvsmi_table),
+    ("nvidia-smi -q", TEXT_ARGV, _text),
+    ("nvidia-smi table", TABLE_ARGV, _table),
 )
 
 
