@@ -18,12 +18,11 @@ UNDER_KEY = _by_reason(
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
-        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
-            "kernel-logs/gpud__dmesg.decode.iso.log.1",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-        ),
         "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+        ),
+        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
         "as a bare --from FILE the verdict differs from the file under its key: AssertionError: (\"8 NDR ports and the bond ACTIVE/LinkUp; mlx5_1's link_downed reads 255 (the 8-bit counter saturated: the link went d..._overrun_errors 15 abov": (
             "sysfs/gpud__sys-class-infiniband-h100.0",
@@ -41,13 +40,12 @@ BARE = _by_reason(
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
-        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
-            "kernel-logs/gpud__dmesg.decode.iso.log.1",
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-        ),
         "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
+        ),
+        "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
+            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
+            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
     }
 )
