@@ -177,7 +177,7 @@ def peermem(ctx: Context) -> list[Outcome]:
     if isinstance(split, Outcome):
         return [split]
     if not split.recent and not split.older and not ctx.gpu.present:
-        return [skipped("host", "no nvidia-peermem line, and no NVIDIA GPU on this host")]
+        return [skipped("host", "no nvidia-peermem line, and no NVIDIA GPU seen")]
     if not split.recent:
         msg = f"no nvidia-peermem error in the window ({len(split.older)} older)"
         return [passed("log:nvidia-peermem", msg, **split.evidence())]

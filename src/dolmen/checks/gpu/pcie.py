@@ -26,6 +26,7 @@ from dolmen.checks.gpu.gpus import is_datacenter, is_skippable, per_gpu, unread
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts import FactError
 from dolmen.facts.pci import PciDevice, PciFacts
+from dolmen.host import NOT_IN_BUNDLE
 from dolmen.host.gpu import ABSENT, Gpu
 
 GUEST_MODES = frozenset({"Pass-Through", "VGPU"})  # the GPU is seen from inside a VM
@@ -182,6 +183,9 @@ def pcie_aer(ctx: Context) -> list[Outcome]:
         bdf = gpu.pci_address or ""
         dev = devices.get(bdf)
         if dev is None:
+            listing = pci.unread.get("devices", "")
+            if listing.startswith(NOT_IN_BUNDLE):  # no PCI tree in this bundle at all
+                return unknown(gpu.subject, f"the AER counters of {bdf}: {listing}")
             return unknown(gpu.subject, f"the GPU's PCI function {bdf} is not in sysfs")
         replay = gpu.pcie.replay_counter
         rate = replay / (uptime / 60) if replay is not None and uptime else None
