@@ -132,19 +132,23 @@ def test_dolmen_debug_in_the_environment_goes_through_click(
 NOT_IMPORTED = ("click", "rich", "tomllib", "traceback", "pkgutil")
 
 
+def _fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter with this checkout's sources first (and no
+    DOLMEN_DEBUG): import-time and exit behaviour cannot be seen from inside pytest."""
+    env = {k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return done.stdout
+
+
 def test_the_lean_run_imports_neither_click_nor_rich(tree: Path) -> None:
     code = (
         "import sys\nfrom dolmen.cli.main import main\n"
         f"rc = main(['validate', '--level', 'quick', '--from', {str(tree)!r}, '--npd'])\n"
         f"print(rc, sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
-    ).stdout
+    out = _fresh_python(code)
     assert out.splitlines()[-1] == "0 []"
 
 
@@ -191,13 +195,7 @@ def test_a_quick_run_leaves_inspect_and_ipaddress_unloaded_until_used(tree: Path
         "Plain = dataclasses.make_dataclass('Plain', ['x'])  # no docstring: inspect.signature\n"
         "print(rc, kinds, loaded, Plain.__doc__, ip_address('::1'), type(inspect).__name__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
-    ).stdout
+    out = _fresh_python(code)
     assert (
         out.splitlines()[-1] == "0 ['_Deferred', '_Deferred'] [] Plain(x: 'typing.Any') ::1 module"
     )
@@ -244,11 +242,5 @@ def test_only_a_process_of_its_own_skips_the_final_collection(tree: Path) -> Non
         f"sys.argv[1:] = {args!r}\nrc2 = main()\n"
         "print(rc, explicit, rc2, gc.get_freeze_count() > 1000, gc.isenabled())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)},
-    ).stdout
+    out = _fresh_python(code)
     assert out.splitlines()[-1] == "0 0 0 True True"
