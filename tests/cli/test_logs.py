@@ -1,5 +1,7 @@
 """``dolmen logs scan`` in-process: text and dolmen.logscan/1 JSON on the real recordings, stdin,
-gzip, --since, and the exit codes (0 no critical event, 1 critical, 2 unreadable input)."""
+gzip, --since (counted back from the end of the logs, or from now), the summary per code and
+-v, and the exit codes (0 no critical event, 1 critical, 2 unreadable input). Every JSON
+document is validated against its schema (tests/report/contract.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from dolmen.cli.logs import parse_duration
 from dolmen.cli.main import main
 from tests.conftest import recording
+from tests.report.contract import assert_valid
 
 DECODE0 = "kernel-logs/gpud__dmesg.decode.iso.log.0"  # Xid 13 x629, 43 x7 (warn only)
 DBE = "kernel-logs/gpud__dmesg-time-format-iso.log"  # Xid 48 (critical), 63, 94, peermem
@@ -30,19 +33,48 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def scan_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     rc, out, err = run(capsys, "--json", *args)
     assert not err
-    return rc, json.loads(out)
+    return rc, assert_valid(json.loads(out))
 
 
-def test_text_groups_by_gpu_and_summarises(capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_summarises_each_code_with_its_first_and_last_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     rc, out, _ = run(capsys, str(recording(DECODE0)))
     assert rc == 0  # Xid 13 and 43 are warnings
-    assert "  GPU 0000:38:00.0" in out
-    assert "Xid 13  warn  action: restart_app  x629  Graphics engine exception" in out
-    assert "Xid 43  warn  action: none  x7" in out
-    assert out.count("NVRM: Xid (PCI:0000:38:00): 13,") == 629  # each event is printed
+    lines = out.splitlines()
+    assert lines[1].startswith(
+        "  Xid 13  warn  action: restart_app  x629 on GPU 0000:38:00.0  Graphics engine exception"
+    )
+    assert lines[2].startswith(
+        "    first  2025-01-21T02:21:33.498559+00:00  line 1: NVRM: Xid (PCI:0000:38:00): 13,"
+    )
+    assert lines[3].startswith("    last   2025-01-21T04:41:44.285147+00:00  line 635: NVRM:")
+    assert "  Xid 43  warn  action: none  x7 on GPU 0000:38:00.0" in out
+    assert out.count("NVRM: Xid (PCI:0000:38:00): 13,") == 2  # the first and the last only
     summary = out.strip().splitlines()[-1]
     assert summary.startswith("summary: 636 events (0 critical, 636 warn, 0 info)")
     assert "Xid 13 x629, Xid 43 x7" in summary and "GPU 0000:38:00.0 x636" in summary
+
+
+def test_verbose_prints_every_line_by_device(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "-v", str(recording(DECODE0)))
+    assert rc == 0
+    assert "  GPU 0000:38:00.0" in out and "    Xid 13  x629" in out
+    assert out.count("NVRM: Xid (PCI:0000:38:00): 13,") == 629 + 2  # every one, and the summary
+
+
+def test_a_code_on_several_gpus_names_them_critical_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Xid lines quoted in GitHub issues: several GPUs, some lines without a time.
+    rc, out, _ = run(capsys, str(recording("kernel-logs/issues__xid-excerpts.md")))
+    assert rc == 1
+    codes = [ln for ln in out.splitlines() if ln.startswith("  ") and not ln.startswith("    ")]
+    assert codes[0].startswith("  Xid 149  critical  action: check_nvlink  x4 on 2 GPUs: ")
+    assert "Xid 45  info  action: none  x8 on 4 GPUs: 0000:dc:00.0, 0000:ed:00.0," in out
+    assert "  Xid 79  critical  action: drain_and_service  x1 on GPU 0000:44:00.0" in out
+    assert "    only   -  line 78: NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off" in out
+    assert "    first  [1843.308145]  line 72: " in out  # a boot-relative time as the log gave it
 
 
 def test_critical_event_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,18 +110,74 @@ def test_stdin_and_boot_relative_times(
 ) -> None:
     data = recording(KMSG_PEERMEM).read_bytes()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
-    rc, doc = scan_json(capsys, "--since", "1h", "-")
-    # kmsg times are seconds since boot: --since cannot date them, they are kept and counted.
+    rc, doc = scan_json(capsys, "--since", "1h", "--anchor", "now", "-")
+    # kmsg times are seconds since boot: counted from now, --since cannot date them, they
+    # are kept and counted as undated.
     assert rc == 0 and doc["files"][0]["path"] == "-"
     assert doc["summary"]["events"] == 7 and doc["summary"]["undated"] == 7
     assert doc["events"][0]["time"] is None and doc["events"][0]["boot_seconds"] == 227.996636
 
 
-def test_since_drops_old_dated_events(capsys: pytest.CaptureFixture[str]) -> None:
+def test_since_counts_back_from_the_end_of_an_archived_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The log ends at 2024-11-15T12:02:15.95: its last hour holds the Xid 48 of 12:02:03.
     rc, doc = scan_json(capsys, "--since", "1h", str(recording(DBE)))
-    assert rc == 0  # the Xid 48 of 2024 is outside the last hour
+    assert rc == 1 and doc["since"] == "1h" and doc["anchor"] == "end"
+    f = doc["files"][0]
+    assert f["window"] == {
+        "start": "2024-11-15T11:02:15.950445+00:00",
+        "end": "2024-11-15T12:02:15.950445+00:00",
+        "start_boot_seconds": None,
+        "end_boot_seconds": None,
+    }
+    assert doc["summary"]["events"] == f["events"] == 31 and f["filtered"] == 10
+    assert all(e["time"] >= "2024-11-15T11:02:15" for e in doc["events"])
+    rc, out, _ = run(capsys, "--since", "1h", str(recording(DBE)))
+    assert (
+        "  --since 1h: 2024-11-15T11:02:15.950445+00:00 .. 2024-11-15T12:02:15.950445+00:00 "
+        "(counted back from the end of the logs, not now)" in out
+    )
+
+
+def test_since_from_now_drops_old_dated_events(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc = scan_json(capsys, "--since", "1h", "--anchor", "now", str(recording(DBE)))
+    assert rc == 0  # the Xid 48 of 2024 is outside the last hour of now
     assert doc["summary"]["events"] == 0 and doc["files"][0]["filtered"] == 41
-    assert doc["since"] == "1h"
+    assert doc["anchor"] == "now"
+    _, out, _ = run(capsys, "--since", "1h", "--anchor", "now", str(recording(DBE)))
+    assert "(counted back from now)" in out
+
+
+def test_since_over_several_files_counts_back_from_the_newest(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # DECODE0 ends in January 2025: the day before it holds nothing of DBE's November 2024.
+    rc, doc = scan_json(capsys, "--since", "1d", str(recording(DBE)), str(recording(DECODE0)))
+    assert rc == 0
+    files = {Path(f["path"]).name: f for f in doc["files"]}
+    assert files[Path(DBE).name]["events"] == 0 and files[Path(DBE).name]["filtered"] == 41
+    assert files[Path(DECODE0).name]["events"] == 636
+    assert files[Path(DBE).name]["window"]["end"] == "2025-01-21T04:41:44.287197+00:00"
+
+
+def test_since_places_boot_relative_times_within_one_boot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "dmesg"
+    xid = "NVRM: Xid (PCI:0000:19:00): 48, pid='<unknown>', name=<unknown>, DBE"
+    log.write_text(f"[  100.000000] {xid}\n[ 7000.000000] {xid}\n[ 7300.000000] usb 1-1: reset\n")
+    _, doc = scan_json(capsys, "--since", "1h", str(log))
+    assert doc["summary"]["events"] == 1 and doc["events"][0]["boot_seconds"] == 7000.0
+    assert doc["files"][0]["window"]["end_boot_seconds"] == 7300.0
+    assert doc["files"][0]["window"]["start_boot_seconds"] == 3700.0
+    # Seconds that go back are a reboot inside the file: nothing can be placed, all is kept.
+    log.write_text(f"[ 7000.000000] {xid}\n[  100.000000] {xid}\n[ 7300.000000] usb 1-1: x\n")
+    _, doc = scan_json(capsys, "--since", "1h", str(log))
+    assert doc["summary"]["events"] == doc["summary"]["undated"] == 2
+    assert set(doc["files"][0]["window"].values()) == {None}
+    _, out, _ = run(capsys, "--since", "1h", str(log))
+    assert "--since 1h: not applied (no time that orders one boot in this log" in out
 
 
 def test_gzip_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -118,8 +206,8 @@ def test_flaps_are_warnings_and_a_gain_is_no_flap(
     )
     rc, out, _ = run(capsys, str(log))
     assert rc == 0
-    assert "  link ib6" in out and "ib_flap  warn  action: check_link  x1" in out
-    assert "link_up  info  action: none  x1" in out  # the gain: shown, not a flap
+    assert "ib_flap  warn  action: check_link  x1 on link ib6" in out
+    assert "link_up  info  action: none  x1 on link ib6" in out  # the gain: shown, not a flap
     _, doc = scan_json(capsys, str(log))
     assert doc["summary"]["by_code"] == {"ib_flap": 1, "link_up": 1}
     assert [e["interface"] for e in doc["events"]] == ["ib6", "ib6"]

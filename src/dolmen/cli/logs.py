@@ -8,12 +8,20 @@ severity and action of ``kb/data/xids.toml``, then a summary line.
 
 Exit codes: 0 no critical event, 1 critical events found, 2 unreadable input.
 
-``--json`` prints one document, schema ``dolmen.logscan/1``::
+By default each code is summarised (``Xid 79  critical ... x3 on 2 GPUs``, with its
+first and last line and their times); ``-v`` prints every event line as well.
+
+Exit codes: 0 no critical event, 1 critical events found, 2 unreadable input.
+
+``--json`` prints one document, schema ``dolmen.logscan/1`` (``dolmen schema logscan``
+prints its JSON Schema; docs/contracts.md)::
 
     {"schema": "dolmen.logscan/1",
      "since": "2h" | null,                 # the --since option as given
+     "anchor": "end" | "now" | null,       # where --since counted back from
      "files": [{"path", "format", "lines", "first_time", "last_time",
-                "first_boot_seconds", "last_boot_seconds", "events", "filtered"}],
+                "first_boot_seconds", "last_boot_seconds", "events", "filtered",
+                "window": {"start", "end", "start_boot_seconds", "end_boot_seconds"} | null}],
      "events": [{"file", "line", "kind", "code", "label", "group", "bus_id", "device",
                  "interface", "time", "clock", "boot_seconds", "pid", "process",
                  "fatal", "detail", "severity", "action", "meaning", "known", "message"}],
@@ -28,33 +36,37 @@ aer_corrected, peermem, api_mismatch, io_error, panic, oops, oom_kill, segfault,
 file_max); ``code`` the Xid or SXid number. ``severity`` is validate's for the same
 event (``dolmen.checks.log_severity``: one table, kb/data/xids.toml); a link that came
 up (``ib_flap`` with ``detail`` "up") is labelled ``link_up`` and is no flap.
-``--since`` keeps the events of the last DURATION; events with only boot-relative
-times cannot be dated, are kept, and are counted as ``undated``.
+``--since`` keeps the events of the last DURATION *of the logs*: counted back from the
+newest time in the files given (an archived log's last line), or from now with
+``--anchor now`` (``cli/logs_window.py``); the output says which. ``undated`` counts the
+kept events without a wall-clock time.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from dolmen.checks.log_severity import assess_event, catalogue_kind
 from dolmen.cli.logs_input import LogInput, open_log
-from dolmen.cli.logs_json import SCHEMA, Spool, Tally, iso, write_document
+from dolmen.cli.logs_json import SCHEMA, Spool, Tally, event_doc, file_doc, iso, write_document
+from dolmen.cli.logs_text import TextReport
+from dolmen.cli.logs_window import END, NOW, Span, Window, make_window
 from dolmen.cli.main import exit_with
 from dolmen.errors import ExitCode
 from dolmen.values.duration import parse_duration
-from dolmen.values.text import printable
 
 if TYPE_CHECKING:
     from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
     from dolmen.kb.xids import Assessment, XidCatalogue
 
-_STYLE = {"critical": "bold red", "warn": "yellow", "info": "dim"}
+__all__ = ["logs", "parse_duration"]
 
 
 @click.group()
@@ -65,79 +77,144 @@ def logs() -> None:
 @logs.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help=f"Print the {SCHEMA} JSON document.")
-@click.option("--since", metavar="DURATION", help="Only events of the last DURATION (30m, 2h, 7d).")
-def scan(files: tuple[str, ...], as_json: bool, since: str | None) -> None:
+@click.option(
+    "--since",
+    metavar="DURATION",
+    help="Only events of the last DURATION of the logs (30m, 2h, 7d), counted back from "
+    "their end (an archived log's last line), not from now; see --anchor.",
+)
+@click.option(
+    "--anchor",
+    type=click.Choice([END, NOW]),
+    default=END,
+    show_default=True,
+    help="Where --since counts back from: the end of the logs, or now.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Every event line, not only each code's.")
+def scan(
+    files: tuple[str, ...], as_json: bool, since: str | None, anchor: str, verbose: bool
+) -> None:
     """Explain the events of kernel logs (dmesg, journalctl -k, syslog, kmsg; - for stdin).
 
+    Prints a summary per code (count, devices, first and last line); -v every line.
     Exit codes: 0 no critical event, 1 critical events found, 2 unreadable input.
     """
     from dolmen.kb.xids import load_xids
 
-    window = parse_duration(since, what="--since") if since else None
+    length = parse_duration(since, what="--since") if since else None
     opened: list[LogInput] = []
     try:
         for name in files:  # every file opens and starts as text, or exit 2 before any output
             opened.append(open_log(name))
         catalogue = load_xids()
         now = datetime.now()
-        tally = Tally()
-        with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
-            # JSON events go to a spool as they are found, so memory stays bounded whatever
-            # the log's size; the terminal report groups events, so it keeps its rows.
-            sink = Spool(spool) if as_json else None
-            scanned = [_scan_one(log, catalogue, window, now, tally, sink) for log in opened]
+        with (
+            tempfile.TemporaryFile("w+", encoding="utf-8") as found,
+            tempfile.TemporaryFile("w+", encoding="utf-8") as kept_spool,
+        ):
+            # Every event goes to a spool as it is found: the window of --since is known
+            # only once the logs' ends are, and memory stays bounded whatever their size.
+            scanned = [_scan_one(i, log, catalogue, now, found) for i, log in enumerate(opened)]
+            window = None
+            if since and length is not None:
+                window = make_window(since, length, anchor, [s.span for s in scanned])
+            tally = Tally()
+            sink = Spool(kept_spool) if as_json else None
+            report = None if as_json else TextReport(len(scanned), verbose=verbose)
+            kept = _replay(found, window, tally, sink, report, len(scanned))
             code = int(ExitCode.UNHEALTHY if tally.critical else ExitCode.OK)
             if sink is not None:
-                write_document(sys.stdout.write, scanned, sink, tally, since, code)
-            else:
-                _render(scanned, tally)
+                docs = [
+                    file_doc(s, kept[i], None if window is None else window.file_doc(i, s.span))
+                    for i, s in enumerate(scanned)
+                ]
+                anchored = None if window is None else (window.since, window.anchor)
+                write_document(sys.stdout.write, docs, sink, tally, anchored, code)
+            elif report is not None:
+                heads = [(_head(s), _window_line(window, i, s)) for i, s in enumerate(scanned)]
+                report.render(heads, tally.summary())
     finally:
         for log in opened:
             log.close()
     exit_with(code)
 
 
+def _replay(
+    found: IO[str],
+    window: Window | None,
+    tally: Tally,
+    sink: Spool | None,
+    report: TextReport | None,
+    files: int,
+) -> list[int]:
+    """The spooled events the window keeps, counted and handed on; kept per file."""
+    kept = [0] * files
+    found.seek(0)
+    for line in found:
+        head, _, body = line.partition("\t")
+        index, doc = int(head), json.loads(body)
+        if window is not None and not window.keeps(index, doc["time"], doc["boot_seconds"]):
+            continue
+        kept[index] += 1
+        tally.add(doc)
+        if sink is not None:
+            sink.add(doc)
+        if report is not None:
+            report.add(index, doc)
+    return kept
+
+
+def _head(s: Scanned) -> str:
+    facts = s.facts
+    span = ""
+    if facts.first_time or facts.last_time:
+        span = f", {iso(facts.first_time)} .. {iso(facts.last_time)}"
+    elif facts.first_boot_seconds is not None:
+        span = f", [{facts.first_boot_seconds:.3f}] .. [{facts.last_boot_seconds or 0:.3f}]"
+    return f"{s.name}: {facts.format or 'empty'}, {facts.lines} lines{span}"
+
+
+def _window_line(window: Window | None, index: int, s: Scanned) -> str | None:
+    return None if window is None else window.describe(index, s.span)
+
+
 @dataclass(frozen=True)
 class Scanned:
-    """One file's facts, its rows (terminal only), and how many events were kept."""
+    """One file's facts, how many events it holds, and what the window needs of it."""
 
     name: str
     facts: KernelLogFacts
-    rows: list[Row]
-    kept: int
-    filtered: int
+    found: int
+    span: Span
 
 
 def _scan_one(
-    log: LogInput,
-    catalogue: XidCatalogue,
-    window: timedelta | None,
-    now: datetime,
-    tally: Tally,
-    sink: Spool | None,
+    index: int, log: LogInput, catalogue: XidCatalogue, now: datetime, spool: IO[str]
 ) -> Scanned:
     from dolmen.facts.kernel_log.scan import LogScanner
 
-    rows: list[Row] = []
-    seen = [0, 0]  # events found, events kept
+    state: dict[str, Any] = {"found": 0, "boot": None, "ordered": True}
 
     def found(ev: KernelEvent) -> None:
-        seen[0] += 1
-        if window is not None and not _recent(ev, window, now):
-            return
-        seen[1] += 1
-        row = Row(ev, assess(catalogue, ev))
-        tally.add(row)
-        if sink is not None:
-            sink.add(log.name, row)
-        else:
-            rows.append(row)
+        state["found"] += 1
+        if ev.boot_seconds is not None:
+            if state["boot"] is not None and ev.boot_seconds < state["boot"]:
+                state["ordered"] = False  # the seconds went back: a reboot inside the file
+            state["boot"] = ev.boot_seconds
+        doc = event_doc(log.name, Row(ev, assess(catalogue, ev)))
+        spool.write(f"{index}\t{json.dumps(doc)}\n")
 
     scanner = LogScanner(now=now, on_event=found)
     for block in log.blocks():
         scanner.feed_block(block)
     facts = scanner.facts(source=log.name)
-    return Scanned(log.name, facts, rows, seen[1], seen[0] - seen[1])
+    last_boot = facts.last_boot_seconds
+    ordered = state["ordered"] and (
+        state["boot"] is None or (last_boot is not None and state["boot"] <= last_boot)
+    )
+    has_wall = facts.first_time is not None or facts.last_time is not None
+    span = Span(facts.last_time, last_boot, ordered, has_wall)
+    return Scanned(log.name, facts, state["found"], span)
 
 
 @dataclass(frozen=True)
@@ -181,84 +258,3 @@ class Row:
 def assess(catalogue: XidCatalogue, ev: KernelEvent) -> Assessment:
     """The catalogue's verdict on one event, as validate reads it (``assess_event``)."""
     return assess_event(catalogue, ev)
-
-
-def _recent(ev: KernelEvent, window: timedelta, now: datetime) -> bool:
-    if ev.time is None:
-        return True  # boot-relative only: cannot be dated, kept (and counted as undated)
-    if ev.time.tzinfo is not None:
-        return ev.time >= datetime.now(UTC) - window
-    return ev.time >= now - window
-
-
-def _time(ev: KernelEvent) -> str:
-    if ev.time is not None:
-        return ev.time.isoformat()
-    if ev.boot_seconds is not None:
-        return f"[{ev.boot_seconds:.6f}]"
-    return "-"
-
-
-def _render(scanned: list[Scanned], tally: Tally) -> None:
-    """Plain lines on a pipe; rich colours only when stdout is a terminal."""
-    out = _Printer()
-    for item in scanned:
-        name, facts, rows = item.name, item.facts, item.rows
-        span = ""
-        if facts.first_time or facts.last_time:
-            span = f", {iso(facts.first_time)} .. {iso(facts.last_time)}"
-        elif facts.first_boot_seconds is not None:
-            span = f", [{facts.first_boot_seconds:.3f}] .. [{facts.last_boot_seconds or 0:.3f}]"
-        out.line(f"{name}: {facts.format or 'empty'}, {facts.lines} lines{span}", "bold")
-        if not rows:
-            out.line("  no events")
-        by_group: dict[str, list[Row]] = {}
-        for r in rows:
-            by_group.setdefault(r.group, []).append(r)
-        for group, members in by_group.items():
-            out.line(f"  {group}", "bold")
-            by_label: dict[str, list[Row]] = {}
-            for r in members:
-                by_label.setdefault(r.label, []).append(r)
-            for label, same in by_label.items():
-                v = same[0].verdict
-                worst = max(same, key=lambda r: _RANK[r.verdict.severity]).verdict
-                out.line(
-                    f"    {label}  {worst.severity}  action: {worst.action}  x{len(same)}  "
-                    f"{v.meaning}",
-                    _STYLE[worst.severity],
-                )
-                for r in same:
-                    out.line(f"      {_time(r.event)}  line {r.event.line_no}: {r.event.message}")
-    s = tally.summary()
-    codes = ", ".join(f"{k} x{n}" for k, n in s["by_code"].items()) or "none"
-    groups = ", ".join(f"{k} x{n}" for k, n in s["by_group"].items()) or "none"
-    out.line(
-        f"summary: {s['events']} events ({s['critical']} critical, {s['warn']} warn, "
-        f"{s['info']} info); by code: {codes}; by device: {groups}",
-        "bold red" if s["critical"] else "bold",
-    )
-
-
-_RANK = {"info": 0, "warn": 1, "critical": 2}
-
-
-class _Printer:
-    """Writes lines to stdout, through rich only when stdout is a terminal."""
-
-    def __init__(self) -> None:
-        self._console: Any = None
-        if sys.stdout.isatty():
-            from rich.console import Console
-
-            self._console = Console(highlight=False)
-
-    def line(self, text: str, style: str | None = None) -> None:
-        # Log lines, device and file names are someone else's bytes: shown, never obeyed.
-        text = printable(text)
-        if self._console is None:
-            sys.stdout.write(text + "\n")
-        else:
-            from rich.text import Text
-
-            self._console.print(Text(text, style=style or ""), soft_wrap=True)

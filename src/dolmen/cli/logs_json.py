@@ -1,9 +1,11 @@
-"""The ``dolmen.logscan/1`` document, written as events are found.
+"""The ``dolmen.logscan/1`` document, written from spooled events.
 
-Each event's JSON goes to a temporary file as the scan finds it and the summary is
-counted on the way (``Tally``), so a log of a million events never holds them all;
-the document is then written piece by piece, byte for byte what
-``json.dumps(doc, indent=2)`` would print.
+Each event's JSON goes to a temporary file as the scan finds it (``found``); once every
+file is scanned the ``--since`` window is known (it counts back from the logs' end), and
+the events it keeps are counted (``Tally``) and spooled again (``Spool``), so a log of a
+million events never holds them all; the document is then written piece by piece, byte
+for byte what ``json.dumps(doc, indent=2)`` would print. Its contract is the JSON Schema
+``dolmen schema logscan`` prints (src/dolmen/report/schemas/logscan.schema.json).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 SCHEMA = "dolmen.logscan/1"
 
 
-def _event_doc(name: str, r: Row) -> dict[str, Any]:
+def event_doc(name: str, r: Row) -> dict[str, Any]:
+    """One event as the document writes it."""
     ev, v = r.event, r.verdict
     return {
         "file": name,
@@ -54,9 +57,9 @@ class Spool:
         self.file = file
         self.count = 0
 
-    def add(self, name: str, row: Row) -> None:
+    def add(self, doc: dict[str, Any]) -> None:
         sep = "    " if self.count == 0 else ",\n    "
-        self.file.write(sep + _nested(_event_doc(name, row), 2))
+        self.file.write(sep + _nested(doc, 2))
         self.count += 1
 
 
@@ -69,11 +72,11 @@ class Tally:
         self.by_code: Counter[str] = Counter()
         self.by_group: Counter[str] = Counter()
 
-    def add(self, row: Row) -> None:
-        self.severity[row.verdict.severity] += 1
-        self.undated += row.event.time is None
-        self.by_code[row.label] += 1
-        self.by_group[row.group] += 1
+    def add(self, doc: dict[str, Any]) -> None:
+        self.severity[doc["severity"]] += 1
+        self.undated += doc["time"] is None
+        self.by_code[doc["label"]] += 1
+        self.by_group[doc["group"]] += 1
 
     @property
     def critical(self) -> int:
@@ -91,30 +94,36 @@ class Tally:
         }
 
 
+def file_doc(s: Scanned, kept: int, window: dict[str, Any] | None) -> dict[str, Any]:
+    """One file's entry: what it is, its span, how many events were kept and filtered, and
+    the ``--since`` window as it applied to it (null without --since)."""
+    return {
+        "path": s.name,
+        "format": s.facts.format,
+        "lines": s.facts.lines,
+        "first_time": iso(s.facts.first_time),
+        "last_time": iso(s.facts.last_time),
+        "first_boot_seconds": s.facts.first_boot_seconds,
+        "last_boot_seconds": s.facts.last_boot_seconds,
+        "events": kept,
+        "filtered": s.found - kept,
+        "window": window,
+    }
+
+
 def write_document(
     write: Callable[[str], object],
-    scanned: list[Scanned],
+    files: list[dict[str, Any]],
     spool: Spool,
     tally: Tally,
-    since: str | None,
+    since: tuple[str, str] | None,
     code: int,
 ) -> None:
-    """The document ``json.dumps(doc, indent=2)`` would print, written piece by piece."""
-    files = [
-        {
-            "path": s.name,
-            "format": s.facts.format,
-            "lines": s.facts.lines,
-            "first_time": iso(s.facts.first_time),
-            "last_time": iso(s.facts.last_time),
-            "first_boot_seconds": s.facts.first_boot_seconds,
-            "last_boot_seconds": s.facts.last_boot_seconds,
-            "events": s.kept,
-            "filtered": s.filtered,
-        }
-        for s in scanned
-    ]
-    write(f'{{\n  "schema": {json.dumps(SCHEMA)},\n  "since": {json.dumps(since)},\n')
+    """The document ``json.dumps(doc, indent=2)`` would print, written piece by piece;
+    ``since`` is (the --since text, its anchor) or None."""
+    text, anchor = since if since is not None else (None, None)
+    write(f'{{\n  "schema": {json.dumps(SCHEMA)},\n  "since": {json.dumps(text)},\n')
+    write(f'  "anchor": {json.dumps(anchor)},\n')
     write(f'  "files": {_nested(files, 1)},\n  "events": ')
     if spool.count == 0:
         write("[]")
