@@ -16,6 +16,7 @@ from dolmen.audit.settings import AuditSettings
 from dolmen.cli.main import main
 from tests.audit.conftest import log_lines
 from tests.conftest import REPO
+from tests.report.contract import assert_valid
 
 
 @pytest.fixture
@@ -103,7 +104,7 @@ def test_verify_exit_codes(some_events: AuditSettings, capsys: pytest.CaptureFix
     rc, out, _ = _run(capsys, "checkpoint")
     assert rc == 0 and out.startswith("checkpoint 5: event 4 signed by ed25519:")
     rc, out, _ = _run(capsys, "verify", "--json")
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert rc == 0 and doc["intact"] and doc["checkpoints"] == 1 and doc["last_checkpoint"] == 4
 
     lines = log_lines(some_events.path)
@@ -112,7 +113,7 @@ def test_verify_exit_codes(some_events: AuditSettings, capsys: pytest.CaptureFix
     assert rc == 1 and out.startswith("audit log TAMPERED: reordered at ")
     assert f"{some_events.path}:2 (event 3)" in out
     rc, out, _ = _run(capsys, "verify", "--json")
-    problem = json.loads(out)["problem"]
+    problem = assert_valid(json.loads(out))["problem"]
     assert rc == 1 and (problem["kind"], problem["line"]) == ("reordered", 2)
     some_events.path.write_bytes(b"".join(lines))
 

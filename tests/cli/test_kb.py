@@ -8,6 +8,7 @@ import json
 import pytest
 
 from dolmen.cli.main import main
+from tests.report.contract import assert_valid
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -24,7 +25,7 @@ def test_cuda_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cuda_all_json(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "cuda", "--json")
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert rc == 0
     assert {f["major"] for f in doc["families"]} == {11, 12, 13}
     assert any(t["versions"] == ["12.6.1", "12.6.2"] for t in doc["toolkits"])
@@ -58,7 +59,7 @@ def test_check_driver(
     code, out, _ = run(capsys, "check-driver", driver, "--cuda", cuda)
     assert code == rc and word in out
     code, out, _ = run(capsys, "check-driver", driver, "--cuda", cuda, "--json")
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert code == rc and doc["mode"] == word and doc["ok"] is (rc == 0) and doc["why"]
 
 
@@ -90,8 +91,8 @@ def test_gpu_by_product_name(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_gpu_partial_name_lists_every_match(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "gpu", "h100", "--json")
-    doc = json.loads(out)
-    assert rc == 0 and {m["id"] for m in doc} == {"h100-sxm", "h100-pcie", "h100-nvl"}
+    doc = assert_valid(json.loads(out))
+    assert rc == 0 and {m["id"] for m in doc["gpus"]} == {"h100-sxm", "h100-pcie", "h100-nvl"}
 
 
 def test_gpu_marks_unverified_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,14 +113,16 @@ def test_ngc(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "ngc", "24.07")
     assert rc == 0 and "9.2.1 (unverified)" in out
     rc, out, _ = run(capsys, "ngc", "--json")
-    doc = json.loads(out)
-    assert rc == 0 and doc[0]["release"] == "23.10" and doc[-1]["cuda_min_driver"] == "590.44.01"
+    doc = assert_valid(json.loads(out))
+    releases = doc["releases"]
+    assert rc == 0 and releases[0]["release"] == "23.10"
+    assert releases[-1]["cuda_min_driver"] == "590.44.01"
 
 
 def test_xid(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "xid", "79")
     assert rc == 0 and out.startswith("Xid 79") and "source" in out
     rc, out, _ = run(capsys, "xid", "48", "--json")
-    assert rc == 0 and json.loads(out)["code"] == 48
+    assert rc == 0 and assert_valid(json.loads(out))["code"] == 48
     rc, out, _ = run(capsys, "xid")
     assert rc == 0 and "severity" in out.splitlines()[0]

@@ -13,6 +13,7 @@ from dolmen.cli.main import main
 from tests.conftest import recording
 from tests.host.paste.test_detect import bug_report
 from tests.host.paste.test_open import sosreport
+from tests.report.contract import assert_valid
 
 DCGM_FAIL = {
     "DCGM Diagnostic": {
@@ -107,7 +108,7 @@ def test_validate_a_pasted_file(
     rc = main(["validate", "--from", str(path), "--json"], lean=lean)
     out, err = capsys.readouterr()
     assert err.splitlines()[0] == f"read {detected} from {path}; a partial bundle"
-    verdict = json.loads(out)
+    verdict = assert_valid(json.loads(out))
     assert verdict["status"] != "healthy", "a one-file bundle cannot be healthy by absence"
     assert rc == verdict["exit_code"] in (1, 2)
     assert verdict["source"]["source"]["detected"] == detected
@@ -116,7 +117,7 @@ def test_validate_a_pasted_file(
 def test_dcgm_failure_is_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _input("built:dcgm", tmp_path)
     rc = main(["validate", "--from", str(path), "--json", "--only", "gpu.dcgm_diag"])
-    verdict = json.loads(capsys.readouterr().out)
+    verdict = assert_valid(json.loads(capsys.readouterr().out))
     (f,) = verdict["findings"]
     assert rc == 1 and f["status"] == "fail" and f["subject"] == "gpu:index:0"
     assert "GPU 0 memory test failed." in f["summary"]
@@ -137,7 +138,7 @@ def test_unrecognised_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 def test_facts_from_a_pasted_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = recording("lspci/gpud__lspci.nn.a100")
     rc = main(["facts", "--from", str(path), "--json"])
-    doc = json.loads(capsys.readouterr().out)
+    doc = assert_valid(json.loads(capsys.readouterr().out))
     assert rc == 0 and doc["host"]["source"]["kind"] == "lspci"
     gpus = [d for d in doc["pci"]["devices"] if d["class_id"] == "0302"]
     assert len(gpus) == 8

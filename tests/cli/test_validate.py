@@ -16,6 +16,7 @@ import pytest
 from dolmen.cli.lean import parse
 from dolmen.cli.main import main
 from tests.hosts import scenarios
+from tests.report.contract import assert_valid
 from tests.test_scenarios import normalise
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -33,7 +34,7 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str], root: Path, lean: 
     rc = main(argv, lean=lean)
     out, err = capsys.readouterr()
     if out.startswith("{"):
-        return rc, normalise(json.loads(out), root), err
+        return rc, normalise(assert_valid(json.loads(out)), root), err
     return rc, re.sub(r"\d+\.\d+ s\b", "<t> s", out), err
 
 
@@ -157,7 +158,7 @@ def test_list_honours_json(capsys: pytest.CaptureFixture[str]) -> None:
     from dolmen.checks import load_registry
 
     assert main(["validate", "--list", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = assert_valid(json.loads(capsys.readouterr().out))
     assert doc["schema"] == "dolmen.checks/1"
     assert [c["id"] for c in doc["checks"]] == sorted(load_registry())
     ecc = next(c for c in doc["checks"] if c["id"] == "gpu.ecc.volatile_uncorrectable")

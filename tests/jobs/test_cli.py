@@ -13,6 +13,7 @@ from dolmen.cli.main import main
 from dolmen.jobs.quota import current_user
 from tests.conftest import make_tree, recording
 from tests.jobs.conftest import make_local, stop_all
+from tests.report.contract import assert_valid
 
 H100 = "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml"
 
@@ -41,7 +42,7 @@ def test_plan_local_as_text_and_json(state: Path, capsys: pytest.CaptureFixture[
     assert out.startswith("# local: 4 processes in 2 rank group(s) on this host, no GPU")
     assert "   3    1     1  none       python -u t.py" in out
     rc, out, _ = run(capsys, "jobs", "plan", "--json", "--nodes", "2", "--", "python", "t.py")
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert doc["backend"] == "local" and doc["spec"]["nodes"] == 2
     assert "WORLD_SIZE=2" in doc["artifacts"]["environment.txt"]
     assert list(Path(state).glob("**/jobs.db")) == []  # plan stores nothing
@@ -81,10 +82,12 @@ def test_submit_status_logs_list_cancel(state: Path, capsys: pytest.CaptureFixtu
             time.sleep(0.05)
         rc, out, _ = run(capsys, "jobs", "status", "1")
         assert rc == 0 and "job 1 (local) hello: completed" in out
+        rc, out, _ = run(capsys, "jobs", "status", "1", "--json")
+        assert rc == 0 and assert_valid(json.loads(out))["state"] == "completed"
         rc, out, _ = run(capsys, "jobs", "logs", "1", "--rank", "0")
         assert rc == 0 and out.splitlines()[-1] == "hi"
         rc, out, _ = run(capsys, "jobs", "list", "--json")
-        assert [j["state"] for j in json.loads(out)] == ["completed"]
+        assert [j["state"] for j in assert_valid(json.loads(out))["jobs"]] == ["completed"]
         rc, out, _ = run(capsys, "jobs", "cancel", "1")
         assert rc == 0 and out.startswith("job 1: completed")
     finally:
@@ -152,10 +155,12 @@ def test_users_and_quotas(state: Path, tmp_path: Path, capsys: pytest.CaptureFix
         == "user alice: groups research\n"
     )
     rc, out, _ = run(capsys, "users", "list", "--json")
-    assert json.loads(out) == [{"name": "alice", "groups": ["research"]}]
+    assert assert_valid(json.loads(out))["users"] == [{"name": "alice", "groups": ["research"]}]
     assert run(capsys, "quota", "set", "--user", "alice", "--gpus", "2")[0] == 0
     rc, out, _ = run(capsys, "quota", "show", "--json")
-    assert json.loads(out) == [{"kind": "user", "name": "alice", "gpus": 2, "in_use": 0}]
+    assert assert_valid(json.loads(out))["quotas"] == [
+        {"kind": "user", "name": "alice", "gpus": 2, "in_use": 0}
+    ]
     me = current_user()
     assert run(capsys, "quota", "set", "--user", me, "--gpus", "2")[0] == 0
     tree = make_tree(tmp_path / "h100", commands={"nvidia-smi -q -x": recording(H100).read_text()})

@@ -17,6 +17,7 @@ from dolmen.tune.journal import State, open_journal, tune_dir
 from dolmen.tune.model import Action
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
+from tests.report.contract import assert_valid
 from tests.tune.trees import add_nvme_irqs, snapshot
 
 
@@ -37,7 +38,7 @@ def test_plan_on_a_recorded_host_reads_never_writes(
     before = snapshot(host_tree)
     rc, out, _ = run(capsys, "tune", "plan", "ai-training", "--root", str(host_tree), "--json")
     assert rc == 0 and snapshot(host_tree) == before
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert doc["schema"] == "dolmen.tune.plan/1" and doc["reboot_needed"]
     # node_exporter's 4 CPUs, intel_pstate in powersave, per-CPU cpufreq folders
     gov = [c for c in doc["changes"] if c["target"]["key"] == "governor"]
@@ -78,7 +79,7 @@ def test_apply_verify_rollback_restores_the_tree_byte_for_byte(
     )
     assert "iommu=pt" in (host_tree / "etc/default/grub.d/90-dolmen-iommu.cfg").read_text()
     rc, out, _ = run(capsys, "tune", "status", *root, "--json")
-    st = json.loads(out)
+    st = assert_valid(json.loads(out))
     assert st["active"] == "ai-training" and st["drift"] == []
     assert set(st["pending"]) == {"init_on_alloc=0", "iommu=pt"}  # staged, not booted
     assert run(capsys, "tune", "verify", *root)[0] == 0
@@ -86,11 +87,13 @@ def test_apply_verify_rollback_restores_the_tree_byte_for_byte(
     (host_tree / "proc/sys/vm/swappiness").write_text("5\n")
     rc, out, _ = run(capsys, "tune", "verify", *root, "--json")
     assert rc == 1 and [
-        r["target"]["name"] for r in json.loads(out)["rows"] if r["action"] == "change"
+        r["target"]["name"]
+        for r in assert_valid(json.loads(out))["rows"]
+        if r["action"] == "change"
     ] == ["vm.swappiness"]
     rc, out, _ = run(capsys, "tune", "rollback", *root, "--yes", "--json")
     assert rc == 0
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     assert doc["complete"] and all(r["exact"] for r in doc["restored"])
     assert [r["target"] for r in doc["restored"] if r["changed_by_others"]] == ["vm.swappiness"]
     assert snapshot(host_tree) == before
@@ -102,7 +105,8 @@ def test_switching_profiles_rolls_the_first_back(
 ) -> None:
     before = snapshot(host_tree)
     root = ("--root", str(host_tree))
-    assert run(capsys, "tune", "apply", "workstation", *root, "--yes")[0] == 0
+    rc, out, _ = run(capsys, "tune", "apply", "workstation", *root, "--yes", "--json")
+    assert rc == 0 and assert_valid(json.loads(out))["ok"]
     rc, out, _ = run(capsys, "tune", "apply", "ai-inference", *root, "--yes")
     assert rc == 0 and "switching from workstation" in out
     view = open_journal(tune_dir(TreeHost(host_tree)))
@@ -131,6 +135,7 @@ def test_a_refused_write_stops_the_apply_and_rolls_back(host_tree: Path) -> None
     before = snapshot(host_tree)
     res = apply_plan(host, plan, tune_dir(host))
     assert not res.ok and res.error and res.error.startswith("vm.max_map_count")
+    assert_valid(res.to_json())  # dolmen.tune.apply/1 with its rollback
     assert res.rollback is not None and res.rollback.complete
     assert [s.status for s in res.steps][-1] == "failed"
     assert snapshot(host_tree) == before
@@ -156,7 +161,7 @@ def test_irqs_of_a_recorded_nvme_drive_go_to_its_node(
     root = ("--root", str(host_tree))
     rc, out, _ = run(capsys, "tune", "plan", "ai-training-multinode", *root, "--json")
     assert rc == 0
-    doc = json.loads(out)
+    doc = assert_valid(json.loads(out))
     aff = [c for c in doc["changes"] if c["target"]["key"] == "affinity"]
     assert [c["target"]["name"] for c in aff] == [f"irq {n} (nvme0)" for n in irqs]
     assert {c["target"]["desired"] for c in aff} == {"2-3"}  # node1's CPUs in the recording
@@ -184,7 +189,7 @@ def test_bls_entries_and_runtime_dropins_come_back_exactly(
     dropin = host_tree / "etc/systemd/system/containerd.service.d/90-dolmen-memlock.conf"
     assert dropin.read_text().endswith("LimitMEMLOCK=infinity\n")
     rc, out, _ = run(capsys, "tune", "verify", *root, "--json")
-    assert rc == 0 and json.loads(out)["counts"]["pending"] == 2
+    assert rc == 0 and assert_valid(json.loads(out))["counts"]["pending"] == 2
     assert run(capsys, "tune", "rollback", *root, "--yes")[0] == 0
     assert snapshot(host_tree) == before  # the folders apply created are gone too
 

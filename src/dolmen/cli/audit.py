@@ -125,6 +125,7 @@ def verify(
     )
     if as_json:
         doc: dict[str, Any] = {
+            "schema": "dolmen.audit.verify/1",
             "intact": report.ok,
             "files": [str(f) for f in report.files],
             "events": report.events,

@@ -91,6 +91,7 @@ def plan(as_json: bool, **kw: Any) -> None:
     if as_json:
         _print_json(
             {
+                "schema": "dolmen.jobs.plan/1",
                 "backend": p.backend,
                 "summary": p.summary,
                 "spec": dataclasses.asdict(p.spec),
@@ -135,7 +136,7 @@ def list_(as_json: bool, **kw: Any) -> None:
     """List the backend's jobs, newest first."""
     rows = backend_from(kw).list()
     if as_json:
-        _print_json([_status_json(s) for s in rows])
+        _print_json({"schema": "dolmen.jobs.list/1", "jobs": [_job_row(s) for s in rows]})
         return
     click.echo(f"{'ID':<8} {'NAME':<20} {'STATE':<11} {'RESTARTS':>8}  REASON")
     for s in rows:
@@ -227,6 +228,12 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _status_json(st: Any) -> dict[str, Any]:
+    """The ``dolmen.jobs.status/1`` document of one job."""
+    return {"schema": "dolmen.jobs.status/1", **_job_row(st)}
+
+
+def _job_row(st: Any) -> dict[str, Any]:
+    """One job as its status document and the rows of ``jobs list`` write it."""
     return {
         "job_id": st.job_id,
         "name": st.name,

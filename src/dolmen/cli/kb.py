@@ -78,6 +78,7 @@ def cuda(version: str | None, as_json: bool) -> None:
         if as_json:
             _emit_json(
                 {
+                    "schema": "dolmen.kb.cuda/1",
                     "toolkits": [_release_doc(r, table) for r in table.releases],
                     "families": [_family_doc(table, m) for m in sorted(table.families)],
                     "rules": [
@@ -103,7 +104,7 @@ def cuda(version: str | None, as_json: bool) -> None:
             f"unknown CUDA version {version!r}; known versions: {_choices(table.minor_versions())}"
         )
     if as_json:
-        _emit_json(_release_doc(release, table))
+        _emit_json({"schema": "dolmen.kb.cuda.toolkit/1", **_release_doc(release, table)})
         return
     click.echo(f"CUDA {release.label} ({', '.join(release.versions)})")
     major = int(release.versions[0].split(".")[0])
@@ -178,6 +179,7 @@ def check_driver(driver: str, toolkit: str, as_json: bool) -> None:
     if as_json:
         _emit_json(
             {
+                "schema": "dolmen.kb.check_driver/1",
                 "driver": verdict.driver,
                 "cuda": verdict.toolkit,
                 "ok": verdict.ok,
@@ -231,7 +233,7 @@ def gpu(name: str | None, as_json: bool) -> None:
     if as_json:
         from dolmen.facts import to_jsonable
 
-        _emit_json([to_jsonable(m) for m in models])
+        _emit_json({"schema": "dolmen.kb.gpus/1", "gpus": [to_jsonable(m) for m in models]})
         return
     for i, m in enumerate(models):
         if i:
@@ -294,7 +296,8 @@ def ngc(release: str | None, as_json: bool) -> None:
     table = base.ngc
     if release is None:
         if as_json:
-            _emit_json([_ngc_doc(r, base) for r in table.releases])
+            releases = [_ngc_doc(r, base) for r in table.releases]
+            _emit_json({"schema": "dolmen.kb.ngc/1", "releases": releases})
             return
         rows = [["release", "PyTorch", "CUDA", "cuDNN", "NCCL", "TensorRT", "Ubuntu", "driver"]]
         rows += [
@@ -319,7 +322,7 @@ def ngc(release: str | None, as_json: bool) -> None:
             f"unknown NGC release {release!r}; known releases: {_choices(table.names())}"
         )
     if as_json:
-        _emit_json(_ngc_doc(found, base))
+        _emit_json({"schema": "dolmen.kb.ngc.release/1", **_ngc_doc(found, base)})
         return
     r = found
     mind = table.min_driver(r, base.cuda)
@@ -371,7 +374,8 @@ def xid(number: str | None, sxid: bool, as_json: bool) -> None:
     what = "SXid" if sxid else "Xid"
     if number is None:
         if as_json:
-            _emit_json([to_jsonable(e) for _, e in sorted(table.items())])
+            rows = [to_jsonable(e) for _, e in sorted(table.items())]
+            _emit_json({"schema": "dolmen.kb.xids/1", "entries": rows})
             return
         rows = [[what.lower(), "severity", "action", "meaning"]]
         rows += [[str(n), e.severity, e.action, e.meaning] for n, e in sorted(table.items())]
@@ -382,7 +386,7 @@ def xid(number: str | None, sxid: bool, as_json: bool) -> None:
         known = [str(n) for n in sorted(table)]
         raise UsageError(f"unknown {what} {number!r}; known {what}s: {_choices(known, 200)}")
     if as_json:
-        _emit_json(to_jsonable(entry))
+        _emit_json({"schema": "dolmen.kb.xid/1", **to_jsonable(entry)})
         return
     click.echo(f"{what} {number}  {entry.name}")
     _fields(

@@ -76,7 +76,7 @@ def show(user: str | None, group: str | None, as_json: bool, **kw: Any) -> None:
         for q in rows
     ]
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"schema": "dolmen.quota/1", "quotas": doc}, indent=2) + "\n")
         return
     if not doc:
         click.echo("no quotas")

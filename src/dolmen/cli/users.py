@@ -35,7 +35,8 @@ def list_(as_json: bool, **kw: Any) -> None:
     """List the users and their groups."""
     rows = backend_from(kw).quotas().users()
     if as_json:
-        sys.stdout.write(json.dumps([{"name": u.name, "groups": list(u.groups)} for u in rows]))
+        users = [{"name": u.name, "groups": list(u.groups)} for u in rows]
+        sys.stdout.write(json.dumps({"schema": "dolmen.users/1", "users": users}))
         sys.stdout.write("\n")
         return
     for u in rows:
