@@ -92,7 +92,11 @@ def test_every_json_command_has_a_schema() -> None:
             found.add(path)
 
     walk(cli, "")
-    assert found == set(JSON_COMMANDS)
+    assert found == set(JSON_COMMANDS), (
+        "a command with --json needs a schema (src/dolmen/report/schemas) and a row in "
+        f"JSON_COMMANDS: new {sorted(found - set(JSON_COMMANDS))}, "
+        f"gone {sorted(set(JSON_COMMANDS) - found)}"
+    )
     shipped = set(schemas.ids())
     for names in JSON_COMMANDS.values():
         assert names <= shipped, names - shipped

@@ -100,8 +100,13 @@ class Window:
                 f"[{d['end_boot_seconds']:.3f}] seconds since boot (counted back from the "
                 "end of this log, not now)"
             )
-        why = "no wall-clock time" if self.anchor == NOW else "no time that orders one boot"
-        return f"--since {self.since}: not applied ({why} in this log: every event is kept)"
+        if self.anchor == NOW:
+            why = "no wall-clock time in this log"
+        elif span.last_boot is not None and not span.boot_ordered:
+            why = "its seconds since boot go back: a reboot inside the log"
+        else:
+            why = "no time in this log to count back from"
+        return f"--since {self.since}: not applied ({why}); every event is kept"
 
 
 def make_window(since: str, length: timedelta, anchor: str, spans: list[Span]) -> Window:
