@@ -27,12 +27,15 @@ EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
     (("ibstat",), None),
     (("uname", "-a"), None),
 )
-# Folders of value files captured whole whatever the collectors read: what a support engineer
-# asks for though no check judges it (an HCA port's data counters, its driver's own counters:
-# out_of_buffer, rnr_nak...).
+# Folders captured whole whatever the collectors read: what a support engineer asks for
+# though no check judges it (an HCA port's data counters, its driver's own counters:
+# out_of_buffer, rnr_nak...), and every crash record an earlier boot left (the checks read
+# pstore's dmesg-* records; console-*, pmsg-* and systemd-pstore's archive come along).
 EXTRA_FOLDERS = (
     "sys/class/infiniband/*/ports/*/counters",
     "sys/class/infiniband/*/ports/*/hw_counters",
+    "sys/fs/pstore",
+    "var/lib/systemd/pstore/*",
 )
 
 
