@@ -16,6 +16,11 @@ machine), and whether issue 8's target (at most 8x the bare start, wall clock) i
 Exit 1 when it is missed.
 With --against, the same two commands also run from another checkout's src/ (e.g. a
 `git worktree add /tmp/base <commit>`), interleaved in the same run: a before/after.
+With --instructions, each command also runs once under valgrind's callgrind and its
+instruction count (user space) is printed with its ratio to the bare start's: a figure
+that does not move with the load of a shared machine, where the wall clock does (eight
+people on two cores: medians of 450 ms for a run whose quietest was 140 ms). It leaves
+out the kernel's time (file reads), so it is a guide to before/after, not the target.
 """
 
 from __future__ import annotations
@@ -48,10 +53,30 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int | None:
+    """Instructions one process runs in user space (callgrind), None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", *argv],
+            env=env | {"PYTHONHASHSEED": "0"},  # the same dict orders each time
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        ).stderr
+    found = [line.split()[-1] for line in out.splitlines() if "Collected :" in line]
+    return int(found[-1]) if found else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--against", type=Path, help="another checkout to time in the same run")
+    ap.add_argument(
+        "--instructions", action="store_true", help="also count instructions (valgrind)"
+    )
     args = ap.parse_args()
     from tests.hosts.scenarios import build
 
@@ -92,6 +117,13 @@ def main() -> int:
                 f"  {label:<38}: {med * 1000:6.1f} ms (min {low * 1000:6.1f}) {med / bare:5.1f}x"
                 f"   {cpu[label] * 1000:6.1f} ms {cpu[label] / bare_cpu:5.1f}x"
             )
+        if args.instructions:
+            counted = {label: instructions(argv, env_of(c)) for label, (argv, c) in runs.items()}
+            floor = counted["python -c pass"]
+            print("  instructions (valgrind callgrind, user space, one run each)")
+            for label, n in counted.items():
+                shown = f"{n / 1e6:7.1f} M  {n / floor:5.1f}x" if n and floor else "not counted"
+                print(f"  {label:<38}: {shown}")
         worst = max(m for label, m in wall.items() if label.startswith("dolmen")) / bare
         met = worst <= TARGET_RATIO
         print(

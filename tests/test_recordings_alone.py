@@ -6,7 +6,8 @@ passed and never failed. A one-file bundle is never HEALTHY.
 The table is tests/recordings/cases_*.py (one case per file, block or folder, its
 conclusion written from the file and PROVENANCE.md); tests/recordings/today.py marks the
 cases whose conclusion validate does not reach yet, with the issue-8 item that owns each
-(strict: a case that starts passing fails until its mark is removed).
+(strict: a case that starts passing fails until its mark is removed: ``python -m
+tests.recordings.regenerate`` rewrites the marks from a ``--runxfail`` run).
 """
 
 from __future__ import annotations

@@ -67,3 +67,31 @@ def test_facts_of_a_snapshot_are_the_live_facts(tmp_path: Path) -> None:
     with open_host(meta["path"]) as host:
         snap = {k: to_jsonable(v) for k, v in FactStore(host).collect(names).items()}
     assert _diff(live, snap) == []
+
+
+def test_extra_folders_are_read_for_the_capture(tmp_path: Path) -> None:
+    """What no check reads is captured all the same: hw_counters, every pstore record."""
+    from dolmen.host.recording import RecordingHost
+    from dolmen.snapshot import EXTRA_FOLDERS, _read_folders
+
+    for dev, port in (("mlx5_0", "1"), ("mlx5_1", "1")):
+        folder = tmp_path / f"sys/class/infiniband/{dev}/ports/{port}/hw_counters"
+        folder.mkdir(parents=True)
+        (folder / "out_of_buffer").write_text("7\n")
+    (tmp_path / "sys/fs/pstore").mkdir(parents=True)
+    (tmp_path / "sys/fs/pstore/console-ramoops-0").write_text("Kernel panic - not syncing\n")
+    (tmp_path / "var/lib/systemd/pstore/1733000000").mkdir(parents=True)
+    (tmp_path / "var/lib/systemd/pstore/1733000000/dmesg.txt").write_text("Oops#1 Part1\n")
+    host = RecordingHost(tmp_path)
+    for pattern in EXTRA_FOLDERS:
+        _read_folders(host, pattern)
+    read = sorted(p for p, how in host.paths.items() if how == "read")
+    assert read == [
+        *(
+            f"sys/class/infiniband/{d}/ports/1/hw_counters/out_of_buffer"
+            for d in ("mlx5_0", "mlx5_1")
+        ),
+        "sys/fs/pstore/console-ramoops-0",
+        "var/lib/systemd/pstore/1733000000/dmesg.txt",
+    ]
+    _read_folders(RecordingHost(tmp_path / "none"), EXTRA_FOLDERS[0])  # no HCA: nothing

@@ -121,7 +121,7 @@ def test_nccl_820_a100_mlx5_columns_glued_cells_and_cut() -> None:
     assert unread["GPU4.gpu_numa_id"] == "not supported (no such column from this driver)"
     # GPU6 is cut after six cells: the last one may be cut, so five are kept.
     assert set(m.paths["GPU6"]) == {"GPU0", "GPU1", "GPU2", "GPU3", "GPU4"}
-    assert unread["GPU7.cpus"] == "missing (no GPU7 row: the output ends early)"
+    assert unread["GPU7.cpus"] == "cut off (no GPU7 row: the output ends early)"
 
 
 @pytest.mark.parametrize("path", recordings_in(CAPTURES, "*.txt"), ids=lambda p: p.name)

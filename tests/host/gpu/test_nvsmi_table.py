@@ -63,7 +63,7 @@ def test_old_two_column_table_with_a_cut_name_and_err() -> None:
     assert gpu.name is None  # "NVIDIA GeForce ..." is not a name
     assert (
         gpu.unread["name"]
-        == "missing: the nvidia-smi table cuts the name short ('NVIDIA GeForce ...')"
+        == "cut off: the nvidia-smi table cuts the name short ('NVIDIA GeForce ...')"
     )
     assert (gpu.bus_id, gpu.persistence_mode, gpu.compute_mode) == (
         "00000000:01:00.0",

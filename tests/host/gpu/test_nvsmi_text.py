@@ -20,6 +20,7 @@ QUERY_FILES = recordings_in("nvidia-smi-text", "gpud__nvidia-smi-query*") + reco
     "nvidia-smi-text", "azurehpc__*"
 )
 REASONS = (NOT_SUPPORTED, DEPRECATED, "insufficient permissions", GPU_LOST, "missing")
+REASONS += ("not shown", "cut off")  # an excerpt's, a truncated text's: not in this input
 RTX4090_A = ("01", "23", "41", "61", "81", "A1", "C1", "E1")  # out.0, .1, .2
 RTX4090_B = ("01", "21", "41", "61", "81", "A1", "C1", "E1")  # .4090, .3: the other layout
 H100_161 = ("19", "3B", "4C", "5D", "9B", "BB", "CB", "DB")

@@ -29,7 +29,6 @@ class IbPort:
     node_guid: str | None = None  # 16 lowercase hex digits
     pci_bdf: str | None = None
     counters: Mapping[str, int] = field(default_factory=dict)
-    hw_counters: Mapping[str, int] = field(default_factory=dict)
     source: str = "sysfs"  # one of SOURCES
     # Lanes the link trained to ("4X"): from the sysfs rate text or ibv_devinfo -v; None
     # where the source does not say (ibstat prints the rate alone).

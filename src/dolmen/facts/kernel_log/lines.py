@@ -231,9 +231,7 @@ def _kernel_message(rec: LogRecord) -> LogRecord:
 
 
 def _replace(rec: LogRecord, **changes: object) -> LogRecord:
-    fields = {name: getattr(rec, name) for name in LogRecord.__slots__}
-    fields.update(changes)
-    return LogRecord(**fields)
+    return LogRecord(**{**vars(rec), **changes})  # a record's __dict__ holds its fields
 
 
 def _facility(code: int) -> str:

@@ -250,7 +250,7 @@ class _Rows:
             self.problems.append(f"no row for {', '.join(absent)} (the output ends early)")
         for label in absent:
             if is_gpu_label(label):
-                self._unread(label, f"missing (no {label} row: the output ends early)")
+                self._unread(label, f"cut off (no {label} row: the output ends early)")
 
 
 def _nic_legend(lines: list[str], devices: tuple[str, ...]) -> dict[str, str]:

@@ -370,8 +370,8 @@ def _dolmen_facts_gpu_nvlink_NvlinkGpu(_type_position, _type_name, _type_uuid, _
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_infiniband_model_IbPort(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_hw_counters, _type_source, _type_active_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_hw_counters, _dflt_source, _dflt_active_width, _return_type, cls, FrozenInstanceError):
-    def __init__(self,device:_type_device,port:_type_port,state:_type_state,phys_state:_type_phys_state,rate_gbps:_type_rate_gbps,rate_text:_type_rate_text,link_layer:_type_link_layer,lid:_type_lid=_dflt_lid,fw_version:_type_fw_version=_dflt_fw_version,hca_type:_type_hca_type=_dflt_hca_type,board_id:_type_board_id=_dflt_board_id,node_guid:_type_node_guid=_dflt_node_guid,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,counters:_type_counters=_HAS_DEFAULT_FACTORY,hw_counters:_type_hw_counters=_HAS_DEFAULT_FACTORY,source:_type_source=_dflt_source,active_width:_type_active_width=_dflt_active_width)->_return_type:
+def _dolmen_facts_infiniband_model_IbPort(_type_device, _type_port, _type_state, _type_phys_state, _type_rate_gbps, _type_rate_text, _type_link_layer, _type_lid, _type_fw_version, _type_hca_type, _type_board_id, _type_node_guid, _type_pci_bdf, _type_counters, _type_source, _type_active_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_lid, _dflt_fw_version, _dflt_hca_type, _dflt_board_id, _dflt_node_guid, _dflt_pci_bdf, _dflt_counters, _dflt_source, _dflt_active_width, _return_type, cls, FrozenInstanceError):
+    def __init__(self,device:_type_device,port:_type_port,state:_type_state,phys_state:_type_phys_state,rate_gbps:_type_rate_gbps,rate_text:_type_rate_text,link_layer:_type_link_layer,lid:_type_lid=_dflt_lid,fw_version:_type_fw_version=_dflt_fw_version,hca_type:_type_hca_type=_dflt_hca_type,board_id:_type_board_id=_dflt_board_id,node_guid:_type_node_guid=_dflt_node_guid,pci_bdf:_type_pci_bdf=_dflt_pci_bdf,counters:_type_counters=_HAS_DEFAULT_FACTORY,source:_type_source=_dflt_source,active_width:_type_active_width=_dflt_active_width)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'port',port)
         __dataclass_builtins_object__.__setattr__(self,'state',state)
@@ -386,25 +386,24 @@ def _dolmen_facts_infiniband_model_IbPort(_type_device, _type_port, _type_state,
         __dataclass_builtins_object__.__setattr__(self,'node_guid',node_guid)
         __dataclass_builtins_object__.__setattr__(self,'pci_bdf',pci_bdf)
         __dataclass_builtins_object__.__setattr__(self,'counters',_dflt_counters() if counters is _HAS_DEFAULT_FACTORY else counters)
-        __dataclass_builtins_object__.__setattr__(self,'hw_counters',_dflt_hw_counters() if hw_counters is _HAS_DEFAULT_FACTORY else hw_counters)
         __dataclass_builtins_object__.__setattr__(self,'source',source)
         __dataclass_builtins_object__.__setattr__(self,'active_width',active_width)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, state={self.state!r}, phys_state={self.phys_state!r}, rate_gbps={self.rate_gbps!r}, rate_text={self.rate_text!r}, link_layer={self.link_layer!r}, lid={self.lid!r}, fw_version={self.fw_version!r}, hca_type={self.hca_type!r}, board_id={self.board_id!r}, node_guid={self.node_guid!r}, pci_bdf={self.pci_bdf!r}, counters={self.counters!r}, hw_counters={self.hw_counters!r}, source={self.source!r}, active_width={self.active_width!r})"
+        return self.__class__.__qualname__ + f"(device={self.device!r}, port={self.port!r}, state={self.state!r}, phys_state={self.phys_state!r}, rate_gbps={self.rate_gbps!r}, rate_text={self.rate_text!r}, link_layer={self.link_layer!r}, lid={self.lid!r}, fw_version={self.fw_version!r}, hca_type={self.hca_type!r}, board_id={self.board_id!r}, node_guid={self.node_guid!r}, pci_bdf={self.pci_bdf!r}, counters={self.counters!r}, source={self.source!r}, active_width={self.active_width!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,self.active_width,)==(other.device,other.port,other.state,other.phys_state,other.rate_gbps,other.rate_text,other.link_layer,other.lid,other.fw_version,other.hca_type,other.board_id,other.node_guid,other.pci_bdf,other.counters,other.hw_counters,other.source,other.active_width,)
+            return (self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.source,self.active_width,)==(other.device,other.port,other.state,other.phys_state,other.rate_gbps,other.rate_text,other.link_layer,other.lid,other.fw_version,other.hca_type,other.board_id,other.node_guid,other.pci_bdf,other.counters,other.source,other.active_width,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source','active_width',):
+        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','source','active_width',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','hw_counters','source','active_width',):
+        if type(self) is cls or name in ('device','port','state','phys_state','rate_gbps','rate_text','link_layer','lid','fw_version','hca_type','board_id','node_guid','pci_bdf','counters','source','active_width',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.hw_counters,self.source,self.active_width,))
+        return hash((self.device,self.port,self.state,self.phys_state,self.rate_gbps,self.rate_text,self.link_layer,self.lid,self.fw_version,self.hca_type,self.board_id,self.node_guid,self.pci_bdf,self.counters,self.source,self.active_width,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -432,6 +431,43 @@ def _dolmen_facts_infiniband_model_InfinibandFacts(_type_ports, _type_ibstat, _t
         super(cls, self).__delattr__(name)
     def __hash__(self):
         return hash((self.ports,self.ibstat,self.disagreements,self.unread,self.lost_devices,self.read,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_kernel_log_model_KernelEvent(_type_kind, _type_line_no, _type_message, _type_raw, _type_time, _type_boot_seconds, _type_clock, _type_bus_id, _type_xid, _type_pid, _type_process, _type_device, _type_interface, _type_fatal, _type_recovery, _type_detail, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_time, _dflt_boot_seconds, _dflt_clock, _dflt_bus_id, _dflt_xid, _dflt_pid, _dflt_process, _dflt_device, _dflt_interface, _dflt_fatal, _dflt_recovery, _dflt_detail, _return_type, cls, FrozenInstanceError):
+    def __init__(self,kind:_type_kind,line_no:_type_line_no,message:_type_message,raw:_type_raw,time:_type_time=_dflt_time,boot_seconds:_type_boot_seconds=_dflt_boot_seconds,clock:_type_clock=_dflt_clock,bus_id:_type_bus_id=_dflt_bus_id,xid:_type_xid=_dflt_xid,pid:_type_pid=_dflt_pid,process:_type_process=_dflt_process,device:_type_device=_dflt_device,interface:_type_interface=_dflt_interface,fatal:_type_fatal=_dflt_fatal,recovery:_type_recovery=_dflt_recovery,detail:_type_detail=_dflt_detail)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+        __dataclass_builtins_object__.__setattr__(self,'line_no',line_no)
+        __dataclass_builtins_object__.__setattr__(self,'message',message)
+        __dataclass_builtins_object__.__setattr__(self,'raw',raw)
+        __dataclass_builtins_object__.__setattr__(self,'time',time)
+        __dataclass_builtins_object__.__setattr__(self,'boot_seconds',boot_seconds)
+        __dataclass_builtins_object__.__setattr__(self,'clock',clock)
+        __dataclass_builtins_object__.__setattr__(self,'bus_id',bus_id)
+        __dataclass_builtins_object__.__setattr__(self,'xid',xid)
+        __dataclass_builtins_object__.__setattr__(self,'pid',pid)
+        __dataclass_builtins_object__.__setattr__(self,'process',process)
+        __dataclass_builtins_object__.__setattr__(self,'device',device)
+        __dataclass_builtins_object__.__setattr__(self,'interface',interface)
+        __dataclass_builtins_object__.__setattr__(self,'fatal',fatal)
+        __dataclass_builtins_object__.__setattr__(self,'recovery',recovery)
+        __dataclass_builtins_object__.__setattr__(self,'detail',detail)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(kind={self.kind!r}, line_no={self.line_no!r}, message={self.message!r}, raw={self.raw!r}, time={self.time!r}, boot_seconds={self.boot_seconds!r}, clock={self.clock!r}, bus_id={self.bus_id!r}, xid={self.xid!r}, pid={self.pid!r}, process={self.process!r}, device={self.device!r}, interface={self.interface!r}, fatal={self.fatal!r}, recovery={self.recovery!r}, detail={self.detail!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.kind,self.line_no,self.message,self.raw,self.time,self.boot_seconds,self.clock,self.bus_id,self.xid,self.pid,self.process,self.device,self.interface,self.fatal,self.recovery,self.detail,)==(other.kind,other.line_no,other.message,other.raw,other.time,other.boot_seconds,other.clock,other.bus_id,other.xid,other.pid,other.process,other.device,other.interface,other.fatal,other.recovery,other.detail,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('kind','line_no','message','raw','time','boot_seconds','clock','bus_id','xid','pid','process','device','interface','fatal','recovery','detail',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('kind','line_no','message','raw','time','boot_seconds','clock','bus_id','xid','pid','process','device','interface','fatal','recovery','detail',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.kind,self.line_no,self.message,self.raw,self.time,self.boot_seconds,self.clock,self.bus_id,self.xid,self.pid,self.process,self.device,self.interface,self.fatal,self.recovery,self.detail,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -465,6 +501,37 @@ def _dolmen_facts_kernel_log_model_KernelLogFacts(_type_source, _type_format, _t
         super(cls, self).__delattr__(name)
     def __hash__(self):
         return hash((self.source,self.format,self.lines,self.events,self.first_time,self.last_time,self.first_boot_seconds,self.last_boot_seconds,self.events_dropped,self.pstore,self.pstore_files,self.unread,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_kernel_log_model_LogRecord(_type_line_no, _type_fmt, _type_message, _type_raw, _type_time, _type_boot_seconds, _type_clock, _type_facility, _type_level, _type_program, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_time, _dflt_boot_seconds, _dflt_clock, _dflt_facility, _dflt_level, _dflt_program, _return_type, cls, FrozenInstanceError):
+    def __init__(self,line_no:_type_line_no,fmt:_type_fmt,message:_type_message,raw:_type_raw,time:_type_time=_dflt_time,boot_seconds:_type_boot_seconds=_dflt_boot_seconds,clock:_type_clock=_dflt_clock,facility:_type_facility=_dflt_facility,level:_type_level=_dflt_level,program:_type_program=_dflt_program)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'line_no',line_no)
+        __dataclass_builtins_object__.__setattr__(self,'fmt',fmt)
+        __dataclass_builtins_object__.__setattr__(self,'message',message)
+        __dataclass_builtins_object__.__setattr__(self,'raw',raw)
+        __dataclass_builtins_object__.__setattr__(self,'time',time)
+        __dataclass_builtins_object__.__setattr__(self,'boot_seconds',boot_seconds)
+        __dataclass_builtins_object__.__setattr__(self,'clock',clock)
+        __dataclass_builtins_object__.__setattr__(self,'facility',facility)
+        __dataclass_builtins_object__.__setattr__(self,'level',level)
+        __dataclass_builtins_object__.__setattr__(self,'program',program)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(line_no={self.line_no!r}, fmt={self.fmt!r}, message={self.message!r}, raw={self.raw!r}, time={self.time!r}, boot_seconds={self.boot_seconds!r}, clock={self.clock!r}, facility={self.facility!r}, level={self.level!r}, program={self.program!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.line_no,self.fmt,self.message,self.raw,self.time,self.boot_seconds,self.clock,self.facility,self.level,self.program,)==(other.line_no,other.fmt,other.message,other.raw,other.time,other.boot_seconds,other.clock,other.facility,other.level,other.program,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('line_no','fmt','message','raw','time','boot_seconds','clock','facility','level','program',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('line_no','fmt','message','raw','time','boot_seconds','clock','facility','level','program',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.line_no,self.fmt,self.message,self.raw,self.time,self.boot_seconds,self.clock,self.facility,self.level,self.program,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -1521,9 +1588,11 @@ RECORDS = {
     'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);nvlink_gpus:tuple[Gpu, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;seen:tuple[SeenGpu, ...]:True;unnamed:Mapping[str, int]:field(False, True, True, True, True, None, None);sources:Mapping[str, str]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_gpu_GpuFacts, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_nvlink_gpus', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_seen', '_type_unnamed', '_type_sources', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_nvlink_gpus', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_seen', '_dflt_unnamed', '_dflt_sources', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.gpu.SeenGpu': ('order=False;post_init=False;bus:BusId:False;sources:tuple[str, ...]:False', _dolmen_facts_gpu_SeenGpu, ('_type_bus', '_type_sources', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.gpu_nvlink.NvlinkGpu': ('order=False;post_init=False;position:int:False;name:str | None:True;uuid:str | None:True;links:tuple[NvLink, ...]:True;note:str | None:True', _dolmen_facts_gpu_nvlink_NvlinkGpu, ('_type_position', '_type_name', '_type_uuid', '_type_links', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_uuid', '_dflt_links', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.facts.infiniband.model.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);hw_counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True;active_width:str | None:True', _dolmen_facts_infiniband_model_IbPort, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_hw_counters', '_type_source', '_type_active_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_hw_counters', '_dflt_source', '_dflt_active_width', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.infiniband.model.IbPort': ('order=False;post_init=False;device:str:False;port:int:False;state:str | None:False;phys_state:str | None:False;rate_gbps:float | None:False;rate_text:str | None:False;link_layer:str | None:False;lid:int | None:True;fw_version:str | None:True;hca_type:str | None:True;board_id:str | None:True;node_guid:str | None:True;pci_bdf:str | None:True;counters:Mapping[str, int]:field(False, True, True, True, True, None, None);source:str:True;active_width:str | None:True', _dolmen_facts_infiniband_model_IbPort, ('_type_device', '_type_port', '_type_state', '_type_phys_state', '_type_rate_gbps', '_type_rate_text', '_type_link_layer', '_type_lid', '_type_fw_version', '_type_hca_type', '_type_board_id', '_type_node_guid', '_type_pci_bdf', '_type_counters', '_type_source', '_type_active_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_lid', '_dflt_fw_version', '_dflt_hca_type', '_dflt_board_id', '_dflt_node_guid', '_dflt_pci_bdf', '_dflt_counters', '_dflt_source', '_dflt_active_width', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.infiniband.model.InfinibandFacts': ('order=False;post_init=False;ports:tuple[IbPort, ...]:True;ibstat:tuple[IbPort, ...]:True;disagreements:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None);lost_devices:Mapping[str, str]:field(False, True, True, True, True, None, None);read:tuple[str, ...]:True', _dolmen_facts_infiniband_model_InfinibandFacts, ('_type_ports', '_type_ibstat', '_type_disagreements', '_type_unread', '_type_lost_devices', '_type_read', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_ports', '_dflt_ibstat', '_dflt_disagreements', '_dflt_unread', '_dflt_lost_devices', '_dflt_read', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.kernel_log.model.KernelEvent': ('order=False;post_init=False;kind:str:False;line_no:int:False;message:str:False;raw:str:False;time:datetime | None:True;boot_seconds:float | None:True;clock:str:True;bus_id:str | None:True;xid:int | None:True;pid:int | None:True;process:str | None:True;device:str | None:True;interface:str | None:True;fatal:bool | None:True;recovery:int | None:True;detail:str | None:True', _dolmen_facts_kernel_log_model_KernelEvent, ('_type_kind', '_type_line_no', '_type_message', '_type_raw', '_type_time', '_type_boot_seconds', '_type_clock', '_type_bus_id', '_type_xid', '_type_pid', '_type_process', '_type_device', '_type_interface', '_type_fatal', '_type_recovery', '_type_detail', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_time', '_dflt_boot_seconds', '_dflt_clock', '_dflt_bus_id', '_dflt_xid', '_dflt_pid', '_dflt_process', '_dflt_device', '_dflt_interface', '_dflt_fatal', '_dflt_recovery', '_dflt_detail', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.kernel_log.model.KernelLogFacts': ('order=False;post_init=False;source:str | None:True;format:str | None:True;lines:int:True;events:tuple[KernelEvent, ...] | None:True;first_time:datetime | None:True;last_time:datetime | None:True;first_boot_seconds:float | None:True;last_boot_seconds:float | None:True;events_dropped:int:True;pstore:tuple[KernelEvent, ...] | None:True;pstore_files:tuple[str, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_kernel_log_model_KernelLogFacts, ('_type_source', '_type_format', '_type_lines', '_type_events', '_type_first_time', '_type_last_time', '_type_first_boot_seconds', '_type_last_boot_seconds', '_type_events_dropped', '_type_pstore', '_type_pstore_files', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_format', '_dflt_lines', '_dflt_events', '_dflt_first_time', '_dflt_last_time', '_dflt_first_boot_seconds', '_dflt_last_boot_seconds', '_dflt_events_dropped', '_dflt_pstore', '_dflt_pstore_files', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.kernel_log.model.LogRecord': ('order=False;post_init=False;line_no:int:False;fmt:str:False;message:str:False;raw:str:False;time:datetime | None:True;boot_seconds:float | None:True;clock:str:True;facility:str | None:True;level:str | None:True;program:str | None:True', _dolmen_facts_kernel_log_model_LogRecord, ('_type_line_no', '_type_fmt', '_type_message', '_type_raw', '_type_time', '_type_boot_seconds', '_type_clock', '_type_facility', '_type_level', '_type_program', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_time', '_dflt_boot_seconds', '_dflt_clock', '_dflt_facility', '_dflt_level', '_dflt_program', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.memory.HugePagePool': ('order=False;post_init=False;size_kb:int:False;total:int | None:False;free:int | None:False;reserved:int | None:True;surplus:int | None:True', _dolmen_facts_memory_HugePagePool, ('_type_size_kb', '_type_total', '_type_free', '_type_reserved', '_type_surplus', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reserved', '_dflt_surplus', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.memory.MemoryFacts': ('order=False;post_init=False;total_bytes:int | None:False;available_bytes:int | None:False;free_bytes:int | None:False;swap_total_bytes:int | None:False;swap_free_bytes:int | None:False;hugepages_total:int | None:False;hugepages_free:int | None:False;hugepage_size_bytes:int | None:False;hugetlb_bytes:int | None:False;hugepage_pools:tuple[HugePagePool, ...]:True;thp_enabled:str | None:True;thp_defrag:str | None:True;swaps:tuple[SwapArea, ...] | None:True;meminfo:Mapping[str, int]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_memory_MemoryFacts, ('_type_total_bytes', '_type_available_bytes', '_type_free_bytes', '_type_swap_total_bytes', '_type_swap_free_bytes', '_type_hugepages_total', '_type_hugepages_free', '_type_hugepage_size_bytes', '_type_hugetlb_bytes', '_type_hugepage_pools', '_type_thp_enabled', '_type_thp_defrag', '_type_swaps', '_type_meminfo', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_hugepage_pools', '_dflt_thp_enabled', '_dflt_thp_defrag', '_dflt_swaps', '_dflt_meminfo', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.memory.SwapArea': ('order=False;post_init=False;filename:str:False;type:str:False;size_bytes:int:False;used_bytes:int:False;priority:int:False', _dolmen_facts_memory_SwapArea, ('_type_filename', '_type_type', '_type_size_bytes', '_type_used_bytes', '_type_priority', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

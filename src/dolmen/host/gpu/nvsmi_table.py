@@ -5,7 +5,10 @@ The box people paste most: the driver and CUDA versions, then per GPU three rows
 uncorrectable ECC; fan, temperature, performance state, power draw / cap, memory
 used / total, utilisation, compute mode; MIG mode), then the MIG devices and the
 processes. What the table shows is read with the XML reader's converters and
-placeholders (``nvsmi_values``); every other field is None with ``NOT_SHOWN``.
+placeholders (``nvsmi_values``); every other field is None with ``NOT_SHOWN``: the value
+is not in this input, which says nothing of the GPU. Not ``missing`` (the word for a source
+the host vouches is absent) and not ``not supported`` (which checks skip): a check says
+``unknown``, since ``nvidia-smi -q -x`` would have shown it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dolmen.host.gpu.nvsmi import MAX_CHARS, MAX_GPUS
 from dolmen.values.busid import BusId
 
 SOURCE = "nvidia-smi table"
-NOT_SHOWN = "missing: not in the nvidia-smi table"
+NOT_SHOWN = "not shown: the nvidia-smi table has no column for it (nvidia-smi -q -x has)"
 _HEADER = re.compile(
     r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)\s+CUDA (?:UMD )?Version:\s*(\S+)"
 )
@@ -157,7 +160,7 @@ def _gpu(
     del unread["bus_id"], unread["pci_address"]
     name = first[2].strip()
     if name.endswith("..."):  # long names are cut to fit the column
-        unread["name"] = f"missing: the nvidia-smi table cuts the name short ({name[:40]!r})"
+        unread["name"] = f"cut off: the nvidia-smi table cuts the name short ({name[:40]!r})"
     else:
         put("name", name, v.text)
     mode = first[3]
@@ -211,7 +214,7 @@ def _ecc(cell: str, put: Put, unread: dict[str, str]) -> None:
         unread[key] = (
             f"{NOT_SUPPORTED}: ECC is disabled"
             if shown == "Off"
-            else "missing: the nvidia-smi table shows the ECC mode, not the count"
+            else "not shown: the nvidia-smi table shows the ECC mode, not the count"
         )
         return
     put(key, shown, v.count)

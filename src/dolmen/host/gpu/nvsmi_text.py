@@ -5,9 +5,11 @@ nvidia-smi prints one report two ways: ``-q -x`` as XML, ``-q`` as indented
 the element tree the XML would have been (labels to tags: ``nvsmi_labels``) and
 hands it to ``nvsmi.from_root``, so every field, placeholder and reason is read
 by the one reader. It takes whole outputs, ``-d SECTION`` excerpts (a block
-without ``Product Name``: what it leaves out is "missing", not "not supported")
-and truncated ones (the GPUs it has; the cut block's absent fields "missing", and
-the inventory says where the text ends).
+without ``Product Name``: what it leaves out is "not shown", not "not supported")
+and truncated ones (the GPUs it has; the cut block's absent fields "cut off", and
+the inventory says where the text ends). Neither word is "missing" (a source the host
+vouches is absent) nor "not supported" (which checks skip): the value is not in this
+input, so a check says unknown.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from dolmen.host.gpu.nvsmi_labels import tag_of, value_of
 SOURCE = "nvidia-smi -q"
 BANNER = "==============NVSMI LOG=============="
 MAX_DEPTH = 8  # sections nest 4 deep (MIG Device/Device Attributes/Shared/...)
-EXCERPT = "missing: not in this nvidia-smi -q output (an excerpt: -d sections only)"
-CUT = "missing: cut off: the nvidia-smi -q output ends inside this GPU's block"
+EXCERPT = "not shown: this nvidia-smi -q output is an excerpt (-d sections only)"
+CUT = "cut off: the nvidia-smi -q output ends inside this GPU's block"
 _GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _LINE = re.compile(r"^([^:]*?\S)\s*:(?:\s(.*))?$")  # "Label   : value" (the value may be empty)
 
