@@ -188,3 +188,11 @@ def test_flaps_count_only_the_hcas_interfaces(h100: Path) -> None:
     by = by_subject(run_check(h100, "interconnect.ib.flaps"))
     assert "nic:veth1a2b" not in by and "nic:eth0" not in by
     assert by["host"].status is Status.PASS
+
+
+def test_errors_a_site_limit_on_a_counter_not_read_is_unknown_never_dropped(h100: Path) -> None:
+    _uptime(h100, 38 * DAY)
+    findings = run_check(h100, "interconnect.ib.errors", per_day={"port_xmit_wait": 10})
+    assert [f.status for f in findings] == [Status.UNKNOWN]
+    assert "port_xmit_wait: not read" in findings[0].summary
+    assert findings[0].evidence["unjudged"] == ["port_xmit_wait"]

@@ -23,6 +23,7 @@ from dolmen.checks.interconnect.portinfo import uptime_reason
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts.infiniband import IbPort
+from dolmen.facts.infiniband.sysfs import COUNTERS
 
 DAY_S = 86400.0
 # rdma-core infiniband-diags/etc/error_thresholds, by sysfs counter name.
@@ -62,6 +63,16 @@ ERROR_THRESHOLDS: dict[str, int] = {
 def errors(ctx: Context) -> list[Outcome]:
     """Reads each port's PMA counters and the uptime."""
     limits = {**ERROR_THRESHOLDS, **dict(ctx.limit("per_day"))}
+    unread = sorted(set(limits) - COUNTERS)
+    if unread:  # a site limit on a counter dolmen does not read is never silently dropped
+        return [
+            unknown(
+                "host",
+                f"per_day limits on {', '.join(unread)}: not read (dolmen reads only the error "
+                f"counters {', '.join(sorted(COUNTERS))})",
+                unjudged=unread,
+            )
+        ]
     up = uptime_s(ctx)
     if not ctx.infiniband.ports:  # a vanished device alone: interconnect.ib.port_state's
         return [skipped("host", "no port read: no counters to judge")]
