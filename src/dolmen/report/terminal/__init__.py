@@ -13,7 +13,7 @@ markup, no ``[/]`` that would crash the renderer).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -70,13 +70,14 @@ def report_lines(v: Verdict, width: int | None, opts: Options | None = None) -> 
     findings = sorted(v.findings, key=_order(v.findings))
     if opts.gpu is not None:
         findings = [f for f in findings if subject_bus(f.subject) == opts.gpu]
-    listed = len(findings)
+    listed = sum(opts.statuses is None or f.status in opts.statuses for f in findings)
     if opts.matrix:  # the matrix shows every per-GPU finding; the list keeps their problems
         per_gpu, _ = split(findings, v.inventory)
         out += matrix_lines(per_gpu, v.inventory, verbose=opts.verbose)
         opts = replace(opts, verbose=False) if opts.statuses is None else opts
     names = labels(v.findings, v.inventory)
-    blocks = [_category(c, items, names, opts) for c, items in _by_category(fold(findings))]
+    tally = Counter((f.category, f.status) for f in findings)  # folding moves none of them
+    blocks = [_category(c, items, names, opts, tally) for c, items in _by_category(fold(findings))]
     geo = geometry([r for b in blocks for r in b.rows], width)
     calm: list[str] = []
     for b in blocks:
@@ -138,18 +139,23 @@ def _shown(item: Item, opts: Options) -> bool:
     return not (status is Status.UNKNOWN and not item.gating)
 
 
-def _category(category: str, items: list[Item], names: dict[str, str], opts: Options) -> _Block:
-    own = [f for item in items for f in _findings(item) if f.category == category]
-    passes = sum(f.status is Status.PASS for f in own)
-    skips = sum(f.status is Status.SKIP for f in own)
+def _category(
+    category: str,
+    items: list[Item],
+    names: dict[str, str],
+    opts: Options,
+    tally: Counter[tuple[str, Status]],
+) -> _Block:
+    here = [f for item in items for f in _findings(item)]  # a group's members from elsewhere too
+    passes, skips = tally[(category, Status.PASS)], tally[(category, Status.SKIP)]
     counts = f"{passes} pass, {skips} skip"
     head = Text(printable(category), style="bold")
     head.append(f"  {counts}", style="dim")
     rows = _remedy_once([r for i in items if _shown(i, opts) for r in _rows(i, names, opts)])
-    quiet = [f for f in own if f.status is Status.UNKNOWN and not f.gating and not _shown(f, opts)]
+    quiet = [f for f in here if f.status is Status.UNKNOWN and not f.gating and not _shown(f, opts)]
     notes: list[str] = []
     if quiet and opts.statuses is None:
-        ids = ", ".join(sorted({f.check.split(".", 1)[1] for f in quiet}))
+        ids = ", ".join(sorted({f.check.removeprefix(f"{category}.") for f in quiet}))
         notes.append(
             f"{len(quiet)} advisory signal(s) could not be read here ({ids}): -v shows why"
         )

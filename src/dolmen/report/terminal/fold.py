@@ -9,7 +9,8 @@ A finding's cause is, first, a root check its summary or remedy names ("See gpu.
 when that check has a problem (fail, warn, unknown or error) on the same subject, or on
 any subject if none on this one; followed to the end of a chain (gpu.lost unknown because of
 gpu.driver.responds). Without a named root, the cause is the finding's summary itself:
-findings of one category, one status and word for word the same summary share it. Advisory
+findings of one status and word for word the same summary share it, the subject's own bus
+id aside ("the GPU's PCI function <its bus id> is not in sysfs", once per GPU). Advisory
 findings (``gating`` False) fold only with advisory ones: they never decide the verdict.
 
 Failures, warnings and errors never fold: each one is something to act on. Subjects are
@@ -25,12 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dolmen.checks.model import Finding, Status
+from dolmen.report.terminal.gpus import subject_bus
+from dolmen.values.busid import BusId
 
 FOLDABLE = (Status.UNKNOWN, Status.SKIP)
 PROBLEM = (Status.FAIL, Status.WARN, Status.UNKNOWN, Status.ERROR)
 # A check id as reasons name it: category.name[.signal], lower case.
 _CHECK_ID = re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+\b")
 MIN_GROUP = 2  # one finding alone is printed as itself
+# A PCI bus id in a summary, in the spellings checks write (sysfs, nvidia-smi, NVRM).
+_BUS = re.compile(r"\b(?:PCI:)?(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b")
+ITS_BUS = "<its bus id>"
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ def fold(findings: Sequence[Finding], *, min_group: int = MIN_GROUP) -> list[Ite
         key: tuple[object, ...] = (
             (f.status, f.gating, root.check, root.subject)
             if root is not None
-            else (f.status, f.gating, None, f.category, f.summary)
+            else (f.status, f.gating, None, None, generic(f.summary, f.subject))
         )
         keys[i] = key
         members.setdefault(key, []).append(f)
@@ -140,8 +146,17 @@ def _named_root(
     return None
 
 
+def generic(summary: str, subject: str) -> str:
+    """``summary`` with the subject's own bus id written ``<its bus id>``: the same reason
+    for each GPU reads as one reason."""
+    own = subject_bus(subject)
+    if own is None:
+        return summary
+    return _BUS.sub(lambda m: ITS_BUS if BusId.parse(m[0]) == own else m[0], summary)
+
+
 def _group(key: tuple[object, ...], members: list[Finding]) -> Group:
-    summaries = {f.summary for f in members}
+    summaries = {generic(f.summary, f.subject) for f in members}
     status = members[0].status
     root, root_subject = (key[2], key[3]) if key[2] is not None else (None, None)
     return Group(
