@@ -17,6 +17,7 @@ from rich.text import Text
 from dolmen.checks.model import Finding, Status
 from dolmen.report.terminal.gpus import gpu_buses, indexes, subject_bus
 from dolmen.report.terminal.layout import GAP, STYLE
+from dolmen.values.busid import BusId
 
 MARK = {
     Status.PASS: ".",
@@ -51,7 +52,7 @@ def cells(
     named = {subject_bus(f.subject) for f in findings}
     buses = [b for b in gpu_buses(findings, inventory) if b in named]  # --gpu: one column
     column = {b: i for i, b in enumerate(buses)}
-    labels = [str(known[b]) if b in known else b.nvsmi for b in buses]
+    labels = [str(known[b]) if b in known else _short(b) for b in buses]
     rows: dict[str, list[Status | None]] = {}
     for f in findings:
         bus = subject_bus(f.subject)
@@ -83,11 +84,19 @@ def matrix_lines(
         line.rstrip()
         out.append(line)
     hidden = len(rows) - len(shown)
-    if hidden:
+    if hidden and not shown:
+        what = "1 check passes" if hidden == 1 else f"all {hidden} checks pass"
+        out.append(Text(f"{what} on every GPU judged (-v lists them)"))
+    elif hidden:
         what = "check passes" if hidden == 1 else "checks pass"
         out.append(Text(f"{hidden} more {what} on every GPU judged (-v lists them)"))
     out.append(Text(LEGEND, style="dim"))
     return out
+
+
+def _short(bus: BusId) -> str:
+    """A GPU the driver did not list, as lspci names it (``86:00.0``, domain 0 left out)."""
+    return bus.sysfs[5:] if bus.domain == 0 else bus.sysfs
 
 
 def _worse(a: Status | None, b: Status) -> Status:
