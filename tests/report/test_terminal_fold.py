@@ -196,7 +196,7 @@ CASES = {
             f"tuning.gpu.persistence@{G3}",
         ],
     ),
-    "a root whose problem is on another subject: the root's first problem": (
+    "a host-wide root explains the unknowns of every GPU": (
         [
             _f("stack.driver.loaded", F),
             _f("gpu.power", U, G3, "no module", "See stack.driver.loaded"),
@@ -206,6 +206,14 @@ CASES = {
             "stack.driver.loaded@host",
             f"[unknown stack.driver.loaded@host: gpu.power@{G3}, gpu.power@{G5}]",
         ],
+    ),
+    "a root failing on another GPU is no cause of this GPU's unknown": (
+        [
+            _f("gpu.row_remap", F, G3),
+            _f("gpu.ecc.aggregate", U, G5, "unread", "see gpu.row_remap"),
+            _f("gpu.power", U, G5, "unread", "see gpu.row_remap"),
+        ],
+        [f"gpu.row_remap@{G3}", f"[unknown -: gpu.ecc.aggregate@{G5}, gpu.power@{G5}]"],
     ),
     "a finding naming its own check, or a word that is no check, is no cause": (
         [

@@ -71,12 +71,13 @@ def report_lines(v: Verdict, width: int | None, opts: Options | None = None) -> 
     if opts.gpu is not None:
         findings = [f for f in findings if subject_bus(f.subject) == opts.gpu]
     listed = sum(opts.statuses is None or f.status in opts.statuses for f in findings)
+    tally = Counter((f.category, f.status) for f in findings)  # folding moves none of them
     if opts.matrix:  # the matrix shows every per-GPU finding; the list keeps their problems
         per_gpu, _ = split(findings, v.inventory)
         out += matrix_lines(per_gpu, v.inventory, verbose=opts.verbose)
-        opts = replace(opts, verbose=False) if opts.statuses is None else opts
+        in_matrix = {id(f) for f in per_gpu if f.status in (Status.PASS, Status.SKIP)}
+        findings = [f for f in findings if id(f) not in in_matrix]
     names = labels(v.findings, v.inventory)
-    tally = Counter((f.category, f.status) for f in findings)  # folding moves none of them
     blocks = [_category(c, items, names, opts, tally) for c, items in _by_category(fold(findings))]
     geo = geometry([r for b in blocks for r in b.rows], width)
     calm: list[str] = []

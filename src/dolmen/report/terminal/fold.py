@@ -6,8 +6,8 @@ finding that matters. ``fold`` groups the ``unknown`` and ``skip`` findings that
 cause into one ``Group``, and places each group right after the finding of its cause.
 
 A finding's cause is, first, a root check its summary or remedy names ("See gpu.lost: ...")
-when that check has a problem (fail, warn, unknown or error) on the same subject, or on
-any subject if none on this one; followed to the end of a chain (gpu.lost unknown because of
+when that check has a problem (fail, warn, unknown or error) on the same subject or on the
+host as a whole; followed to the end of a chain (gpu.lost unknown because of
 gpu.driver.responds). Without a named root, the cause is the finding's summary itself:
 findings of one status and word for word the same summary share it, the subject's own bus
 id aside ("the GPU's PCI function <its bus id> is not in sysfs", once per GPU). Advisory
@@ -34,6 +34,7 @@ PROBLEM = (Status.FAIL, Status.WARN, Status.UNKNOWN, Status.ERROR)
 # A check id as reasons name it: category.name[.signal], lower case.
 _CHECK_ID = re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+\b")
 MIN_GROUP = 2  # one finding alone is printed as itself
+HOST = "host"
 # A PCI bus id in a summary, in the spellings checks write (sysfs, nvidia-smi, NVRM).
 _BUS = re.compile(r"\b(?:PCI:)?(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b")
 ITS_BUS = "<its bus id>"
@@ -135,14 +136,19 @@ def _root(f: Finding, problems: Mapping[str, list[Finding]]) -> Finding | None:
 def _named_root(
     f: Finding, problems: Mapping[str, list[Finding]], seen: set[str]
 ) -> Finding | None:
-    """The problem finding of a check ``f``'s summary or remedy names: on ``f``'s subject,
-    else the first of that check's problems."""
+    """The problem finding of a check ``f``'s summary or remedy names, on ``f``'s subject or
+    on ``host`` (a host-wide cause explains any subject). A problem of that check on another
+    device is no cause: a remedy that says "see gpu.row_remap" for every GPU must not fold
+    GPU 5's unknown under GPU 3's failure."""
     for check_id in _CHECK_ID.findall(f"{f.summary} {f.remedy or ''}"):
-        rows = problems.get(check_id)
-        if check_id in seen or not rows:
+        if check_id in seen:
             continue
-        same = [r for r in rows if r.subject == f.subject]
-        return (same or rows)[0]
+        rows = problems.get(check_id, ())
+        cause = [r for r in rows if r.subject == f.subject] or [
+            r for r in rows if r.subject == HOST
+        ]
+        if cause:
+            return cause[0]
     return None
 
 
