@@ -71,3 +71,14 @@ def test_the_filter_never_changes_the_verdict(
     rc, out, _ = _run(capsys, argv, lean=True)
     assert rc == 1 and "UNHEALTHY" in out and "FAIL  " not in out
     assert "PASS  gpu.ecc.mode  gpu:00000000:53:00.0" in out
+
+
+def test_an_empty_status_is_refused_not_ignored(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--status ""`` (the lean entry hands an empty value to click) is not ignored: it is
+    the same usage error as a bad word."""
+    argv = [a.replace("{T}", str(tree)) for a in QUICK] + ["--status", ""]
+    assert parse(argv) is None
+    rc, out, err = _run(capsys, argv, lean=True)
+    assert rc == 2 and out == "" and "--status: unknown status ''" in err

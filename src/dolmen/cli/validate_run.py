@@ -53,7 +53,7 @@ def run_validate(
                 "--slurm and --npd are two callers' modes (Slurm's health check, "
                 "node-problem-detector); choose one"
             )
-        if matrix or statuses or gpu:  # the terminal report's view, refused before any read
+        if matrix or statuses is not None or gpu is not None:  # refused before any read
             _check_view(statuses, gpu, as_json or npd)
         config = load_config(config_path)
         if config.sections.get("thresholds"):  # refused before any host is opened
@@ -101,8 +101,8 @@ def run_validate(
 
             from dolmen.report.terminal import Options, parse_statuses, render_terminal
 
-            chosen = parse_statuses(statuses) if statuses else None
-            view = Options(verbose, matrix, chosen, _gpu(gpu, verdict) if gpu else None)
+            chosen = parse_statuses(statuses) if statuses is not None else None
+            view = Options(verbose, matrix, chosen, None if gpu is None else _gpu(gpu, verdict))
             render_terminal(verdict, Console(), options=view)
         if slurm_action:
             _echo(slurm_action, err=True)
@@ -120,12 +120,12 @@ def _check_view(statuses: str | None, gpu: str | None, machine: bool) -> None:
             "--matrix, --status and --gpu shape the terminal report; --json and --npd "
             "always carry every finding (filter the JSON with jq)"
         )
-    if statuses:
+    if statuses is not None:
         try:
             parse_statuses(statuses)
         except ValueError as e:
             raise UsageError(f"--status: {e}") from None
-    if gpu and not valid_gpu_word(gpu):
+    if gpu is not None and not valid_gpu_word(gpu):
         raise UsageError(
             f"--gpu: {gpu!r} is neither a GPU index nor a PCI bus id",
             hint="give the index nvidia-smi prints (--gpu 3) or a bus id (--gpu 0000:86:00.0)",
