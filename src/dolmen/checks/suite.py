@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from dolmen import __version__
 from dolmen.checks import load_registry
 from dolmen.checks.context import Context
+from dolmen.checks.inventory import inventory
 from dolmen.checks.model import Level
 from dolmen.checks.runner import matches, refuse_unknown, run_checks, select
 from dolmen.checks.verdict import Verdict, coverage
@@ -58,4 +59,5 @@ def validate(
         source=host.describe(),
         version=__version__,
         coverage=coverage(ctx.store),
+        inventory=inventory(ctx.store),
     )

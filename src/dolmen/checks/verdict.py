@@ -63,6 +63,8 @@ class Verdict:
     version: str = ""
     # Per source family: {"state": read | not in this bundle | unreadable, "reason": ...}
     coverage: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # What the run found (host, GPUs, IB ports, NICs) from the facts it loaded: checks/inventory
+    inventory: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def health(self) -> Health:

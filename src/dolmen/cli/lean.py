@@ -27,6 +27,8 @@ VALUES = {
     "--only": "only",
     "--junit": "junit_path",
     "--prometheus": "prom_path",
+    "--status": "statuses",  # checked by run_validate, so both entries refuse a bad word alike
+    "--gpu": "gpu",
 }
 FLAGS = {
     "--json": "as_json",
@@ -34,6 +36,7 @@ FLAGS = {
     "--slurm": "slurm",
     "-v": "verbose",
     "--verbose": "verbose",
+    "--matrix": "matrix",
 }
 
 
@@ -55,6 +58,9 @@ if TYPE_CHECKING:  # a TypedDict compiles each annotation when made: 2 ms a star
         slurm: bool
         verbose: bool
         list_checks: bool
+        matrix: bool
+        statuses: str | None
+        gpu: str | None
 
 
 def parse(argv: Sequence[str]) -> ValidateArgs | None:
@@ -105,4 +111,7 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
         "slurm": "slurm" in flags,
         "verbose": "verbose" in flags,
         "list_checks": False,
+        "matrix": "matrix" in flags,
+        "statuses": values.get("statuses"),
+        "gpu": values.get("gpu"),
     }

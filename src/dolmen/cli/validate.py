@@ -58,6 +58,14 @@ if TYPE_CHECKING:
     "checks (never touches a node someone else drained).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
+@click.option("--matrix", is_flag=True, help="Show the per-GPU findings as a check x GPU table.")
+@click.option(
+    "--status",
+    "statuses",
+    metavar="LIST",
+    help="List only findings of these statuses: fail,warn,unknown,error,pass,skip.",
+)
+@click.option("--gpu", metavar="N", help="List only the findings of GPU N (index or bus id).")
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and exit.")
 def validate(**args: Unpack[ValidateArgs]) -> None:
     """Tell whether this host (or a host tree) is ready for AI work.

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dolmen.checks.verdict import Verdict
     from dolmen.config import Config
     from dolmen.host import Host
+    from dolmen.values.busid import BusId
 
 
 def run_validate(
@@ -36,6 +37,9 @@ def run_validate(
     slurm: bool,
     verbose: bool,
     list_checks: bool,
+    matrix: bool = False,
+    statuses: str | None = None,
+    gpu: str | None = None,
 ) -> int:
     """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
     if level == "quick":
@@ -49,6 +53,8 @@ def run_validate(
                 "--slurm and --npd are two callers' modes (Slurm's health check, "
                 "node-problem-detector); choose one"
             )
+        if matrix or statuses is not None or gpu is not None:  # refused before any read
+            _check_view(statuses, gpu, as_json or npd)
         config = load_config(config_path)
         if config.sections.get("thresholds"):  # refused before any host is opened
             from dolmen.checks import load_registry
@@ -93,12 +99,51 @@ def run_validate(
         else:
             from rich.console import Console
 
-            from dolmen.report.terminal import render_terminal
+            from dolmen.report.terminal import Options, parse_statuses, render_terminal
 
-            render_terminal(verdict, Console(), verbose=verbose)
+            chosen = parse_statuses(statuses) if statuses is not None else None
+            view = Options(verbose, matrix, chosen, None if gpu is None else _gpu(gpu, verdict))
+            render_terminal(verdict, Console(), options=view)
         if slurm_action:
             _echo(slurm_action, err=True)
         return int(verdict.health.exit_code)
+
+
+def _check_view(statuses: str | None, gpu: str | None, machine: bool) -> None:
+    """--matrix, --status and --gpu shape the terminal report: refused with --json or --npd
+    (a filtered document would read as a healthier host), or with a word they do not take."""
+    from dolmen.report.terminal import parse_statuses
+    from dolmen.report.terminal.gpus import valid_gpu_word
+
+    if machine:
+        raise UsageError(
+            "--matrix, --status and --gpu shape the terminal report; --json and --npd "
+            "always carry every finding (filter the JSON with jq)"
+        )
+    if statuses is not None:
+        try:
+            parse_statuses(statuses)
+        except ValueError as e:
+            raise UsageError(f"--status: {e}") from None
+    if gpu is not None and not valid_gpu_word(gpu):
+        raise UsageError(
+            f"--gpu: {gpu!r} is neither a GPU index nor a PCI bus id",
+            hint="give the index nvidia-smi prints (--gpu 3) or a bus id (--gpu 0000:86:00.0)",
+        )
+
+
+def _gpu(text: str, verdict: Verdict) -> BusId:
+    """The GPU ``--gpu`` names, by bus id; a usage error naming the GPUs there are."""
+    from dolmen.report.terminal.gpus import indexes, select_gpu
+
+    bus = select_gpu(text, verdict.inventory)
+    if bus is None:
+        known = sorted(indexes(verdict.inventory).values())
+        raise UsageError(
+            f"--gpu {text}: no GPU of that index in this verdict",
+            hint=f"GPUs here: {', '.join(map(str, known))}" if known else "no GPU was listed",
+        )
+    return bus
 
 
 def _site_baseline(config: Config) -> str | None:

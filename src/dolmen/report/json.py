@@ -23,6 +23,7 @@ def verdict_document(v: Verdict) -> dict[str, Any]:
         "source": to_jsonable(v.source),
         "counts": v.counts,
         "coverage": to_jsonable(v.coverage),
+        "inventory": to_jsonable(v.inventory),
         "findings": [
             {
                 "check": f.check,

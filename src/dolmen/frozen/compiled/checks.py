@@ -143,8 +143,8 @@ def _dolmen_checks_recent_Window(_type_hours, _type_now, _type_now_boot, _type_r
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, _type_coverage, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _dflt_coverage, _return_type, cls, FrozenInstanceError):
-    def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version,coverage:_type_coverage=_HAS_DEFAULT_FACTORY)->_return_type:
+def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, _type_coverage, _type_inventory, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _dflt_coverage, _dflt_inventory, _return_type, cls, FrozenInstanceError):
+    def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version,coverage:_type_coverage=_HAS_DEFAULT_FACTORY,inventory:_type_inventory=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'host',host)
         __dataclass_builtins_object__.__setattr__(self,'level',level)
         __dataclass_builtins_object__.__setattr__(self,'findings',findings)
@@ -153,22 +153,23 @@ def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _typ
         __dataclass_builtins_object__.__setattr__(self,'source',_dflt_source() if source is _HAS_DEFAULT_FACTORY else source)
         __dataclass_builtins_object__.__setattr__(self,'version',version)
         __dataclass_builtins_object__.__setattr__(self,'coverage',_dflt_coverage() if coverage is _HAS_DEFAULT_FACTORY else coverage)
+        __dataclass_builtins_object__.__setattr__(self,'inventory',_dflt_inventory() if inventory is _HAS_DEFAULT_FACTORY else inventory)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(host={self.host!r}, level={self.level!r}, findings={self.findings!r}, started={self.started!r}, duration_s={self.duration_s!r}, source={self.source!r}, version={self.version!r}, coverage={self.coverage!r})"
+        return self.__class__.__qualname__ + f"(host={self.host!r}, level={self.level!r}, findings={self.findings!r}, started={self.started!r}, duration_s={self.duration_s!r}, source={self.source!r}, version={self.version!r}, coverage={self.coverage!r}, inventory={self.inventory!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,)==(other.host,other.level,other.findings,other.started,other.duration_s,other.source,other.version,other.coverage,)
+            return (self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,self.inventory,)==(other.host,other.level,other.findings,other.started,other.duration_s,other.source,other.version,other.coverage,other.inventory,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage',):
+        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage','inventory',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage',):
+        if type(self) is cls or name in ('host','level','findings','started','duration_s','source','version','coverage','inventory',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,))
+        return hash((self.host,self.level,self.findings,self.started,self.duration_s,self.source,self.version,self.coverage,self.inventory,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -178,5 +179,5 @@ RECORDS = {
     'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True', _dolmen_checks_model_Finding, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_model_Outcome, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', _dolmen_checks_recent_Window, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None)', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None);inventory:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', '_type_inventory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_dflt_inventory', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }
