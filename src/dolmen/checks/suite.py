@@ -28,8 +28,10 @@ def validate(
     config: Config | None = None,
     baseline: Baseline | None = None,
     only: Sequence[str] = (),
+    timeout: float | None = None,
 ) -> Verdict:
-    """Run every check up to ``level`` on ``host`` and return the verdict."""
+    """Run every check up to ``level`` on ``host`` and return the verdict; ``timeout``
+    (seconds) bounds the run (``--timeout``, checks/deadline.py)."""
     config = config or Config()
     if config.sections.get("thresholds"):  # ids and keys exist only in the full registry
         check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
@@ -48,7 +50,7 @@ def validate(
             f"--only {', '.join(only)}: no check at level {level.name.lower()}",
             hint=f"those checks run at level {', '.join(above)}: add --level {above[-1]}",
         )
-    findings = run_checks(ctx, specs, disabled)
+    findings = run_checks(ctx, specs, disabled, timeout)
     return Verdict(
         host=host.hostname,
         level=level.name.lower(),

@@ -27,6 +27,7 @@ VALUES = {
     "--only": "only",
     "--junit": "junit_path",
     "--prometheus": "prom_path",
+    "--timeout": "timeout",
 }
 FLAGS = {
     "--json": "as_json",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # a TypedDict compiles each annotation when made: 2 ms a star
         prom_path: str | None
         npd: bool
         slurm: bool
+        timeout: str | None
         verbose: bool
         list_checks: bool
 
@@ -103,6 +105,7 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
         "prom_path": values.get("prom_path"),
         "npd": "npd" in flags,
         "slurm": "slurm" in flags,
+        "timeout": values.get("timeout"),
         "verbose": "verbose" in flags,
         "list_checks": False,
     }

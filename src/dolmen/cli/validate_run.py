@@ -34,6 +34,7 @@ def run_validate(
     prom_path: str | None,
     npd: bool,
     slurm: bool,
+    timeout: str | None,
     verbose: bool,
     list_checks: bool,
 ) -> int:
@@ -60,6 +61,7 @@ def run_validate(
             lvl = Level.parse(level_name)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        seconds = run_timeout(timeout)
         if list_checks:
             _list(as_json)
             return 0
@@ -79,7 +81,9 @@ def run_validate(
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
-            verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
+            verdict = run(
+                host, level=lvl, config=config, baseline=baseline, only=only, timeout=seconds
+            )
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
         if npd:
@@ -99,6 +103,16 @@ def run_validate(
         if slurm_action:
             _echo(slurm_action, err=True)
         return int(verdict.health.exit_code)
+
+
+def run_timeout(text: str | None) -> float | None:
+    """``--timeout``'s seconds: a duration (``30s``, ``2m``) or, as NHC's ``-t`` takes it, a
+    number of seconds; longer than zero. None without one."""
+    if text is None:
+        return None
+    from dolmen.values.duration import parse_duration
+
+    return parse_duration(text, what="--timeout", bare="s", positive=True).total_seconds()
 
 
 def _site_baseline(config: Config) -> str | None:
