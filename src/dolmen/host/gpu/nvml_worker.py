@@ -84,9 +84,10 @@ class _Traced:
 def _in_child(fn: Any, limit: float, cut: bool, deadline: Deadline) -> GpuInventory | str:
     """Run ``fn(tell)`` in a forked child; its pickled result, or why there is none."""
     r, w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child: covered through its output
-        _child(fn, r, w)
+        _child(fn, r, w, parent)
     os.close(w)
     done = False
     try:
@@ -109,13 +110,15 @@ def _in_child(fn: Any, limit: float, cut: bool, deadline: Deadline) -> GpuInvent
     return value  # type: ignore[no-any-return]
 
 
-def _child(fn: Any, r: int, w: int) -> None:  # pragma: no cover - runs in the forked child
+def _child(
+    fn: Any, r: int, w: int, parent: int
+) -> None:  # pragma: no cover - runs in the forked child
     """Run ``fn``, write ``C<call>\\n`` lines then ``R<pickle>``, and exit without running
     the parent's exit handlers or flushing its buffers."""
     code = 0
     try:
         os.close(r)
-        _die_with_parent()
+        _die_with_parent(parent)
 
         def tell(what: str) -> None:
             os.write(w, f"C{what}\n".encode())
@@ -134,13 +137,16 @@ def _child(fn: Any, r: int, w: int) -> None:  # pragma: no cover - runs in the f
         os._exit(code)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the forked child
     """The kernel kills the child if the parent dies first (a health check killed by its
-    caller), so a child that is not stuck in the driver never outlives the run."""
+    caller), so a child that is not stuck in the driver never outlives the run; a parent
+    that died before the request leaves the child to end itself."""
     with contextlib.suppress(Exception):
         import ctypes  # loaded already: pynvml is built on it
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _collect(r: int, limit: float) -> tuple[bytes | None, str, bool]:
