@@ -117,3 +117,31 @@ def test_a_checks_limit_counts_its_computation_not_its_commands() -> None:
         time.sleep(0.6)  # a slow command: its own limit applies, not the check's
     with pytest.raises(CheckTimeout), time_limit(0.3, d):
         time.sleep(0.6)
+
+
+def test_every_command_of_a_validate_run_has_a_bounded_timeout(tmp_path: Path) -> None:
+    """Host.run has no unbounded form; this holds every caller in a standard run to a limit
+    a health check can live with (the deadline clips them further)."""
+    import math
+    from collections.abc import Sequence
+
+    from dolmen.checks.suite import validate
+    from dolmen.host.command import CommandResult
+    from tests.hosts import scenarios
+
+    try:
+        root = scenarios.build("h100-hgx-healthy", tmp_path / "tree")
+    except scenarios.MissingRecording as e:
+        pytest.skip(str(e))
+    asked: dict[str, float] = {}
+
+    class Counting(TreeHost):
+        def run(
+            self, argv: Sequence[str], *, timeout: float = 10.0, key: str | None = None
+        ) -> CommandResult:
+            asked[" ".join(argv)] = timeout
+            return super().run(argv, timeout=timeout, key=key)
+
+    validate(Counting(root), level=Level.STANDARD)
+    assert any(a.startswith("nvidia-smi") for a in asked)
+    assert all(math.isfinite(t) and 0 < t <= 60 for t in asked.values()), asked
