@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import select
 import signal
 import time
@@ -83,6 +82,8 @@ class _Traced:
 
 def _in_child(fn: Any, limit: float, cut: bool, deadline: Deadline) -> GpuInventory | str:
     """Run ``fn(tell)`` in a forked child; its pickled result, or why there is none."""
+    import pickle  # 5 ms a start: only where a library loaded, before the fork (both use it)
+
     r, w = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -127,6 +128,8 @@ def _child(
             answer: tuple[str, Any] = ("ok", fn(tell))
         except Exception as e:
             answer = ("error", f"{e.__class__.__name__}: {e}")
+        import pickle  # imported by the parent before the fork: a lookup here
+
         payload = b"R" + pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(payload)
         while view:
