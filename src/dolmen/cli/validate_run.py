@@ -51,11 +51,6 @@ def run_validate(
                 "node-problem-detector); choose one"
             )
         config = load_config(config_path)
-        if config.sections.get("thresholds"):  # refused before any host is opened
-            from dolmen.checks import load_registry
-            from dolmen.config import check_thresholds
-
-            check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
         level_name = level or str(config.get("validate", "level", "standard"))
         try:
             lvl = Level.parse(level_name)
@@ -71,18 +66,25 @@ def run_validate(
             from dolmen.baseline import load_baseline
 
             baseline = load_baseline(baseline_path)
+        from dolmen.checks.suite import choose
         from dolmen.checks.suite import validate as run
         from dolmen.host import open_host
 
         if as_json and npd:
             raise UsageError("--json and --npd both write to stdout; choose one")
         _check_side_outputs(junit_path, prom_path)
+        selection = choose(config, lvl, only)  # every refusal of names, before any host opens
         with open_host(source) as host:
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
             verdict = run(
-                host, level=lvl, config=config, baseline=baseline, only=only, timeout=seconds
+                host,
+                level=lvl,
+                config=config,
+                baseline=baseline,
+                timeout=seconds,
+                selection=selection,
             )
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
