@@ -145,3 +145,37 @@ def test_every_command_of_a_validate_run_has_a_bounded_timeout(tmp_path: Path) -
     validate(Counting(root), level=Level.STANDARD)
     assert any(a.startswith("nvidia-smi") for a in asked)
     assert all(math.isfinite(t) and 0 < t <= 60 for t in asked.values()), asked
+
+
+@pytest.mark.slow
+def test_the_backstop_ends_a_run_blocked_where_no_signal_reaches() -> None:
+    """A read stuck in the kernel (signals blocked stand in for it: SIGALRM's handler never
+    runs) is ended by the watchdog thread, after the reason line, with the exit code."""
+    import subprocess
+
+    code = (
+        "import signal, time\n"
+        "from dolmen.checks.deadline import backstop\n"
+        "from dolmen.host.deadline import Deadline\n"
+        "d = Deadline(0.5)\n"
+        "backstop(lambda: d, 0.5, lambda line: print(line, flush=True), 2)\n"
+        "with d.waiting('gpu.present'), d.waiting('proc/driver/nvidia/gpus/x/information'):\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\n"
+        "    time.sleep(30)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert time.monotonic() - t0 < 8
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.startswith(
+        "dolmen: undecided: timed out after 0.5 s on gpu.present: "
+        "proc/driver/nvidia/gpus/x/information (not interruptible"
+    )

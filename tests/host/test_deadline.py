@@ -3,6 +3,7 @@ that never answers is killed at the deadline with its children, and says ``timed
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -103,3 +104,21 @@ def test_a_command_interrupted_by_a_signal_does_not_outlive_it(tmp_path: Path) -
 def test_without_a_deadline_a_command_keeps_its_own_limit() -> None:
     res = LiveHost().run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
     assert res.reason == "timed out after 0.3 s"
+
+
+def test_a_child_that_left_the_group_does_not_hold_the_run(tmp_path: Path) -> None:
+    """A daemon the command started in a session of its own keeps the output pipe open
+    after the kill: the run gives it a moment, then stops reading."""
+    script = tmp_path / "escape"
+    script.write_text(
+        f"#!/bin/sh\nsetsid sleep 30 &\necho $! > {tmp_path}/escaped\nexec sleep 30\n"
+    )
+    script.chmod(0o755)
+    t0 = time.monotonic()
+    try:
+        res = LiveHost().run([str(script)], timeout=0.5)
+        assert res.status is RunStatus.TIMEOUT and time.monotonic() - t0 < 4
+    finally:
+        escaped = tmp_path / "escaped"
+        if escaped.exists():
+            os.kill(int(escaped.read_text()), signal.SIGKILL)

@@ -11,10 +11,11 @@ undecided in every output (terminal, JSON, the Slurm and NPD reason line), exit 
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from dolmen.checks.model import CheckSpec, Finding, Outcome, Status
@@ -128,3 +129,35 @@ def time_limit(seconds: float, deadline: Deadline, spec: CheckSpec | None = None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+# How long past its deadline a run may go before the backstop ends the process: the
+# cooperative stops above take well under a second; this is for what they cannot reach.
+BACKSTOP_GRACE = 3.0
+
+
+def backstop(
+    deadline_of: Callable[[], Deadline], seconds: float, say: Callable[[str], None], code: int
+) -> Callable[[], None]:
+    """End this process ``BACKSTOP_GRACE`` seconds after a deadline of ``seconds`` that the
+    run did not keep, after ``say`` gave the one line a scheduler reads; the function that
+    cancels it once the run is done.
+
+    The run stops on its own at its deadline wherever it waits on a command, on NVML, or
+    computes. A read that blocks in the kernel (a wedged driver's /proc/driver/nvidia file,
+    a dead NFS server) holds the main thread where no signal handler runs; this thread,
+    which the blocked call does not hold (it released the GIL), is NHC's watchdog.
+    """
+
+    def fire() -> None:
+        what = deadline_of().waiting_on() or "the run"
+        say(
+            f"dolmen: undecided: timed out after {seconds:g} s on {what} "
+            f"(not interruptible: ended {BACKSTOP_GRACE:g} s later)"
+        )
+        os._exit(code)
+
+    timer = threading.Timer(seconds + BACKSTOP_GRACE, fire)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel

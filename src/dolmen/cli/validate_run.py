@@ -18,6 +18,8 @@ from dolmen.errors import UsageError
 from dolmen.quickstart import DEFERRED, collector_off, defer_imports
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dolmen.checks.verdict import Verdict
     from dolmen.config import Config
     from dolmen.host import Host
@@ -78,14 +80,18 @@ def run_validate(
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
-            verdict = run(
-                host,
-                level=lvl,
-                config=config,
-                baseline=baseline,
-                timeout=seconds,
-                selection=selection,
-            )
+            cancel = _backstop(host, seconds, npd)
+            try:
+                verdict = run(
+                    host,
+                    level=lvl,
+                    config=config,
+                    baseline=baseline,
+                    timeout=seconds,
+                    selection=selection,
+                )
+            finally:  # an in-process caller must never meet it later
+                cancel()
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
         if npd:
@@ -115,6 +121,16 @@ def run_timeout(text: str | None) -> float | None:
     from dolmen.values.duration import parse_duration
 
     return parse_duration(text, what="--timeout", bare="s", positive=True).total_seconds()
+
+
+def _backstop(host: Host, seconds: float | None, npd: bool) -> Callable[[], None]:
+    """With --timeout, end the process when the run cannot keep it (checks/deadline.py
+    ``backstop``): the reason line on stdout for node-problem-detector, else on stderr."""
+    if seconds is None:
+        return lambda: None
+    from dolmen.checks.deadline import backstop
+
+    return backstop(lambda: host.deadline, seconds, lambda line: _echo(line, err=not npd), 2)
 
 
 def _site_baseline(config: Config) -> str | None:

@@ -15,6 +15,7 @@ from dolmen.host.command import CommandResult, RunStatus
 
 # Parsers read English output with '.' decimals; LC_ALL=C pins both.
 _FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}
+_REAP_WAIT = 2.0  # seconds a killed command is given to end and close its output
 
 
 class LiveHost(Host):
@@ -58,12 +59,13 @@ class LiveHost(Host):
             out, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            out, err = proc.communicate()
+            out, err = _drain(proc)
             why = self.deadline.timed_out(" ".join(args)) if cut else f"timed out after {limit:g} s"
             return CommandResult(args, RunStatus.TIMEOUT, _text(out), _text(err), reason=why)
         except BaseException:  # a check's time limit (SIGALRM), ^C: the command goes too
             _kill(proc)
-            proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_REAP_WAIT)
             raise
         status = RunStatus.OK if proc.returncode == 0 else RunStatus.FAILED
         reason = "" if status is RunStatus.OK else f"exit code {proc.returncode}"
@@ -81,6 +83,20 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the command's process group (its own session): its children go with it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a killed command printed, waiting ``_REAP_WAIT`` at most: a process stuck in
+    the kernel (a hard NFS mount, a wedged driver) is not gone yet, and a child that left
+    the group may hold the pipes open; neither may hold the run. Popen reaps it later."""
+    try:
+        return proc.communicate(timeout=_REAP_WAIT)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        return b"", b""
 
 
 def _text(data: bytes | None) -> str:

@@ -56,6 +56,7 @@ def run_hook(
 
 def _run(kind: str, source: str | None, level: str, timeout: str | None) -> int:
     try:
+        from dolmen.checks.deadline import backstop
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
         from dolmen.checks.verdict import Health
@@ -69,12 +70,21 @@ def _run(kind: str, source: str | None, level: str, timeout: str | None) -> int:
         limit = timeout or str(config.get("slurm", "hook_timeout", HOOK_TIMEOUT))
         seconds = parse_duration(limit, what="--timeout", bare="s", positive=True)
         with open_host(source) as host:
-            verdict = validate(
-                host,
-                level=Level.parse(level),
-                config=config,
-                timeout=seconds.total_seconds(),
+            cancel = backstop(
+                lambda: host.deadline,
+                seconds.total_seconds(),
+                lambda line: print(f"dolmen {kind}: {line}", file=sys.stderr, flush=True),
+                0,  # undecided: every hook exits 0 (module docstring)
             )
+            try:
+                verdict = validate(
+                    host,
+                    level=Level.parse(level),
+                    config=config,
+                    timeout=seconds.total_seconds(),
+                )
+            finally:  # an in-process caller must never meet it later
+                cancel()
             action = drain_if_unhealthy(host, verdict)
     except Exception as e:
         message = getattr(e, "message", None) or f"{e.__class__.__name__}: {e}"
