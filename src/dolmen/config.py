@@ -12,6 +12,9 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     disable = ["tuning.thp"]      # check ids or categories not to run
     baseline = "/etc/dolmen/baseline.json"
 
+    [slurm]
+    hook_timeout = "45s"          # bounds each Slurm hook's checks (slurmd kills it at 60 s)
+
     [thresholds."gpu.temperature"]  # per-check limits; `dolmen validate --list` names them
     margin_warn_c = 10
 """
@@ -52,6 +55,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "checkpoint_every": int,
     },
     "tune": {"profile": str},
+    "slurm": {"hook_timeout": str},  # slurm/hooks.py: the HealthCheckProgram's --timeout
     "jobs": {
         "backend": str,
         "state": str,
@@ -95,6 +99,18 @@ def _names(value: Any) -> str | None:
     return f"be a list of check ids or categories, not {bad[0]!r}" if bad else None
 
 
+def _duration(value: Any) -> str | None:
+    """A duration as ``values.duration`` reads it (``50s``, ``1m``), longer than zero."""
+    from dolmen.errors import UsageError
+    from dolmen.values.duration import parse_duration
+
+    try:
+        parse_duration(value, positive=True)
+    except UsageError:
+        return "be a duration longer than zero, such as 50s or 2m"
+    return None
+
+
 def _refused(why: str) -> Rule:
     return lambda _value: why
 
@@ -124,6 +140,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "checkpoint_every": _between(0, 1 << 31),
     },
     "tune": {"profile": _name},
+    "slurm": {"hook_timeout": _duration},
     "jobs": {
         "backend": _name,
         "state": _name,

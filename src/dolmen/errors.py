@@ -4,7 +4,8 @@ Exit codes (documented in docs/exit-codes.md):
 
     0  success; the host is healthy (or only degraded)
     1  unhealthy: validate found a failure, verify found drift or tampering
-    2  could not decide: bad usage, bad input file, a check that could not read its signal
+    2  could not decide: bad usage, bad input file, a check that could not read its signal,
+       a validate run that ran out of its --timeout (``run.timeout`` names what it waited on)
     3  the environment refused: missing permission, a dead or unreachable service
     4  the audit log could not be written, so the change was refused (fail closed)
    70  internal error (a bug in dolmen); rerun with --debug for the traceback

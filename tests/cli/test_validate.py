@@ -52,6 +52,9 @@ LEAN = [
     ["validate", "--level", "quick", "--from", "{T}", "--only", "workload", "--json"],
     ["validate", "--level", "quick", "--from", "{T}", "--baseline", "{T}/nope.json"],
     ["validate", "--level", "quick", "--from", "{T}", "--config", "{T}/nope.toml", "--npd"],
+    ["validate", "--level", "quick", "--from", "{T}", "--timeout", "30s", "--npd"],
+    ["validate", "--level", "quick", "--from", "{T}", "--timeout=2m", "--json"],
+    ["validate", "--level", "quick", "--from", "{T}", "--timeout", "soon"],
     [
         *("validate", "--level", "quick", "--from", "{T}", "--json"),
         *("--junit", "{T}/../out.xml", "--prometheus", "{T}/../out.prom"),

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 
 from dolmen.checks.context import PREDICATES, Context
+from dolmen.checks.deadline import CheckTimeout, RunTimeout, not_run, ran_out, timeout_finding
+from dolmen.checks.deadline import time_limit as _time_limit
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
 from dolmen.errors import UsageError
 from dolmen.facts import FactError
+from dolmen.host.deadline import Deadline
 
 CHECK_TIME_LIMIT = 5.0  # seconds of pure computation per check; commands have their own limits
 # Facts collected before the checks, each under its own limit instead of inside the first
@@ -19,9 +20,7 @@ CHECK_TIME_LIMIT = 5.0  # seconds of pure computation per check; commands have t
 # an error, and the verdict into undecided).
 PREPASS: Mapping[str, float] = {"kernel_log": 300.0}
 
-
-class CheckTimeout(Exception):
-    """A check body ran past CHECK_TIME_LIMIT."""
+__all__ = ["CHECK_TIME_LIMIT", "PREPASS", "CheckTimeout", "run_checks", "run_one", "select"]
 
 
 def select(
@@ -60,15 +59,33 @@ def refuse_unknown(names: Sequence[str], known: Mapping[str, CheckSpec], where: 
 
 
 def run_checks(
-    ctx: Context, specs: Iterable[CheckSpec], disabled: Sequence[str] = ()
+    ctx: Context,
+    specs: Iterable[CheckSpec],
+    disabled: Sequence[str] = (),
+    timeout: float | None = None,
 ) -> list[Finding]:
-    """Run each check; an exception or a timeout becomes ``error`` and the run goes on."""
+    """Run each check; an exception or a timeout becomes ``error`` and the run goes on.
+
+    ``timeout`` bounds the whole run (``--timeout``, checks/deadline.py): no check starts
+    once it has passed, and ``run.timeout`` says what the run was waiting on."""
     specs = list(specs)
-    prepare(ctx, specs, disabled)
+    before, deadline = _deadline(ctx), Deadline(timeout)
+    ctx.host.deadline = deadline  # the checks' commands and NVML reads wait no longer
     findings: list[Finding] = []
-    for spec in specs:
-        findings.extend(run_one(ctx, spec, disabled))
-    return findings
+    skipped: list[str] = []
+    try:
+        prepare(ctx, specs, disabled)
+        for spec in specs:
+            if deadline.expired():
+                skipped.append(spec.id)
+                findings.append(_finding(spec, not_run(deadline)))
+                continue
+            with deadline.waiting(spec.id):
+                findings.extend(run_one(ctx, spec, disabled))
+    finally:  # what runs after the checks (the drain contract's scontrol) has its own limits
+        ctx.host.deadline = before
+    late = timeout_finding(deadline, skipped)
+    return [*findings, late] if late else findings
 
 
 def prepare(ctx: Context, specs: Sequence[CheckSpec], disabled: Sequence[str] = ()) -> None:
@@ -80,9 +97,14 @@ def prepare(ctx: Context, specs: Sequence[CheckSpec], disabled: Sequence[str] = 
         if not any(_matches(spec.id, d) for d in disabled)
         for name in spec.needs
     }
+    deadline = _deadline(ctx)
     for name, seconds in PREPASS.items():
-        if name in wanted:
-            with suppress(FactError, CheckTimeout), _time_limit(seconds):
+        if name in wanted and not deadline.expired():
+            with (
+                deadline.waiting(f"{name} facts"),
+                suppress(FactError, CheckTimeout, RunTimeout),
+                _time_limit(seconds, deadline),
+            ):
                 ctx.store.get(name)
 
 
@@ -96,7 +118,7 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
             reason = predicate(ctx)
             if reason is not None:
                 return [_finding(spec, Outcome(Status.SKIP, "host", reason))]
-        with _time_limit(CHECK_TIME_LIMIT):
+        with _time_limit(CHECK_TIME_LIMIT, _deadline(ctx), spec):
             outcomes = list(spec.fn(ctx.for_check(spec)))
     except FactError as e:
         status = Status.ERROR if e.bug else Status.UNKNOWN
@@ -115,6 +137,8 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
         return [
             _finding(spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s"))
         ]
+    except RunTimeout:
+        return [_finding(spec, ran_out(_deadline(ctx), spec.id))]
     except Exception as e:
         import traceback  # only here: 3 ms a start (with textwrap) for a rare path
 
@@ -151,24 +175,11 @@ def _finding(spec: CheckSpec, o: Outcome) -> Finding:
     )
 
 
+def _deadline(ctx: Context) -> Deadline:
+    """The run's deadline on the host; an unbounded one for a stand-in host without any."""
+    found = getattr(ctx.host, "deadline", None)
+    return found if isinstance(found, Deadline) else Deadline()
+
+
 def _matches(check_id: str, pattern: str) -> bool:
     return check_id == pattern or check_id.startswith(pattern.rstrip(".") + ".")
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt a runaway pure-Python check (main thread only; elsewhere no limit)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, frame: object) -> None:
-        raise CheckTimeout(f"ran over {seconds:g} s")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dolmen import __version__
 from dolmen.checks import load_registry
 from dolmen.checks.context import Context
 from dolmen.checks.inventory import inventory
-from dolmen.checks.model import Level
+from dolmen.checks.model import CheckSpec, Level
 from dolmen.checks.runner import matches, refuse_unknown, run_checks, select
 from dolmen.checks.verdict import Verdict, coverage
 from dolmen.config import Config, check_thresholds
@@ -22,26 +22,26 @@ if TYPE_CHECKING:
     from dolmen.baseline import Baseline
 
 
-def validate(
-    host: Host,
-    *,
-    level: Level = Level.STANDARD,
-    config: Config | None = None,
-    baseline: Baseline | None = None,
-    only: Sequence[str] = (),
-) -> Verdict:
-    """Run every check up to ``level`` on ``host`` and return the verdict."""
-    config = config or Config()
+class Selection(NamedTuple):
+    """The checks of one run and the site's disabled names, after every refusal."""
+
+    specs: list[CheckSpec]
+    disabled: list[str]
+
+
+def choose(config: Config, level: Level, only: Sequence[str] = ()) -> Selection:
+    """The checks a run at ``level`` executes, once every name they are chosen by was
+    refused or accepted: ``[thresholds."<id>"]`` ids and keys, ``[validate] disable`` and
+    ``--only`` names (a typo must not run zero checks and call the host healthy), and an
+    ``--only`` with no check at this level. The CLI calls it before any host is opened and
+    hands the result to ``validate``, so each refusal is made once per run."""
     if config.sections.get("thresholds"):  # ids and keys exist only in the full registry
         check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
     disabled = [str(d) for d in config.get("validate", "disable", [])]
-    if only or disabled:  # a typo must not run zero checks and call the host healthy
+    if only or disabled:
         known = load_registry()
         refuse_unknown(only, known, "--only")
         refuse_unknown(disabled, known, "[validate] disable")
-    started = datetime.now(UTC)
-    t0 = time.perf_counter()
-    ctx = Context(host, config=config, baseline=baseline)
     specs = select(load_registry(level).values(), level, only)
     if only and not specs:
         above = sorted({known[i].level.name.lower() for i in known if matches(i, only)})
@@ -49,7 +49,28 @@ def validate(
             f"--only {', '.join(only)}: no check at level {level.name.lower()}",
             hint=f"those checks run at level {', '.join(above)}: add --level {above[-1]}",
         )
-    findings = run_checks(ctx, specs, disabled)
+    return Selection(specs, disabled)
+
+
+def validate(
+    host: Host,
+    *,
+    level: Level = Level.STANDARD,
+    config: Config | None = None,
+    baseline: Baseline | None = None,
+    only: Sequence[str] = (),
+    timeout: float | None = None,
+    selection: Selection | None = None,
+) -> Verdict:
+    """Run every check up to ``level`` on ``host`` and return the verdict; ``timeout``
+    (seconds) bounds the run (``--timeout``, checks/deadline.py). ``selection`` is what
+    ``choose`` gave for the same config, level and ``only`` (computed here without it)."""
+    config = config or Config()
+    chosen = selection or choose(config, level, only)
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    ctx = Context(host, config=config, baseline=baseline)
+    findings = run_checks(ctx, chosen.specs, chosen.disabled, timeout)
     return Verdict(
         host=host.hostname,
         level=level.name.lower(),

@@ -29,6 +29,7 @@ VALUES = {
     "--prometheus": "prom_path",
     "--status": "statuses",  # checked by run_validate, so both entries refuse a bad word alike
     "--gpu": "gpu",
+    "--timeout": "timeout",
 }
 FLAGS = {
     "--json": "as_json",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # a TypedDict compiles each annotation when made: 2 ms a star
         prom_path: str | None
         npd: bool
         slurm: bool
+        timeout: str | None
         verbose: bool
         list_checks: bool
         matrix: bool
@@ -109,6 +111,7 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
         "prom_path": values.get("prom_path"),
         "npd": "npd" in flags,
         "slurm": "slurm" in flags,
+        "timeout": values.get("timeout"),
         "verbose": "verbose" in flags,
         "list_checks": False,
         "matrix": "matrix" in flags,

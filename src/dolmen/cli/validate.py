@@ -57,6 +57,12 @@ if TYPE_CHECKING:
     help="Slurm HealthCheckProgram mode: drain this node with a reason naming the failed "
     "checks (never touches a node someone else drained).",
 )
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    help="Bound the whole run (NHC's -t): 30s, 2m, or a number of seconds. What has not "
+    "answered by then is named, and the verdict is undecided (exit 2).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
 @click.option("--matrix", is_flag=True, help="Show the per-GPU findings as a check x GPU table.")
 @click.option(

@@ -18,6 +18,8 @@ from dolmen.errors import UsageError
 from dolmen.quickstart import DEFERRED, collector_off, defer_imports
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dolmen.checks.verdict import Verdict
     from dolmen.config import Config
     from dolmen.host import Host
@@ -35,6 +37,7 @@ def run_validate(
     prom_path: str | None,
     npd: bool,
     slurm: bool,
+    timeout: str | None,
     verbose: bool,
     list_checks: bool,
     matrix: bool = False,
@@ -56,16 +59,12 @@ def run_validate(
         if matrix or statuses is not None or gpu is not None:  # refused before any read
             _check_view(statuses, gpu, as_json or npd)
         config = load_config(config_path)
-        if config.sections.get("thresholds"):  # refused before any host is opened
-            from dolmen.checks import load_registry
-            from dolmen.config import check_thresholds
-
-            check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
         level_name = level or str(config.get("validate", "level", "standard"))
         try:
             lvl = Level.parse(level_name)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        seconds = run_timeout(timeout)
         if list_checks:
             _list(as_json)
             return 0
@@ -75,17 +74,30 @@ def run_validate(
             from dolmen.baseline import load_baseline
 
             baseline = load_baseline(baseline_path)
+        from dolmen.checks.suite import choose
         from dolmen.checks.suite import validate as run
         from dolmen.host import open_host
 
         if as_json and npd:
             raise UsageError("--json and --npd both write to stdout; choose one")
         _check_side_outputs(junit_path, prom_path)
+        selection = choose(config, lvl, only)  # every refusal of names, before any host opens
         with open_host(source) as host:
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
-            verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
+            cancel = _backstop(host, seconds, npd)
+            try:
+                verdict = run(
+                    host,
+                    level=lvl,
+                    config=config,
+                    baseline=baseline,
+                    timeout=seconds,
+                    selection=selection,
+                )
+            finally:  # an in-process caller must never meet it later
+                cancel()
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
         if npd:
@@ -144,6 +156,26 @@ def _gpu(text: str, verdict: Verdict) -> BusId:
             hint=f"GPUs here: {', '.join(map(str, known))}" if known else "no GPU was listed",
         )
     return bus
+
+
+def run_timeout(text: str | None) -> float | None:
+    """``--timeout``'s seconds: a duration (``30s``, ``2m``) or, as NHC's ``-t`` takes it, a
+    number of seconds; longer than zero. None without one."""
+    if text is None:
+        return None
+    from dolmen.values.duration import parse_duration
+
+    return parse_duration(text, what="--timeout", bare="s", positive=True).total_seconds()
+
+
+def _backstop(host: Host, seconds: float | None, npd: bool) -> Callable[[], None]:
+    """With --timeout, end the process when the run cannot keep it (checks/deadline.py
+    ``backstop``): the reason line on stdout for node-problem-detector, else on stderr."""
+    if seconds is None:
+        return lambda: None
+    from dolmen.checks.deadline import backstop
+
+    return backstop(lambda: host.deadline, seconds, lambda line: _echo(line, err=not npd), 2)
 
 
 def _site_baseline(config: Config) -> str | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dolmen.fsutil import atomic_write, fsync_dir, iter_regular, read_regular
 from dolmen.host.command import CommandResult
+from dolmen.host.deadline import Deadline
 
 if TYPE_CHECKING:
     from dolmen.host.gpu.model import GpuInventory
@@ -40,6 +41,9 @@ class Host(ABC):
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # The run's deadline and what it waits on (host/deadline.py): a validate run sets
+        # its own; ``run`` and the GPU readers wait no longer than it allows.
+        self.deadline = Deadline()
 
     # --- files -----------------------------------------------------------------
     @abstractmethod

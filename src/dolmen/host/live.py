@@ -15,6 +15,7 @@ from dolmen.host.command import CommandResult, RunStatus
 
 # Parsers read English output with '.' decimals; LC_ALL=C pins both.
 _FIXED_ENV = {"LC_ALL": "C", "LANG": "C"}
+_REAP_WAIT = 2.0  # seconds a killed command is given to end and close its output
 
 
 class LiveHost(Host):
@@ -32,6 +33,14 @@ class LiveHost(Host):
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, key: str | None = None
     ) -> CommandResult:
         args = tuple(argv)
+        what = " ".join(args)
+        limit, cut = self.deadline.clip(timeout)
+        if cut and limit <= 0:  # the run is out of time: a command would not get a second
+            return CommandResult(args, RunStatus.TIMEOUT, reason=self.deadline.timed_out(what))
+        with self.deadline.waiting(what, call=True):
+            return self._run(args, limit, cut)
+
+    def _run(self, args: tuple[str, ...], limit: float, cut: bool) -> CommandResult:
         env = {**os.environ, **_FIXED_ENV}
         try:
             proc = subprocess.Popen(
@@ -47,18 +56,17 @@ class LiveHost(Host):
         except PermissionError as e:
             return CommandResult(args, RunStatus.DENIED, reason=f"cannot execute {args[0]}: {e}")
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return CommandResult(
-                args,
-                RunStatus.TIMEOUT,
-                _text(out),
-                _text(err),
-                reason=f"timed out after {timeout:g} s",
-            )
+            _kill(proc)
+            out, err = _drain(proc)
+            why = self.deadline.timed_out(" ".join(args)) if cut else f"timed out after {limit:g} s"
+            return CommandResult(args, RunStatus.TIMEOUT, _text(out), _text(err), reason=why)
+        except BaseException:  # a check's time limit (SIGALRM), ^C: the command goes too
+            _kill(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_REAP_WAIT)
+            raise
         status = RunStatus.OK if proc.returncode == 0 else RunStatus.FAILED
         reason = "" if status is RunStatus.OK else f"exit code {proc.returncode}"
         return CommandResult(args, status, _text(out), _text(err), proc.returncode, reason)
@@ -69,6 +77,26 @@ class LiveHost(Host):
     @property
     def hostname(self) -> str:
         return socket.gethostname()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the command's process group (its own session): its children go with it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a killed command printed, waiting ``_REAP_WAIT`` at most: a process stuck in
+    the kernel (a hard NFS mount, a wedged driver) is not gone yet, and a child that left
+    the group may hold the pipes open; neither may hold the run. Popen reaps it later."""
+    try:
+        return proc.communicate(timeout=_REAP_WAIT)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        return b"", b""
 
 
 def _text(data: bytes | None) -> str:

@@ -1,7 +1,8 @@
 """Slurm's HealthCheckProgram, Prolog and Epilog, as the console scripts slurm.conf names.
 
-    dolmen-slurm-healthcheck | dolmen-slurm-prolog | dolmen-slurm-epilog [--from TREE] [--level L]
+    dolmen-slurm-healthcheck | dolmen-slurm-prolog | dolmen-slurm-epilog
     python -m dolmen.slurm.hooks healthcheck|prolog|epilog [--from TREE] [--level L]
+        [--timeout DURATION]
 
 The console scripts (pyproject.toml ``[project.scripts]``) take no argument, as
 slurm.conf runs them, and keep sites working when module paths move. Each runs
@@ -16,6 +17,12 @@ follow what slurmd does with them:
 - epilog: always 0; a non-zero epilog would make Slurm drain the node again
   with its own reason ("Epilog error"), hiding dolmen's.
 
+Each run is bounded (``--timeout``, else ``[slurm] hook_timeout`` of dolmen.toml, else
+``HOOK_TIMEOUT``): slurmd kills a HealthCheckProgram that runs 60 s, silently, so a hung
+driver would never drain the node. A run that times out is undecided (the node is left
+as it is) and its line names what it waited on: ``dolmen healthcheck: dolmen:
+undecided: timed out after 50 s on nvidia-smi -q -x in gpu.present; ...``.
+
 ``dolmen validate --level quick --slurm`` does the same as ``healthcheck``
 (and prints the whole verdict).
 """
@@ -26,9 +33,14 @@ import argparse
 import sys
 
 KINDS = ("healthcheck", "prolog", "epilog")
+# Under slurmd's 60 s limit on HealthCheckProgram (slurm.conf(5)), with time left for
+# the drain contract (one scontrol call, under a second on a live slurmctld) and the verdict.
+HOOK_TIMEOUT = "45s"
 
 
-def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
+def run_hook(
+    kind: str, source: str | None = None, level: str = "quick", timeout: str | None = None
+) -> int:
     """Validate this node, apply the drain contract, print what was done; the exit code.
 
     Anything that goes wrong inside dolmen is printed and gives 0: a hook that
@@ -39,11 +51,12 @@ def run_hook(kind: str, source: str | None = None, level: str = "quick") -> int:
     if level == "quick":
         defer_imports(DEFERRED)
     with collector_off(level == "quick"):
-        return _run(kind, source, level)
+        return _run(kind, source, level, timeout)
 
 
-def _run(kind: str, source: str | None, level: str) -> int:
+def _run(kind: str, source: str | None, level: str, timeout: str | None) -> int:
     try:
+        from dolmen.checks.deadline import backstop
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
         from dolmen.checks.verdict import Health
@@ -51,9 +64,27 @@ def _run(kind: str, source: str | None, level: str) -> int:
         from dolmen.host import open_host
         from dolmen.report.reason import one_line_reason
         from dolmen.slurm.drain import drain_if_unhealthy
+        from dolmen.values.duration import parse_duration
 
+        config = load_config(None)
+        limit = timeout or str(config.get("slurm", "hook_timeout", HOOK_TIMEOUT))
+        seconds = parse_duration(limit, what="--timeout", bare="s", positive=True)
         with open_host(source) as host:
-            verdict = validate(host, level=Level.parse(level), config=load_config(None))
+            cancel = backstop(
+                lambda: host.deadline,
+                seconds.total_seconds(),
+                lambda line: print(f"dolmen {kind}: {line}", file=sys.stderr, flush=True),
+                0,  # undecided: every hook exits 0 (module docstring)
+            )
+            try:
+                verdict = validate(
+                    host,
+                    level=Level.parse(level),
+                    config=config,
+                    timeout=seconds.total_seconds(),
+                )
+            finally:  # an in-process caller must never meet it later
+                cancel()
             action = drain_if_unhealthy(host, verdict)
     except Exception as e:
         message = getattr(e, "message", None) or f"{e.__class__.__name__}: {e}"
@@ -73,8 +104,13 @@ def main(argv: list[str] | None = None, *, kind: str | None = None) -> int:
         p.add_argument("kind", choices=KINDS)
     p.add_argument("--from", dest="source", default=None, help="validate a host tree instead")
     p.add_argument("--level", default="quick", choices=("quick", "standard", "full"))
+    p.add_argument(
+        "--timeout",
+        default=None,
+        help=f"bound the run (30s, 2m, or seconds); default [slurm] hook_timeout, {HOOK_TIMEOUT}",
+    )
     args = p.parse_args(argv)
-    return run_hook(kind or args.kind, args.source, args.level)
+    return run_hook(kind or args.kind, args.source, args.level, args.timeout)
 
 
 def healthcheck() -> int:

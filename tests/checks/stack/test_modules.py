@@ -52,12 +52,13 @@ def test_modules_no_peermem_needed_without_hcas(tmp_path: Path) -> None:
     assert set(found) == {"module:nvidia_uvm"}
 
 
-def test_modules_warn_peermem_errors_in_the_log(tmp_path: Path) -> None:
+def test_peermem_errors_in_the_log_are_reported_once_by_gpu_peermem(tmp_path: Path) -> None:
+    """stack.modules judges the module; its kernel-log errors are gpu.peermem's alone."""
     log = recording(PEERMEM_LOG).read_text()
     root = _host(tmp_path, ("nvidia_peermem", "nvidia_uvm", "nvidia"), ib=True, dmesg=log)
-    f = by_subject(run(root, MODULES))["log:nvidia-peermem"]
-    assert f.status is Status.WARN and f.evidence["count"] == 7
-    assert "detected invalid context" in f.summary
+    assert set(by_subject(run(root, MODULES))) == {"module:nvidia_uvm", "module:nvidia_peermem"}
+    f = by_subject(run(root, "gpu.peermem"))["log:nvidia-peermem"]
+    assert f.status is not Status.PASS and "detected invalid context" in f.summary
 
 
 def test_modules_skip_and_unknown(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """The NVIDIA kernel modules beside nvidia.ko: nvidia_uvm for CUDA, nvidia_peermem for
-GPUDirect RDMA, and peermem errors in the kernel log."""
+GPUDirect RDMA. Whether the module is loaded is judged here; its errors in the kernel log
+are ``gpu.peermem``'s (checks/gpu/kernel_events.py), within the log window and with the
+catalogue's severity, so that one error is reported once."""
 
 from __future__ import annotations
 
@@ -21,15 +23,14 @@ PEERMEM_REMEDY = (
     "stack.modules",
     title="The nvidia_uvm module is loaded, and nvidia_peermem where InfiniBand HCAs are",
     level=Level.QUICK,
-    needs=("stack", "infiniband", "kernel_log"),
+    needs=("stack", "infiniband"),
     when=("nvidia_gpu",),
     remedy=UVM_REMEDY,
     source="CUDA needs /dev/nvidia-uvm (nvidia_uvm); GPUDirect RDMA needs nvidia_peermem "
     "(NVIDIA GPUDirect RDMA guide) unless NCCL uses DMA-BUF",
 )
 def modules(ctx: Context) -> list[Outcome]:
-    """Reads proc/modules, the InfiniBand/RoCE ports (sysfs, ibstat) and nvidia-peermem
-    errors in the kernel log."""
+    """Reads proc/modules and the InfiniBand/RoCE ports (sysfs, ibstat)."""
     s = ctx.stack
     if s.modules is None:
         why = s.unread.get("modules", "missing: proc/modules")
@@ -68,22 +69,4 @@ def modules(ctx: Context) -> list[Outcome]:
                     hcas=hcas,
                 )
             )
-    events = ctx.kernel_log.events
-    peermem = [e for e in events or () if e.kind == "peermem"]
-    if peermem:
-        out.append(
-            warned(
-                "log:nvidia-peermem",
-                f"{len(peermem)} nvidia-peermem error(s) in the kernel log, last: "
-                f"{peermem[-1].message}",
-                remedy="Check that nvidia_peermem matches the driver and the OFED stack "
-                "(modinfo nvidia_peermem; ofed_info -s); reload it after OFED upgrades "
-                "(sudo rmmod nvidia_peermem; sudo modprobe nvidia_peermem).",
-                count=len(peermem),
-                lines=[e.line_no for e in peermem[-5:]],
-            )
-        )
-    elif ports and events is None:
-        why = ctx.kernel_log.unread.get("events", "unreadable")
-        out.append(unknown("log:nvidia-peermem", f"the kernel log could not be read: {why}"))
     return out

@@ -3,8 +3,10 @@
 "EXT4-fs error").
 
 GCM's io-errors check fails a node on any "I/O error, dev nvme" line; dolmen counts every
-disk within the kernel-log window (``checks.recent``). Loop and optical devices are
-warned about only: a squashfs image or an empty drive tray is not a failing disk.
+disk within the kernel-log window (``checks.recent``). Each line's severity is
+``checks.log_severity``'s (through ``system.log_window.worst``), as ``dolmen logs scan``
+reads it: critical (fail), except on loop, optical and RAM disks (warn only: a squashfs
+image or an empty drive tray is not a failing disk).
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from collections import defaultdict
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, failed, passed, warned
+from dolmen.checks.model import Level, Outcome, Status, check, passed
 from dolmen.checks.recent import log_unread, make_window
+from dolmen.checks.system.log_window import worst
 from dolmen.facts.kernel_log import KernelEvent
-
-_SOFT = ("loop", "sr", "ram", "zram")
 
 
 @check(
@@ -53,8 +54,9 @@ def io_errors(ctx: Context) -> list[Outcome]:
         kinds = sorted({e.detail.split(",")[0] for e in events if e.detail})
         summary = f"{len(events)} I/O error(s) in the last {window.hours:g} h: {', '.join(kinds)}"
         info = {"errors": len(events), "lines": [e.raw.strip() for e in events[-5:]], **span}
-        verdict = warned if device.startswith(_SOFT) else failed
-        out.append(verdict(f"disk:{device}", summary, **info))
+        status = worst(ctx, events)
+        if status is not Status.PASS:  # a line the catalogue calls informational is no error
+            out.append(Outcome(status, f"disk:{device}", summary, None, info))
     if not out:
         msg = f"no I/O error in the kernel log's last {window.hours:g} h"
         out.append(passed("host", msg, older=dict(older), **span))

@@ -6,7 +6,9 @@ bridge). Correctable errors (bad TLPs and DLLPs, replays) are retried by the lin
 and only a high rate matters: DCGM warns above 8 replays a minute (the driver
 team's ceiling). The counters run since boot, so that rate is judged as
 ``system.since_boot`` explains; the kernel log's lines carry times, so there it is
-counted per minute.
+counted per minute. Each AER line's severity is ``checks.log_severity``'s, as ``dolmen
+logs scan`` reads it (kb/data/xids.toml: an uncorrected error is critical, a corrected one
+informational); the lines a severity leaves informational are the ones counted.
 
 GPUs (and the other functions of a GPU's slot) are ``gpu.*``'s. A bundle without the
 PCI tree holds no counter: a clean log alone is ``unknown``, never a pass (issue 8).
@@ -18,7 +20,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.checks.model import Level, Outcome, Status, check, failed, passed, unknown, warned
+from dolmen.checks.system.log_window import worst
 from dolmen.checks.system.pcie_links import is_gpu, slot
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
@@ -115,7 +118,7 @@ def _log(
         if unrecorded(why):
             return [unknown("host", f"AER lines not checked: {why}")]
         return [unknown("host", f"kernel log unreadable, AER lines not checked: {why}")]
-    fatal: dict[str, list[KernelEvent]] = defaultdict(list)
+    judged: dict[str, list[KernelEvent]] = defaultdict(list)
     per_minute: dict[str, Counter[object]] = defaultdict(Counter)
     for ev in events:
         if ev.kind not in ("aer", "aer_corrected"):
@@ -123,17 +126,19 @@ def _log(
         bdf = ev.bus_id or "unknown"
         if slot(bdf) in gpu_slots:
             continue
-        if ev.kind == "aer":
-            fatal[bdf].append(ev)
+        if worst(ctx, (ev,)) is Status.PASS:
+            per_minute[bdf][_minute(ev)] += 1  # informational alone: only a rate matters
         else:
-            per_minute[bdf][_minute(ev)] += 1
+            judged[bdf].append(ev)
     out: list[Outcome] = []
-    for bdf, evs in sorted(fatal.items()):
+    for bdf, evs in sorted(judged.items()):
         dev = devices.get(bdf)
         lines = [e.raw.strip() for e in evs[-3:]]
         who = f" ({dev.driver})" if dev is not None and dev.driver else ""
-        msg = f"{len(evs)} uncorrectable AER line(s) in the kernel log{who}: {evs[-1].detail}"
-        out.append(failed(f"pci:{bdf}", msg, lines=lines))
+        status = worst(ctx, evs)
+        kind = "uncorrectable" if any(e.kind == "aer" for e in evs) else "correctable"
+        msg = f"{len(evs)} {kind} AER line(s) in the kernel log{who}: {evs[-1].detail}"
+        out.append(Outcome(status, f"pci:{bdf}", msg, None, {"lines": lines}))
     for bdf, minutes in sorted(per_minute.items()):
         busiest = max(minutes.values())
         if busiest > limit:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus
+from dolmen.host.deadline import Deadline
 from dolmen.host.gpu import nvsmi_failure as f
 from dolmen.host.gpu.model import GpuInventory
 from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
@@ -52,10 +53,14 @@ SOURCES: tuple[tuple[str, tuple[str, ...], Parser], ...] = (
 
 
 class Runner(Protocol):
-    """What the reader needs of a host: its kind (NVML only on live) and its commands."""
+    """What the reader needs of a host: its kind (NVML only on live), its commands, and the
+    run's deadline (the NVML read waits no longer)."""
 
     @property
     def kind(self) -> str: ...
+
+    @property
+    def deadline(self) -> Deadline: ...
 
     def run(
         self, argv: Sequence[str], *, timeout: float = ..., key: str | None = None
@@ -66,13 +71,16 @@ def read_gpus(host: Runner) -> GpuInventory:
     """The inventory of ``host``: NVML on a live host whose library loads, else nvidia-smi."""
     attempts: dict[str, str] = {}
     if host.kind == "live":
-        # pynvml (about 30 ms to import) loads only where NVML can answer: a live host.
-        from dolmen.host.gpu.nvml import read_nvml
+        # pynvml (about 30 ms to import) loads only where NVML can answer: a live host. The
+        # read runs in a worker process the deadline can kill (a hung driver blocks in C).
+        from dolmen.host.gpu.nvml_worker import read_nvml_bounded
 
-        got = read_nvml()
+        got = read_nvml_bounded(host.deadline)
         if isinstance(got, GpuInventory):
             return got
         attempts["nvml"] = got
+        if got.startswith("timed out"):  # nvidia-smi asks the same driver: it would hang too
+            return GpuInventory(source="none", error=got, attempts=attempts)
     inv = read_nvsmi(host)
     return dataclasses.replace(inv, attempts={**attempts, **inv.attempts})
 
