@@ -20,6 +20,7 @@ from dolmen.host import Host
 
 if TYPE_CHECKING:
     from dolmen.baseline import Baseline
+    from dolmen.workloads.session import Workloads
 
 
 class Selection(NamedTuple):
@@ -61,15 +62,27 @@ def validate(
     only: Sequence[str] = (),
     timeout: float | None = None,
     selection: Selection | None = None,
+    workloads: Workloads | None = None,
 ) -> Verdict:
     """Run every check up to ``level`` on ``host`` and return the verdict; ``timeout``
     (seconds) bounds the run (``--timeout``, checks/deadline.py). ``selection`` is what
-    ``choose`` gave for the same config, level and ``only`` (computed here without it)."""
+    ``choose`` gave for the same config, level and ``only`` (computed here without it).
+
+    ``workloads`` (level full, live host) run first, each once, for the checks selected:
+    they take minutes, past the per-check time limit; ``Aborted`` (Ctrl-C) goes up."""
     config = config or Config()
     chosen = selection or choose(config, level, only)
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    ctx = Context(host, config=config, baseline=baseline)
+    ctx = Context(host, config=config, baseline=baseline, workloads=workloads)
+    if workloads is not None:
+        from dolmen.checks.workload import WORKLOAD_OF
+
+        workloads.prepare(
+            WORKLOAD_OF[s.id]
+            for s in chosen.specs
+            if s.id in WORKLOAD_OF and not matches(s.id, chosen.disabled)
+        )
     findings = run_checks(ctx, chosen.specs, chosen.disabled, timeout)
     return Verdict(
         host=host.hostname,

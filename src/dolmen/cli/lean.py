@@ -30,6 +30,7 @@ VALUES = {
     "--status": "statuses",  # checked by run_validate, so both entries refuse a bad word alike
     "--gpu": "gpu",
     "--timeout": "timeout",
+    "--device": "device",
 }
 FLAGS = {
     "--json": "as_json",
@@ -38,6 +39,7 @@ FLAGS = {
     "-v": "verbose",
     "--verbose": "verbose",
     "--matrix": "matrix",
+    "--force": "force",
 }
 
 
@@ -63,6 +65,8 @@ if TYPE_CHECKING:  # a TypedDict compiles each annotation when made: 2 ms a star
         matrix: bool
         statuses: str | None
         gpu: str | None
+        device: str | None
+        force: bool
 
 
 def parse(argv: Sequence[str]) -> ValidateArgs | None:
@@ -94,6 +98,10 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
             return None
         if key == "only":
             only.append(value)
+        elif key == "device" and value.lower() not in ("cpu", "cuda"):
+            return None  # click names the choices
+        elif key == "device":
+            values[key] = value.lower()
         elif key != "level":
             values[key] = value
         elif value.lower() in LEVELS:  # click's Choice(case_sensitive=False) gives "quick"
@@ -117,4 +125,6 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
         "matrix": "matrix" in flags,
         "statuses": values.get("statuses"),
         "gpu": values.get("gpu"),
+        "device": values.get("device"),
+        "force": "force" in flags,
     }

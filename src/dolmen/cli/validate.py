@@ -63,6 +63,18 @@ if TYPE_CHECKING:
     help="Bound the whole run (NHC's -t): 30s, 2m, or a number of seconds. What has not "
     "answered by then is named, and the verdict is undecided (exit 2).",
 )
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"], case_sensitive=False),
+    default=None,
+    help="Level full: run the workloads on the GPUs (cuda, the default where a GPU is seen) "
+    "or on CPU torch (cpu: measured, no GPU threshold; the verdict stays undecided).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Level full: run the workloads even on a GPU another process is using.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
 @click.option("--matrix", is_flag=True, help="Show the per-GPU findings as a check x GPU table.")
 @click.option(

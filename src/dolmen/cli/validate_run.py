@@ -43,6 +43,8 @@ def run_validate(
     matrix: bool = False,
     statuses: str | None = None,
     gpu: str | None = None,
+    device: str | None = None,
+    force: bool = False,
 ) -> int:
     """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
     if level == "quick":
@@ -68,6 +70,11 @@ def run_validate(
         if list_checks:
             _list(as_json)
             return 0
+        full = lvl is Level.FULL
+        if full or device or force:
+            from dolmen.cli.validate_full import refuse_flags
+
+            refuse_flags(full, device, force)
         baseline = None
         baseline_path = baseline_path or _site_baseline(config)
         if baseline_path:
@@ -88,14 +95,24 @@ def run_validate(
                 _echo(str(detected), err=True)
             cancel = _backstop(host, seconds, npd)
             try:
-                verdict = run(
-                    host,
-                    level=lvl,
-                    config=config,
-                    baseline=baseline,
-                    timeout=seconds,
-                    selection=selection,
-                )
+                if full:  # the workloads, their progress and Ctrl-C: cli/validate_full.py
+                    from dolmen.cli.validate_full import validate_full
+
+                    got = validate_full(
+                        host, lvl, config, baseline, selection, seconds, device, force
+                    )
+                    if isinstance(got, int):
+                        return got
+                    verdict = got
+                else:
+                    verdict = run(
+                        host,
+                        level=lvl,
+                        config=config,
+                        baseline=baseline,
+                        timeout=seconds,
+                        selection=selection,
+                    )
             finally:  # an in-process caller must never meet it later
                 cancel()
             slurm_action = _slurm(host, verdict) if slurm else None
