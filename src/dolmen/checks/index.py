@@ -69,5 +69,8 @@ MODULES: dict[str, int] = {
     "dolmen.checks.tuning.numa_balancing": 2,
     "dolmen.checks.tuning.persistence": 2,
     "dolmen.checks.tuning.thp": 2,
+    "dolmen.checks.workload.collective": 3,
+    "dolmen.checks.workload.dcgm": 3,
     "dolmen.checks.workload.planned": 3,
+    "dolmen.checks.workload.storage": 3,
 }

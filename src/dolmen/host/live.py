@@ -59,6 +59,13 @@ class LiveHost(Host):
                 _text(err),
                 reason=f"timed out after {timeout:g} s",
             )
+        except BaseException:
+            # Ctrl-C: the command is in its own session, so the terminal's SIGINT never
+            # reached it; end it with us (an fio of the full tier would write on for minutes).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         status = RunStatus.OK if proc.returncode == 0 else RunStatus.FAILED
         reason = "" if status is RunStatus.OK else f"exit code {proc.returncode}"
         return CommandResult(args, status, _text(out), _text(err), proc.returncode, reason)
