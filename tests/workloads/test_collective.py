@@ -104,7 +104,9 @@ def _gone(pids: list[int]) -> bool:
 
 def test_smoke_sweep_on_two_gloo_ranks() -> None:
     seen: list[float] = []
-    request = Request(device="cpu", smoke=True, budget_s=60, progress=lambda _l, d, _e: seen.append(d))
+    request = Request(
+        device="cpu", smoke=True, budget_s=60, progress=lambda _l, d, _e: seen.append(d)
+    )
     result = collective.run(request)
     assert [r.op for r in result.runs] == ["all_reduce", "all_gather"]
     for r in result.runs:
