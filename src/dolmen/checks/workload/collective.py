@@ -17,8 +17,8 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
+from dolmen.checks.workload.common import on_cpu, result_of
 from dolmen.facts import FactError
-from dolmen.workloads.model import Unavailable
 
 LIMIT = "min_busbw_gbps"
 FIGURE_WORLD = 8  # aznhc's figures are for a whole 8-GPU NVSwitch node
@@ -38,12 +38,9 @@ FIGURE_WORLD = 8  # aznhc's figures are for a whole 8-GPU NVSwitch node
 )
 def nccl_allreduce(ctx: Context) -> list[Outcome]:
     """Reads the ``collective`` workload and ``gpu`` facts (the model of the GPUs)."""
-    if ctx.workloads is None:
-        return [skipped("host", "workloads run on the live host only: this is a bundle")]
-    try:
-        result = ctx.workloads.run("collective")
-    except Unavailable as e:
-        return [skipped("host", f"all_reduce not run: {e.reason}", reason=e.reason)]
+    result, not_run = result_of(ctx, "collective")
+    if result is None:
+        return not_run
     run = result.run("all_reduce")
     top = run.largest if run is not None else None
     if run is None or top is None:
@@ -62,15 +59,15 @@ def nccl_allreduce(ctx: Context) -> list[Outcome]:
         f"at {_size(top.bytes)}"
     )
     if result.device == "cpu":
-        return [skipped("host", f"{said} (CPU processes: no GPU threshold applies)", **ev)]
+        return on_cpu([skipped("host", said, **ev)])
     from dolmen.workloads.collective import FULL_SIZES
 
     if top.bytes < FULL_SIZES[-1]:
-        why = result.stopped or "the sweep ended early"
+        stopped = result.stopped or "the sweep ended early"
         return [
             unknown(
                 "host",
-                f"{said}: {why}; the figure is for {_size(FULL_SIZES[-1])}",
+                f"{said}: {stopped}; the figure is for {_size(FULL_SIZES[-1])}",
                 remedy="Raise [workloads] collective_s in dolmen.toml and run again.",
                 **ev,
             )

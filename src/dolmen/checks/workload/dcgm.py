@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.dcgm import judge_results
-from dolmen.checks.model import Level, Outcome, check, skipped, unknown
+from dolmen.checks.model import Level, Outcome, check, unknown
+from dolmen.checks.workload.common import result_of
 from dolmen.facts import FactError
-from dolmen.workloads.model import Unavailable
 
 
 @check(
@@ -29,12 +29,9 @@ from dolmen.workloads.model import Unavailable
 )
 def dcgm_diag(ctx: Context) -> list[Outcome]:
     """Reads the ``dcgm`` workload's parsed run and the ``gpu`` facts (to name GPUs)."""
-    if ctx.workloads is None:
-        return [skipped("host", "workloads run on the live host only: this is a bundle")]
-    try:
-        result = ctx.workloads.run("dcgm")
-    except Unavailable as e:
-        return [skipped("host", e.reason, reason=e.reason)]
+    result, why = result_of(ctx, "dcgm")
+    if result is None:
+        return why
     facts = result.facts
     level = f"dcgmi diag -r {result.level}"
     why = facts.unread.get("diag")

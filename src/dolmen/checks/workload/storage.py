@@ -16,7 +16,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped
-from dolmen.workloads.model import Unavailable
+from dolmen.checks.workload.common import result_of
 
 READ, WRITE = "min_seq_read_mbps", "min_seq_write_mbps"
 
@@ -34,12 +34,9 @@ READ, WRITE = "min_seq_read_mbps", "min_seq_write_mbps"
 )
 def storage_io(ctx: Context) -> list[Outcome]:
     """Reads the ``storage`` workload: seq read/write MB/s per mount, random IOPS."""
-    if ctx.workloads is None:
-        return [skipped("host", "workloads run on the live host only: this is a bundle")]
-    try:
-        result = ctx.workloads.run("storage")
-    except Unavailable as e:
-        return [skipped("host", f"storage I/O not run: {e.reason}", reason=e.reason)]
+    result, why = result_of(ctx, "storage")
+    if result is None:
+        return why
     out = [skipped(f"mount:{m}", f"not measured: {why}") for m, why in result.refused.items()]
     reads, writes = ctx.limit(READ), ctx.limit(WRITE)
     for m in result.mounts:
