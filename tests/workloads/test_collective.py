@@ -130,6 +130,12 @@ def test_hard_deadline_ends_every_rank() -> None:
     assert _ranks_of(os.getpid()) == []
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: SIGINT back to its default, so Python turns it into
+    KeyboardInterrupt (a shell's background job inherits it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SCRIPT = """
 import sys
 from dolmen.workloads import collective
@@ -148,7 +154,11 @@ def test_ctrl_c_ends_every_rank(tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_sigint_default,
     )
     try:
         assert proc.stdout is not None

@@ -190,6 +190,12 @@ def test_fio_engine_on_a_small_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def _sigint_default() -> None:
+    """In the child, before exec: SIGINT back to its default, so Python turns it into
+    KeyboardInterrupt (a shell's background job inherits it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SCRIPT = """
 import sys
 from dolmen.host.live import LiveHost
@@ -218,6 +224,7 @@ def test_ctrl_c_removes_the_test_file(tmp_path: Path, engine: str) -> None:
         stdout=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_sigint_default,
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "start"
