@@ -28,6 +28,7 @@ TORCH_REMEDY = (
 # The clock of the timed loops: wall time (what a user waits for). bench/workload_overhead.py
 # swaps in thread CPU time on a shared CPU, where wall time measures the neighbours.
 CLOCK: Callable[[], float] = time.perf_counter
+WARMUP_STEPS = 3
 APPS_ARGV = (
     "nvidia-smi",
     "--query-compute-apps=pid,process_name,gpu_bus_id",
@@ -163,13 +164,19 @@ def timed(
     min_iters: int = 3,
     max_iters: int = 1_000_000,
 ) -> tuple[int, float]:
-    """Run ``step`` (after one warm-up) for about ``seconds``; (iterations, elapsed s).
+    """Run ``step`` for about ``seconds`` after a warm-up; (iterations, elapsed s).
 
-    Iterations go in batches timed between synchronisations, so the clock is read only
-    when the device is idle; the batch doubles until it takes a tenth of the budget.
+    The warm-up is at least ``WARMUP_STEPS`` steps and 5% of the budget: on fresh operands
+    (page faults, cold caches, a GPU's clocks ramping up) the first iterations are not what
+    the device does once it runs. Iterations then go in
+    batches timed between synchronisations, so the clock is read only when the device is
+    idle; the batch doubles until it takes a tenth of the budget.
     """
-    step()
-    synchronize(torch, device)
+    t0, warm = CLOCK(), 0
+    while warm < WARMUP_STEPS or CLOCK() - t0 < seconds * 0.05:
+        step()
+        synchronize(torch, device)
+        warm += 1
     done, elapsed, batch = 0, 0.0, 1
     while done < max_iters and (elapsed < seconds or done < min_iters):
         t0 = CLOCK()

@@ -92,11 +92,12 @@ def test_a_dtype_that_could_not_run_is_unknown(tmp_path: Path) -> None:
     assert got[1].subject == got[0].subject
 
 
-def test_an_unavailable_workload_skips_with_its_reason(tmp_path: Path) -> None:
+def test_an_unavailable_workload_is_unknown_with_its_reason(tmp_path: Path) -> None:
     why = Unavailable("GPU 3 is in use by pid 1234 (python): --force to run anyway")
     for check in ("workload.gemm", "workload.memory_bandwidth", "workload.peer_bandwidth"):
         got = _findings(tmp_path / check, check, Done(gemm=why, memory=why))
-        assert [(f.status, f.summary) for f in got] == [(Status.SKIP, why.reason)]
+        assert [(f.status, f.summary) for f in got] == [(Status.UNKNOWN, why.reason)]
+        assert got[0].remedy == "--force to run anyway"
 
 
 def test_a_bundle_skips_every_workload(tmp_path: Path) -> None:

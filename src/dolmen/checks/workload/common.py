@@ -14,7 +14,11 @@ CPU_NOTE = "measured on CPU, no GPU threshold (--device cpu)"
 
 
 def result_of(ctx: Context, name: str) -> tuple[Any, list[Outcome]]:
-    """(the result of workload ``name``, []) or (None, [the outcome saying why not])."""
+    """(the result of workload ``name``, []) or (None, [the outcome saying why not]).
+
+    A bundle skips (a workload does not apply to a recording); on the live host a workload
+    that could not run (torch missing, a busy GPU, no CUDA) is unknown: it should have run,
+    and the report shows it with its remedy. Either leaves a full run undecided."""
     from dolmen.workloads.model import Aborted, Unavailable
 
     if ctx.workloads is None:
@@ -25,7 +29,8 @@ def result_of(ctx: Context, name: str) -> tuple[Any, list[Outcome]]:
     try:
         return ctx.workloads.run(name), []
     except Unavailable as e:
-        return None, [skipped("host", e.reason)]
+        fix = e.reason.rpartition(": ")[2] if ": " in e.reason else None  # "...: <remedy>"
+        return None, [unknown("host", e.reason, remedy=fix)]
     except Aborted as e:
         return None, [unknown("host", f"the {name} workload was interrupted ({e})")]
 
