@@ -73,6 +73,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.workload.common": 4,
     "dolmen.checks.workload.dcgm": 3,
     "dolmen.checks.workload.gemm": 3,
+    "dolmen.checks.workload.io_common": 4,
     "dolmen.checks.workload.judge": 4,
     "dolmen.checks.workload.memory_bandwidth": 3,
     "dolmen.checks.workload.pcie_bandwidth": 3,

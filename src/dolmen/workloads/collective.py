@@ -30,6 +30,7 @@ from typing import Any
 
 from dolmen.frozen import frozen
 from dolmen.host.process import free_port
+from dolmen.workloads.applicable import NotApplicable
 from dolmen.workloads.model import Aborted, Request, Unavailable
 
 OPS = ("all_reduce", "all_gather")
@@ -144,7 +145,7 @@ def plan(request: Request) -> tuple[int, str, tuple[int, ...], tuple[int, ...]]:
     elif request.device == "cuda":
         gpus = tuple(request.gpus)
         if len(gpus) < 2:
-            raise Unavailable(
+            raise NotApplicable(
                 f"a collective needs two GPUs or more; this run has {len(gpus)} "
                 "(multi-node collectives are not in this release)"
             )

@@ -16,6 +16,7 @@ from typing import Any
 from dolmen.facts.dcgm import DcgmFacts, parse_dcgm_diag
 from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
+from dolmen.workloads.applicable import NotApplicable
 from dolmen.workloads.model import Aborted, Request, Unavailable
 
 FULL_LEVEL = 3
@@ -66,7 +67,7 @@ def run(request: Request, host: Host | None = None, level: int | None = None) ->
 
         host = LiveHost()
     if request.device != "cuda":
-        raise Unavailable("DCGM's diagnostic loads the GPUs: not run with --device cpu")
+        raise NotApplicable("DCGM's diagnostic loads the GPUs: not run with --device cpu")
     level = level or (SMOKE_LEVEL if request.smoke else FULL_LEVEL)
     cmd = argv(level)
     timeout = max(request.budget_s, SMOKE_TIMEOUT_S) if request.smoke else request.budget_s
@@ -77,7 +78,7 @@ def run(request: Request, host: Host | None = None, level: int | None = None) ->
         raise Aborted("dcgm") from None
     request.progress("dcgm", 1.0, 0.0)
     if res.status is RunStatus.MISSING:
-        raise Unavailable("dcgmi not installed: install NVIDIA DCGM (datacenter-gpu-manager)")
+        raise NotApplicable("dcgmi not installed: install NVIDIA DCGM (datacenter-gpu-manager)")
     if res.status is RunStatus.TIMEOUT:
         raise Unavailable(
             f"dcgmi diag -r {level} did not finish within its budget of {timeout:g} s "

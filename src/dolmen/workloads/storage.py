@@ -27,7 +27,8 @@ from typing import Any
 from dolmen.frozen import frozen
 from dolmen.host import Host, RunStatus
 from dolmen.workloads import storage_builtin as builtin
-from dolmen.workloads.model import Aborted, Request, Unavailable
+from dolmen.workloads.applicable import NotApplicable
+from dolmen.workloads.model import Aborted, Request
 from dolmen.workloads.storage_fio import PHASES, SEQ_BLOCK, SEQ_DEPTH, fio_argv, parse_fio_json
 
 FILE_BYTES = 1 << 30
@@ -126,7 +127,7 @@ def _from_facts(host: Host) -> list[str]:
 
     found = data_mounts(collect(host).mounts)
     if not found:
-        raise Unavailable(
+        raise NotApplicable(
             "no data mount found (a disk or network file system outside the OS's own): "
             'name the folders to test in dolmen.toml, [workloads] scratch = ["/raid"]'
         )

@@ -17,6 +17,7 @@ from dolmen.checks.runner import run_one
 from dolmen.config import Config
 from dolmen.facts.dcgm import parse_dcgm_diag
 from dolmen.host.tree import TreeHost
+from dolmen.workloads.applicable import NotApplicable
 from dolmen.workloads.collective import CollectiveResult, Point, Run, bandwidths
 from dolmen.workloads.dcgm import DcgmResult
 from dolmen.workloads.model import Unavailable
@@ -87,9 +88,12 @@ def test_nccl_on_cpu_is_measured_never_a_pass(tmp_path: Path) -> None:
 
 
 def test_nccl_not_run_says_why(tmp_path: Path) -> None:
-    why = Unavailable("a collective needs two GPUs or more; this run has 1")
+    why = NotApplicable("a collective needs two GPUs or more; this run has 1")
     (f,) = _findings(tmp_path, "workload.nccl_allreduce", Done(collective=why))
     assert f.status is Status.SKIP and "two GPUs or more" in f.summary
+    torchless = Done(collective=Unavailable("torch is not installed: pip install torch"))
+    (u,) = _findings(tmp_path / "u", "workload.nccl_allreduce", torchless)
+    assert u.status is Status.UNKNOWN and u.remedy == "pip install torch"  # should have run
     (g,) = _findings(tmp_path / "b", "workload.nccl_allreduce", None)
     assert g.status is Status.SKIP and "live host only" in g.summary
 
@@ -139,7 +143,7 @@ def test_dcgm_live_run_judged_as_dcgm_judged(tmp_path: Path) -> None:
 
 
 def test_dcgm_absent_unreadable_or_not_run(tmp_path: Path) -> None:
-    missing = Done(dcgm=Unavailable("dcgmi not installed: install NVIDIA DCGM"))
+    missing = Done(dcgm=NotApplicable("dcgmi not installed: install NVIDIA DCGM"))
     (f,) = _findings(tmp_path / "a", "workload.dcgm_diag", missing)
     assert f.status is Status.SKIP and f.summary.startswith("dcgmi not installed")
     bad = Done(dcgm=DcgmResult(3, parse_dcgm_diag('{"DCGM Diagnostic": {"te'), 0))

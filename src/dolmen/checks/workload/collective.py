@@ -17,7 +17,8 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
-from dolmen.checks.workload.common import on_cpu, result_of
+from dolmen.checks.workload.common import on_cpu
+from dolmen.checks.workload.io_common import applicable_result
 from dolmen.facts import FactError
 
 LIMIT = "min_busbw_gbps"
@@ -38,7 +39,7 @@ FIGURE_WORLD = 8  # aznhc's figures are for a whole 8-GPU NVSwitch node
 )
 def nccl_allreduce(ctx: Context) -> list[Outcome]:
     """Reads the ``collective`` workload and ``gpu`` facts (the model of the GPUs)."""
-    result, not_run = result_of(ctx, "collective")
+    result, not_run = applicable_result(ctx, "collective")
     if result is None:
         return not_run
     run = result.run("all_reduce")

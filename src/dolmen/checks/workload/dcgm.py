@@ -12,7 +12,7 @@ from __future__ import annotations
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.dcgm import judge_results
 from dolmen.checks.model import Level, Outcome, check, unknown
-from dolmen.checks.workload.common import result_of
+from dolmen.checks.workload.io_common import applicable_result
 from dolmen.facts import FactError
 
 
@@ -29,7 +29,7 @@ from dolmen.facts import FactError
 )
 def dcgm_diag(ctx: Context) -> list[Outcome]:
     """Reads the ``dcgm`` workload's parsed run and the ``gpu`` facts (to name GPUs)."""
-    result, why = result_of(ctx, "dcgm")
+    result, why = applicable_result(ctx, "dcgm")
     if result is None:
         return why
     facts = result.facts

@@ -16,7 +16,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped
-from dolmen.checks.workload.common import result_of
+from dolmen.checks.workload.io_common import applicable_result
 
 READ, WRITE = "min_seq_read_mbps", "min_seq_write_mbps"
 
@@ -34,7 +34,7 @@ READ, WRITE = "min_seq_read_mbps", "min_seq_write_mbps"
 )
 def storage_io(ctx: Context) -> list[Outcome]:
     """Reads the ``storage`` workload: seq read/write MB/s per mount, random IOPS."""
-    result, why = result_of(ctx, "storage")
+    result, why = applicable_result(ctx, "storage")
     if result is None:
         return why
     out = [skipped(f"mount:{m}", f"not measured: {why}") for m, why in result.refused.items()]
