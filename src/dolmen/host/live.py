@@ -62,10 +62,12 @@ class LiveHost(Host):
             out, err = _drain(proc)
             why = self.deadline.timed_out(" ".join(args)) if cut else f"timed out after {limit:g} s"
             return CommandResult(args, RunStatus.TIMEOUT, _text(out), _text(err), reason=why)
-        except BaseException:  # a check's time limit (SIGALRM), ^C: the command goes too
-            _kill(proc)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(_REAP_WAIT)
+        except BaseException:
+            # A check's time limit (SIGALRM), ^C: the command goes too. It is in its own
+            # session, so the terminal's SIGINT never reached it (an fio of the full tier would
+            # write on for minutes). SIGTERM first: fio's job processes leave its process
+            # group, and only fio itself, told to stop, ends them.
+            _end(proc)
             raise
         status = RunStatus.OK if proc.returncode == 0 else RunStatus.FAILED
         reason = "" if status is RunStatus.OK else f"exit code {proc.returncode}"
@@ -97,6 +99,19 @@ def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
                 if pipe is not None:
                     pipe.close()
         return b"", b""
+
+
+def _end(proc: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    """SIGTERM to the command's process group, SIGKILL after ``grace_s``, then
+    ``_REAP_WAIT`` at most for it to go (a process stuck in the kernel may not)."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, _REAP_WAIT)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _text(data: bytes | None) -> str:
