@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
+    "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
 }
 
 _ON = ("1", "true", "yes", "on")

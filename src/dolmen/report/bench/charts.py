@@ -45,9 +45,16 @@ def gemm_chart(body: Mapping[str, Any], title: str) -> Figure | None:
         peaks = {r["peak_tflops"] for r in rows if r["dtype"] == dtype and r["peak_tflops"]}
         for peak in sorted(peaks):
             ax.axhline(peak, color=colour, linestyle="--", linewidth=1.2)
-            ax.annotate(f"{dtype} peak {peak:g}", (1.0, peak), xycoords=("axes fraction", "data"),
-                        xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
-                        color=colour)
+            ax.annotate(
+                f"{dtype} peak {peak:g}",
+                (1.0, peak),
+                xycoords=("axes fraction", "data"),
+                xytext=(-4, 3),
+                textcoords="offset points",
+                ha="right",
+                fontsize=8,
+                color=colour,
+            )
     gpu_of = {r["subject"]: r["gpu"] for r in rows}
     ax.set_xticks(range(len(subjects)), [_gpu_label(s, gpu_of[s]) for s in subjects], fontsize=8)
     ax.set_ylabel("TFLOP/s")
@@ -96,8 +103,15 @@ def peer_chart(body: Mapping[str, Any], title: str) -> Figure | None:
         for j in range(n):
             v = grid[i, j]
             text = "-" if np.isnan(v) else f"{v:.3g}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=8 if n <= 8 else 6,
-                    color="black" if np.isnan(v) or v > middle else "white")
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8 if n <= 8 else 6,
+                color="black" if np.isnan(v) or v > middle else "white",
+            )
     labels = [f"gpu{g}" for g in gpus]
     ax.set_xticks(range(n), labels)
     ax.set_yticks(range(n), labels)
@@ -121,9 +135,14 @@ def busbw_chart(body: Mapping[str, Any], title: str) -> Figure | None:
         points = sorted(run["points"], key=lambda p: p["bytes"])
         xs = [p["bytes"] for p in points]
         sizes.update(xs)
-        ax.plot(xs, [p["busbw_gbps"] for p in points], marker="o", markersize=3,
-                color=_COLOURS[k % len(_COLOURS)],
-                label=f"{run['op']} x{run['world']} ({run['backend']})")
+        ax.plot(
+            xs,
+            [p["busbw_gbps"] for p in points],
+            marker="o",
+            markersize=3,
+            color=_COLOURS[k % len(_COLOURS)],
+            label=f"{run['op']} x{run['world']} ({run['backend']})",
+        )
     ax.set_xscale("log", base=2)
     ticks = sorted(sizes)
     if len(ticks) > 12:  # one label every few powers of two keeps them readable
@@ -145,28 +164,38 @@ def storage_chart(body: Mapping[str, Any], title: str) -> Figure | None:
     mounts = body.get("mounts") or []
     if not mounts:
         return None
-    has_iops = any(m["rand_read_iops"] is not None or m["rand_write_iops"] is not None
-                   for m in mounts)
+    has_iops = any(
+        m["rand_read_iops"] is not None or m["rand_write_iops"] is not None for m in mounts
+    )
     fig = _figure(9.0 if has_iops else 6.5, 4.0)
     axes = fig.subplots(1, 2 if has_iops else 1, squeeze=False)[0]
     names = [m["mount"] for m in mounts]
     for ax, fields, unit in (
         (axes[0], (("seq_read_mbps", "read"), ("seq_write_mbps", "write")), "MB/s"),
-        *(((axes[1], (("rand_read_iops", "read"), ("rand_write_iops", "write")), "IOPS"),)
-          if has_iops else ()),
+        *(
+            ((axes[1], (("rand_read_iops", "read"), ("rand_write_iops", "write")), "IOPS"),)
+            if has_iops
+            else ()
+        ),
     ):
         for f, (field, label) in enumerate(fields):
             xs = [i + (f - 0.5) * 0.4 for i in range(len(mounts))]
             # a figure the engine did not measure (the built-in one has no random I/O) is
             # no bar and says so: a bar of zero would read as a dead disk
             measured = [(x, m[field]) for x, m in zip(xs, mounts) if m[field] is not None]
-            bars = ax.bar([x for x, _ in measured], [v for _, v in measured], 0.37,
-                          label=label, color=_COLOURS[f])
+            bars = ax.bar(
+                [x for x, _ in measured],
+                [v for _, v in measured],
+                0.37,
+                label=label,
+                color=_COLOURS[f],
+            )
             ax.bar_label(bars, fmt=_short, fontsize=7, padding=2)
             for x, m in zip(xs, mounts):
                 if m[field] is None:
-                    ax.text(x, 0, "not\nmeasured", ha="center", va="bottom", fontsize=7,
-                            color="grey")
+                    ax.text(
+                        x, 0, "not\nmeasured", ha="center", va="bottom", fontsize=7, color="grey"
+                    )
         if unit == "IOPS":
             ax.yaxis.set_major_formatter(EngFormatter())
         ax.set_xticks(range(len(mounts)), names)

@@ -55,8 +55,10 @@ def notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     if a.get("device") != b.get("device"):
         out.append(f"note: A ran on {a.get('device')}, B on {b.get('device')}")
     if a.get("host") != b.get("host"):
-        out.append(f"note: different hosts ({printable(str(a.get('host')))} and "
-                   f"{printable(str(b.get('host')))})")
+        out.append(
+            f"note: different hosts ({printable(str(a.get('host')))} and "
+            f"{printable(str(b.get('host')))})"
+        )
     if a.get("smoke") or b.get("smoke"):
         out.append("note: smoke sizes in at least one run: its figures test the machinery only")
     for side, doc in (("A", a), ("B", b)):
@@ -65,8 +67,9 @@ def notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def render_compare(a: Mapping[str, Any], b: Mapping[str, Any], *, a_name: str = "A",
-                   b_name: str = "B") -> list[str]:
+def render_compare(
+    a: Mapping[str, Any], b: Mapping[str, Any], *, a_name: str = "A", b_name: str = "B"
+) -> list[str]:
     """The comparison as terminal lines (ratios B/A; every figure is higher-is-better)."""
     lines = [
         f"A: {printable(a_name)}  ({_about(a)})",

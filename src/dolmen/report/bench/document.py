@@ -110,7 +110,9 @@ def schema_errors(doc: Any) -> list[str]:
     return list(_validate(doc, root, "$", root))
 
 
-def _validate(value: Any, schema: Mapping[str, Any], at: str, root: Mapping[str, Any]) -> Iterator[str]:
+def _validate(
+    value: Any, schema: Mapping[str, Any], at: str, root: Mapping[str, Any]
+) -> Iterator[str]:
     ref = schema.get("$ref")
     if ref is not None:
         schema = root["$defs"][ref.rpartition("/")[2]]

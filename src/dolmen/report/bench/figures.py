@@ -52,19 +52,32 @@ def _gemm(body: Mapping[str, Any]) -> list[Figure]:
 def _memory(body: Mapping[str, Any]) -> list[Figure]:
     out: list[Figure] = []
     for g in body["gpus"]:
-        for field, what in (("d2d_gbps", "device copy"), ("h2d_gbps", "host to device"),
-                            ("d2h_gbps", "device to host")):
+        for field, what in (
+            ("d2d_gbps", "device copy"),
+            ("h2d_gbps", "host to device"),
+            ("d2h_gbps", "device to host"),
+        ):
             out.append(
-                Figure(f"memory/{g['subject']}/{field}", "memory", f"{g['subject']} {what}",
-                       "GB/s", g[field])
+                Figure(
+                    f"memory/{g['subject']}/{field}",
+                    "memory",
+                    f"{g['subject']} {what}",
+                    "GB/s",
+                    g[field],
+                )
             )
     peer = body.get("peer")
     values = [v for row in (peer or {}).get("gbps", []) for v in row if v is not None]
     if values:
         out.append(Figure("memory/peer/min", "memory", "peer pairs, slowest", "GB/s", min(values)))
         out.append(
-            Figure("memory/peer/median", "memory", "peer pairs, median", "GB/s",
-                   statistics.median(values))
+            Figure(
+                "memory/peer/median",
+                "memory",
+                "peer pairs, median",
+                "GB/s",
+                statistics.median(values),
+            )
         )
     return out
 
@@ -78,11 +91,24 @@ def _collective(body: Mapping[str, Any]) -> list[Figure]:
         name = f"{run['op']} x{run['world']} {run['backend']}"
         key = f"collective/{run['op']}/{run['world']}/{run['backend']}"
         largest = max(points, key=lambda p: p["bytes"])
-        out.append(Figure(f"{key}/peak", "collective", f"{name} peak busbw", "GB/s",
-                          max(p["busbw_gbps"] for p in points)))
-        out.append(Figure(f"{key}/largest", "collective",
-                          f"{name} busbw at {human_bytes(largest['bytes'])}", "GB/s",
-                          largest["busbw_gbps"]))
+        out.append(
+            Figure(
+                f"{key}/peak",
+                "collective",
+                f"{name} peak busbw",
+                "GB/s",
+                max(p["busbw_gbps"] for p in points),
+            )
+        )
+        out.append(
+            Figure(
+                f"{key}/largest",
+                "collective",
+                f"{name} busbw at {human_bytes(largest['bytes'])}",
+                "GB/s",
+                largest["busbw_gbps"],
+            )
+        )
     return out
 
 
@@ -95,8 +121,15 @@ def _storage(body: Mapping[str, Any]) -> list[Figure]:
             ("rand_read_iops", "random read", "IOPS"),
             ("rand_write_iops", "random write", "IOPS"),
         ):
-            out.append(Figure(f"storage/{m['mount']}/{field}", "storage",
-                              f"{m['mount']} {what}", unit, m[field]))
+            out.append(
+                Figure(
+                    f"storage/{m['mount']}/{field}",
+                    "storage",
+                    f"{m['mount']} {what}",
+                    unit,
+                    m[field],
+                )
+            )
     return out
 
 

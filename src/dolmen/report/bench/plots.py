@@ -70,7 +70,7 @@ def render(fig: Figure, fmt: str) -> bytes:
     if fmt == "svg":
         import matplotlib
 
-        with matplotlib.rc_context({"svg.hashsalt": "dolmen", "svg.fonttype": "path"}):
+        with matplotlib.rc_context({"svg.hashsalt": "dolmen", "svg.fonttype": "none"}):
             fig.savefig(out, format="svg", metadata={"Date": None})
     else:
         fig.savefig(out, format="png", dpi=120, metadata={"Software": None})

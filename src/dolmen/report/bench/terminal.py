@@ -8,6 +8,7 @@ names and messages) goes through ``values.text.printable``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from dolmen.report.bench.figures import human_bytes
@@ -24,7 +25,7 @@ def sparkline(values: Sequence[float], *, top: float | None = None, width: int =
         return ""
     if len(values) > width:
         cuts = [round(i * len(values) / width) for i in range(width + 1)]
-        values = [sum(values[a:b]) / (b - a) for a, b in zip(cuts, cuts[1:])]
+        values = [sum(values[a:b]) / (b - a) for a, b in pairwise(cuts)]
     hi = top if top is not None else max(values)
     if hi <= 0:
         return TICKS[0] * len(values)
@@ -132,8 +133,12 @@ def _storage(body: Mapping[str, Any]) -> list[str]:
     scale = max([m["seq_read_mbps"] for m in mounts] + [m["seq_write_mbps"] for m in mounts] + [0])
     for m in mounts:
         where = f"{printable(m['mount'])} ({m['engine']})"
-        lines.append(f"  {where:<22} read  {m['seq_read_mbps']:9.1f} {bar(m['seq_read_mbps'], scale)}")
-        lines.append(f"  {'':<22} write {m['seq_write_mbps']:9.1f} {bar(m['seq_write_mbps'], scale)}")
+        lines.append(
+            f"  {where:<22} read  {m['seq_read_mbps']:9.1f} {bar(m['seq_read_mbps'], scale)}"
+        )
+        lines.append(
+            f"  {'':<22} write {m['seq_write_mbps']:9.1f} {bar(m['seq_write_mbps'], scale)}"
+        )
         lines.append(
             f"  {'':<22} IOPS  {_opt(m['rand_read_iops'], 0)} read, "
             f"{_opt(m['rand_write_iops'], 0)} write"
