@@ -12,6 +12,15 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     disable = ["tuning.thp"]      # check ids or categories not to run
     baseline = "/etc/dolmen/baseline.json"
 
+    [workloads]                   # --level full (docs/validate-full.md)
+    gemm_s = 30                   # seconds per GPU; memory_s per GPU; the others in all
+    memory_s = 15
+    collective_s = 15
+    storage_s = 20
+    dcgm_s = 90
+    device = "cuda"               # cuda | cpu: where the workloads run (--device)
+    scratch = ["/raid"]           # data mounts the storage workload writes to
+
     [thresholds."gpu.temperature"]  # per-check limits; `dolmen validate --list` names them
     margin_warn_c = 10
 """
@@ -29,6 +38,10 @@ from dolmen.errors import ConfigError
 from dolmen.frozen import frozen
 from dolmen.fsutil import read_regular
 from dolmen.paths import config_dir
+
+# The workloads of dolmen.workloads.RUNNERS (config sits below it and cannot import it;
+# tests/workloads hold the two lists equal).
+WORKLOAD_NAMES = ("gemm", "memory", "collective", "storage", "dcgm")
 
 # section -> key -> accepted Python type(s). Add a section here with the feature that reads it.
 SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -52,6 +65,11 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "checkpoint_every": int,
     },
     "tune": {"profile": str},
+    "workloads": {
+        **{f"{name}_s": (int, float) for name in WORKLOAD_NAMES},
+        "device": str,
+        "scratch": list,
+    },
     "jobs": {
         "backend": str,
         "state": str,
@@ -124,6 +142,12 @@ RULES: dict[str, dict[str, Rule]] = {
         "checkpoint_every": _between(0, 1 << 31),
     },
     "tune": {"profile": _name},
+    "workloads": {
+        # A budget of 0 would run nothing and a day is past any health check.
+        **{f"{name}_s": _between(0, 86400, above=True) for name in WORKLOAD_NAMES},
+        "device": _choice("cpu", "cuda"),
+        "scratch": lambda value: _names(value) and "be a list of folder paths",
+    },
     "jobs": {
         "backend": _name,
         "state": _name,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dolmen.facts.topology import TopologyFacts
     from dolmen.facts.tuning import TuningFacts
     from dolmen.kb import KnowledgeBase
+    from dolmen.workloads.session import Workloads
 
 
 class CheckView(Protocol):
@@ -61,16 +62,20 @@ class Context:
         config: Config | None = None,
         baseline: Baseline | None = None,
         spec: CheckView | None = None,
+        workloads: Workloads | None = None,
     ) -> None:
         self.host = host
         self.store = store or FactStore(host)
         self.config = config or Config()
         self.baseline = baseline
         self.spec = spec
+        # The active workloads (level full on the live host); None below level full and on
+        # a tree or bundle, where the workload checks skip ("run on the live host only").
+        self.workloads = workloads
 
     def for_check(self, spec: CheckView) -> Context:
         """The same run seen by one check: its needs enforced, its limits resolved."""
-        ctx = Context(self.host, self.store, self.config, self.baseline, spec)
+        ctx = Context(self.host, self.store, self.config, self.baseline, spec, self.workloads)
         ctx.__dict__["kb"] = self.kb  # share the loaded KB
         return ctx
 

@@ -19,6 +19,7 @@ from dolmen.host import Host
 
 if TYPE_CHECKING:
     from dolmen.baseline import Baseline
+    from dolmen.workloads.session import Workloads
 
 
 def validate(
@@ -28,8 +29,12 @@ def validate(
     config: Config | None = None,
     baseline: Baseline | None = None,
     only: Sequence[str] = (),
+    workloads: Workloads | None = None,
 ) -> Verdict:
-    """Run every check up to ``level`` on ``host`` and return the verdict."""
+    """Run every check up to ``level`` on ``host`` and return the verdict.
+
+    ``workloads`` (level full, live host) run first, each once, for the checks selected:
+    they take minutes, past the per-check time limit; ``Aborted`` (Ctrl-C) goes up."""
     config = config or Config()
     if config.sections.get("thresholds"):  # ids and keys exist only in the full registry
         check_thresholds(config, {i: s.limits for i, s in load_registry().items()})
@@ -40,13 +45,19 @@ def validate(
         refuse_unknown(disabled, known, "[validate] disable")
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    ctx = Context(host, config=config, baseline=baseline)
+    ctx = Context(host, config=config, baseline=baseline, workloads=workloads)
     specs = select(load_registry(level).values(), level, only)
     if only and not specs:
         above = sorted({known[i].level.name.lower() for i in known if matches(i, only)})
         raise UsageError(
             f"--only {', '.join(only)}: no check at level {level.name.lower()}",
             hint=f"those checks run at level {', '.join(above)}: add --level {above[-1]}",
+        )
+    if workloads is not None:
+        from dolmen.checks.workload import WORKLOAD_OF
+
+        workloads.prepare(
+            WORKLOAD_OF[s.id] for s in specs if s.id in WORKLOAD_OF and not matches(s.id, disabled)
         )
     findings = run_checks(ctx, specs, disabled)
     return Verdict(

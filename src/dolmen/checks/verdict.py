@@ -38,12 +38,19 @@ class Health(StrEnum):
         }[self]
 
 
-def judge(findings: Sequence[Finding]) -> Health:
-    """Fail beats unknown/error beats warn. Advisory (non-gating) checks can only warn."""
+def judge(findings: Sequence[Finding], level: str = "") -> Health:
+    """Fail beats unknown/error beats warn. Advisory (non-gating) checks can only warn.
+
+    At level ``full`` a workload that was skipped (not run: no torch, a busy GPU, a bundle,
+    a CPU run) leaves the tier undone: undecided, never healthy."""
     gating = [f.status for f in findings if f.gating]
     if Status.FAIL in gating:
         return Health.UNHEALTHY
     if Status.ERROR in gating or Status.UNKNOWN in gating:
+        return Health.UNDECIDED
+    if level == "full" and any(
+        f.gating and f.category == "workload" and f.status is Status.SKIP for f in findings
+    ):
         return Health.UNDECIDED
     if any(f.status in (Status.WARN, Status.FAIL) for f in findings):
         return Health.DEGRADED
@@ -67,7 +74,7 @@ class Verdict:
     @property
     def health(self) -> Health:
         """See ``judge``."""
-        return judge(self.findings)
+        return judge(self.findings, self.level)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -100,8 +107,16 @@ class Verdict:
     def problems(self) -> list[Finding]:
         """Gating failures first, then unknowns and errors: what a scheduler should hear."""
         order = {Status.FAIL: 0, Status.ERROR: 1, Status.UNKNOWN: 2}
+        if self.level == "full":  # a workload not run is why a full run is undecided
+            order[Status.SKIP] = 3
         return sorted(
-            (f for f in self.findings if f.gating and f.status in order),
+            (
+                f
+                for f in self.findings
+                if f.gating
+                and f.status in order
+                and (f.status is not Status.SKIP or f.category == "workload")
+            ),
             key=lambda f: (order[f.status], f.check, f.subject),
         )
 

@@ -27,6 +27,7 @@ VALUES = {
     "--only": "only",
     "--junit": "junit_path",
     "--prometheus": "prom_path",
+    "--device": "device",
 }
 FLAGS = {
     "--json": "as_json",
@@ -34,6 +35,7 @@ FLAGS = {
     "--slurm": "slurm",
     "-v": "verbose",
     "--verbose": "verbose",
+    "--force": "force",
 }
 
 
@@ -55,6 +57,8 @@ if TYPE_CHECKING:  # a TypedDict compiles each annotation when made: 2 ms a star
         slurm: bool
         verbose: bool
         list_checks: bool
+        device: str | None
+        force: bool
 
 
 def parse(argv: Sequence[str]) -> ValidateArgs | None:
@@ -86,6 +90,10 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
             return None
         if key == "only":
             only.append(value)
+        elif key == "device" and value.lower() not in ("cpu", "cuda"):
+            return None  # click names the choices
+        elif key == "device":
+            values[key] = value.lower()
         elif key != "level":
             values[key] = value
         elif value.lower() in LEVELS:  # click's Choice(case_sensitive=False) gives "quick"
@@ -105,4 +113,6 @@ def parse(argv: Sequence[str]) -> ValidateArgs | None:
         "slurm": "slurm" in flags,
         "verbose": "verbose" in flags,
         "list_checks": False,
+        "device": values.get("device"),
+        "force": "force" in flags,
     }

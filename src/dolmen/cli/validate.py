@@ -57,6 +57,18 @@ if TYPE_CHECKING:
     help="Slurm HealthCheckProgram mode: drain this node with a reason naming the failed "
     "checks (never touches a node someone else drained).",
 )
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"], case_sensitive=False),
+    default=None,
+    help="Level full: run the workloads on the GPUs (cuda, the default where a GPU is seen) "
+    "or on CPU torch (cpu: measured, no GPU threshold; the verdict stays undecided).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Level full: run the workloads even on a GPU another process is using.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show passing and skipped checks too.")
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and exit.")
 def validate(**args: Unpack[ValidateArgs]) -> None:

@@ -36,6 +36,8 @@ def run_validate(
     slurm: bool,
     verbose: bool,
     list_checks: bool,
+    device: str | None = None,
+    force: bool = False,
 ) -> int:
     """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
     if level == "quick":
@@ -63,6 +65,11 @@ def run_validate(
         if list_checks:
             _list(as_json)
             return 0
+        full = lvl is Level.FULL
+        if full or device or force:
+            from dolmen.cli.validate_full import refuse_flags
+
+            refuse_flags(full, device, force)
         baseline = None
         baseline_path = baseline_path or _site_baseline(config)
         if baseline_path:
@@ -79,7 +86,15 @@ def run_validate(
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
-            verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
+            if full:  # the workloads, their progress and Ctrl-C: cli/validate_full.py
+                from dolmen.cli.validate_full import validate_full
+
+                got = validate_full(host, lvl, config, baseline, only, device, force)
+                if isinstance(got, int):
+                    return got
+                verdict = got
+            else:
+                verdict = run(host, level=lvl, config=config, baseline=baseline, only=only)
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
         if npd:

@@ -1,0 +1,109 @@
+"""``validate --level full``: the workload session the CLI builds (device, force, progress,
+the "full tier: about N min" line) and the one line a Ctrl-C ends it with.
+
+Imported only at level full, so the quick and standard tiers never load it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from dolmen.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dolmen.baseline import Baseline
+    from dolmen.checks.model import Level
+    from dolmen.checks.verdict import Verdict
+    from dolmen.config import Config
+    from dolmen.host import Host
+    from dolmen.workloads.model import Aborted
+    from dolmen.workloads.session import Workloads
+
+INTERRUPTED = 130  # docs/exit-codes.md: interrupted (Ctrl-C or SIGTERM)
+
+
+def refuse_flags(full: bool, device: str | None, force: bool) -> None:
+    """--device and --force mean something at level full only: say so, not ignore them."""
+    if not full and (device or force):
+        flag = "--device" if device else "--force"
+        raise UsageError(
+            f"{flag} applies to the workloads of --level full", hint="add --level full"
+        )
+
+
+def validate_full(
+    host: Host,
+    level: Level,
+    config: Config,
+    baseline: Baseline | None,
+    only: Sequence[str],
+    device: str | None,
+    force: bool,
+) -> Verdict | int:
+    """The verdict of a full run, or the exit code of a Ctrl-C during its workloads."""
+    from dolmen.checks.suite import validate
+    from dolmen.workloads.model import Aborted
+
+    workloads = workloads_for(host, config, device, force)
+    try:
+        return validate(
+            host, level=level, config=config, baseline=baseline, only=only, workloads=workloads
+        )
+    except Aborted as e:
+        return interrupted(e)
+    finally:
+        from dolmen.cli.progress import clear
+
+        clear()
+
+
+def workloads_for(
+    host: Host, config: Config, device: str | None, force: bool, *, smoke: bool = False
+) -> Workloads | None:
+    """The session of a full run on the live host; None on a tree or bundle (the workload
+    checks then skip: "workloads run on the live host only")."""
+    if host.kind != "live":
+        return None
+    from dolmen.cli.progress import terminal_progress
+    from dolmen.workloads.model import no_progress
+    from dolmen.workloads.session import Workloads
+
+    inventory = host.gpus
+    gpus = [g for g in inventory.gpus if not g.lost]
+    chosen = (device or str(config.get("workloads", "device", "")) or "").lower() or None
+    if chosen is None:
+        chosen = "cuda" if gpus else "cpu"
+        if not gpus:
+            _err(
+                "no NVIDIA GPU seen: the workloads run on the CPU (--device cpu), measured "
+                "with no GPU threshold; the verdict cannot be healthy"
+            )
+    return Workloads(
+        host,
+        config,
+        device=chosen,
+        force=force,
+        smoke=smoke,
+        progress=terminal_progress() or no_progress,
+        gpus=[g.index if g.index is not None else g.position for g in gpus],
+        subjects=[g.subject for g in gpus],
+        scratch=[str(s) for s in config.get("workloads", "scratch", [])],
+        notify=_err,
+    )
+
+
+def interrupted(e: Aborted) -> int:
+    """The one line of a Ctrl-C during the workloads, and its exit code."""
+    from dolmen.cli.progress import clear
+
+    clear()
+    during = f" during {e.during}" if e.during else ""
+    _err(f"dolmen: interrupted{during}: workloads stopped, GPU memory freed; no verdict")
+    return INTERRUPTED
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,180 @@
+"""The engine under every workload: torch loaded lazily, the device chosen, the busy-GPU
+guard, timed loops with progress, and Ctrl-C turned into ``Aborted`` with memory freed.
+
+Torch is imported here and only when a workload runs (3 s and hundreds of MB: a quick or
+standard run never pays it). ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set first, so CUDA device
+``i`` is nvidia-smi's GPU ``i`` (CUDA's default order is fastest first).
+
+Which processes use a GPU is read through the host (``nvidia-smi --query-compute-apps``):
+only ``dolmen.host`` runs commands. The parsers are pure and tested with tables.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from dolmen.host import Host
+from dolmen.workloads.model import Aborted, Request, Unavailable
+
+TORCH_REMEDY = (
+    "torch is not installed: pip install torch (a CUDA build on a GPU host), or run dolmen "
+    "inside the NGC PyTorch container the driver supports (dolmen kb ngc)"
+)
+APPS_ARGV = (
+    "nvidia-smi",
+    "--query-compute-apps=pid,process_name,gpu_bus_id",
+    "--format=csv,noheader",
+)
+INDEX_ARGV = ("nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+
+
+def load_torch() -> Any:
+    """The torch module, or Unavailable with the remedy; CUDA enumerates in PCI order."""
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    try:
+        import torch
+    except ImportError:
+        raise Unavailable(TORCH_REMEDY) from None
+    return torch
+
+
+def cuda_devices(torch: Any, request: Request) -> tuple[int, ...]:
+    """The request's GPUs, each one torch can open; Unavailable where CUDA cannot."""
+    if not torch.cuda.is_available():
+        build = getattr(torch.version, "cuda", None)
+        why = "this torch has no CUDA" if build is None else "torch sees no CUDA device"
+        raise Unavailable(f"{why}: install a CUDA build of torch, or --device cpu")
+    count = int(torch.cuda.device_count())
+    wanted = request.gpus or tuple(range(count))
+    gone = [g for g in wanted if g >= count]
+    if gone:
+        raise Unavailable(
+            f"CUDA sees {count} GPU(s), not GPU {', '.join(map(str, gone))}: "
+            "check CUDA_VISIBLE_DEVICES"
+        )
+    return wanted
+
+
+def parse_bus_index(text: str) -> dict[str, int]:
+    """``nvidia-smi --query-gpu=index,pci.bus_id`` CSV: bus id (upper case) -> index."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and parts[1]:
+            out[parts[1].upper()] = int(parts[0])
+    return out
+
+
+def parse_apps(text: str) -> list[tuple[int, str, str]]:
+    """``--query-compute-apps=pid,process_name,gpu_bus_id`` CSV: (pid, name, bus id).
+
+    A name may hold commas (a path with arguments), so pid is the first field and the bus
+    id the last; lines that are not rows ("No running processes found", junk) are left out.
+    """
+    out: list[tuple[int, str, str]] = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or not parts[0].isdigit() or ":" not in parts[-1]:
+            continue
+        out.append((int(parts[0]), ",".join(parts[1:-1]).strip(), parts[-1].upper()))
+    return out
+
+
+def busy(host: Host, gpus: Sequence[int], me: int | None = None) -> dict[int, str] | str:
+    """GPU index -> "pid 1234 (python)" for each GPU another process uses; a string when
+    that cannot be told (then nothing says the GPUs are free)."""
+    me = os.getpid() if me is None else me
+    index = host.run(INDEX_ARGV, timeout=30.0)
+    apps = host.run(APPS_ARGV, timeout=30.0)
+    for result in (index, apps):
+        if not result.ok:
+            return result.failure()
+    where = parse_bus_index(index.stdout)
+    out: dict[int, str] = {}
+    for pid, name, bus in parse_apps(apps.stdout):
+        gpu = where.get(bus)
+        if pid == me or gpu is None or gpu not in gpus:
+            continue
+        label = os.path.basename(name.split()[0]) if name.split() else "?"
+        out[gpu] = f"{out[gpu]}, " if gpu in out else ""
+        out[gpu] += f"pid {pid} ({label})"
+    return out
+
+
+def guard(host: Host, request: Request) -> None:
+    """Unavailable when a requested GPU is in use by another process (unless ``force``),
+    or when that cannot be read: a workload beside a training job spoils both."""
+    if request.device != "cuda" or request.force:
+        return
+    found = busy(host, request.gpus)
+    if isinstance(found, str):
+        raise Unavailable(f"could not tell whether the GPUs are free ({found}): --force to run")
+    if found:
+        gpu, who = sorted(found.items())[0]
+        more = f" (and {len(found) - 1} other GPU(s))" if len(found) > 1 else ""
+        raise Unavailable(f"GPU {gpu} is in use by {who}{more}: --force to run anyway")
+
+
+def synchronize(torch: Any, device: str) -> None:
+    """Wait for queued kernels: a CUDA timing without it measures the launch only."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def free(torch: Any) -> None:
+    """Give the memory back: Python's references first, then CUDA's cache."""
+    gc.collect()
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+@contextmanager
+def abortable(torch: Any, name: str) -> Iterator[None]:
+    """Ctrl-C inside becomes ``Aborted`` after the memory is freed; memory is freed on any
+    exit, so the next workload starts with an empty GPU."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        free(torch)
+        raise Aborted(name) from None
+    finally:
+        free(torch)
+
+
+def timed(
+    step: Callable[[], None],
+    *,
+    torch: Any,
+    device: str,
+    seconds: float,
+    label: str,
+    progress: Callable[[str, float, float | None], None],
+    min_iters: int = 3,
+    max_iters: int = 1_000_000,
+) -> tuple[int, float]:
+    """Run ``step`` (after one warm-up) for about ``seconds``; (iterations, elapsed s).
+
+    Iterations go in batches timed between synchronisations, so the clock is read only
+    when the device is idle; the batch doubles until it takes a tenth of the budget.
+    """
+    step()
+    synchronize(torch, device)
+    done, elapsed, batch = 0, 0.0, 1
+    while done < max_iters and (elapsed < seconds or done < min_iters):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            step()
+        synchronize(torch, device)
+        took = time.perf_counter() - t0
+        done += batch
+        elapsed += took
+        progress(label, min(elapsed / seconds, 1.0) if seconds > 0 else 1.0, None)
+        if took < seconds / 10:
+            batch = min(batch * 2, max_iters - done) or 1
+    return done, elapsed

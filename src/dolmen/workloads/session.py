@@ -1,0 +1,172 @@
+"""``Workloads``: one validate (or bench) run's workloads, each run at most once.
+
+Built from the host, the site config (``[workloads]`` budgets), the device and the flags;
+``run(name)`` imports the runner, builds its ``Request`` and remembers the result or the
+``Unavailable`` it raised, so the three memory checks share one memory run. ``Aborted``
+is remembered too: after Ctrl-C nothing else starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from dolmen.config import Config
+from dolmen.host import Host
+from dolmen.workloads import RUNNERS
+from dolmen.workloads.model import Aborted, Progress, Request, Unavailable, no_progress
+
+# name -> (default seconds, per GPU). Defaults keep the whole tier on one GPU under 3 min
+# (docs/validate-full.md); sites change them in [workloads] as "<name>_s".
+BUDGETS: dict[str, tuple[float, bool]] = {
+    "gemm": (30.0, True),
+    "memory": (15.0, True),
+    "collective": (15.0, False),
+    "storage": (20.0, False),
+    "dcgm": (90.0, False),
+}
+SMOKE_BUDGET_S = 0.05  # per workload and GPU under Request.smoke: tests on 2 shared cores
+
+
+class Workloads:
+    """The workloads of one run on ``host``; see the module docstring."""
+
+    def __init__(
+        self,
+        host: Host,
+        config: Config | None = None,
+        *,
+        device: str = "cpu",
+        force: bool = False,
+        smoke: bool = False,
+        progress: Progress = no_progress,
+        gpus: Iterable[int] | None = None,
+        subjects: Iterable[str] = (),
+        scratch: Iterable[str] = (),
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, not {device!r}")
+        self.host = host
+        self.config = config or Config()
+        self.device = device
+        self.force = force
+        self.smoke = smoke
+        self.progress = progress
+        self.gpus = tuple(gpus or ()) if device == "cuda" else ()
+        self.subjects = tuple(subjects) if device == "cuda" else ()
+        self.scratch = tuple(scratch)
+        self.notify = notify or (lambda line: None)
+        self._done: dict[str, Any] = {}
+        self._aborted: Aborted | None = None
+        self._order = list(RUNNERS)
+        self._started = time.monotonic()
+
+    @property
+    def gpu_count(self) -> int:
+        """K of "about N min on K GPUs": the GPUs a per-GPU workload runs on (1 on cpu)."""
+        return max(len(self.gpus), 1)
+
+    def budget(self, name: str) -> float:
+        """Seconds ``name`` may take in all: its ``[workloads] <name>_s`` (or default),
+        times the GPUs for a per-GPU workload."""
+        default, per_gpu = BUDGETS.get(name, (10.0, False))
+        seconds = float(self.config.get("workloads", f"{name}_s", default))
+        if self.smoke:
+            seconds = SMOKE_BUDGET_S
+        return seconds * self.gpu_count if per_gpu else seconds
+
+    def budget_total(self, names: Iterable[str] | None = None) -> float:
+        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default)."""
+        return sum(self.budget(n) for n in (self._order if names is None else names))
+
+    def announce(self, names: Iterable[str] | None = None) -> str:
+        """The line printed before the tier starts: "full tier: about 3 min on 1 GPU"."""
+        names = list(self._order if names is None else names)
+        minutes = max(1, round(self.budget_total(names) / 60))
+        where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
+        return f"full tier: about {minutes} min on {where} ({', '.join(names)}); Ctrl-C stops it"
+
+    def request(self, name: str) -> Request:
+        """The ``Request`` ``run(name)`` hands its runner."""
+        label = name
+
+        def progress(_label: str, done: float, eta_s: float | None) -> None:
+            left = (1.0 - done) * self.budget(name) if eta_s is None else eta_s
+            self.progress(label if _label == name else f"{name}: {_label}", done, left)
+
+        return Request(
+            device=self.device,
+            gpus=self.gpus,
+            budget_s=self.budget(name),
+            force=self.force,
+            smoke=self.smoke,
+            scratch=self.scratch,
+            progress=progress,
+            subjects=self.subjects,
+        )
+
+    def run(self, name: str) -> Any:
+        """The result of workload ``name``, run on first call; raises the Unavailable it
+        raised then, and Aborted for every call after a Ctrl-C."""
+        if name not in self._done:
+            self._done[name] = self._first(name)
+        got = self._done[name]
+        if isinstance(got, Unavailable):
+            raise got
+        return got
+
+    def _first(self, name: str) -> Any:
+        """Run ``name``: its result or the Unavailable it raised; Aborted goes up."""
+        if self._aborted is not None:
+            raise Aborted(self._aborted.during)
+        if name not in RUNNERS:
+            raise Unavailable(f"no workload named {name!r}; known: {', '.join(RUNNERS)}")
+        if self.host.kind != "live":
+            return Unavailable("workloads run on the live host only: this is a bundle")
+        try:
+            return _runner(name)(self.request(name))
+        except Unavailable as e:
+            return e
+        except Aborted as e:
+            self._aborted = e
+            raise
+        except KeyboardInterrupt:  # a runner outside its abortable() block
+            self._aborted = Aborted(name)
+            raise self._aborted from None
+
+    def prepare(self, names: Iterable[str]) -> None:
+        """Run ``names`` in order before the checks read them (outside the checks' time
+        limit), after saying what the tier will take; Unavailable is kept for the check
+        to report, Aborted goes up (nothing else starts)."""
+        names = [n for n in self._order if n in set(names)]
+        if not names:
+            return
+        if self.host.kind == "live":
+            self.notify(self.announce(names))
+        for name in names:
+            try:
+                self.run(name)
+            except Unavailable:
+                continue
+
+    def results(self) -> dict[str, Any]:
+        """Name -> result of every workload that ran (the bench JSON's ``results``)."""
+        return {n: r for n, r in self._done.items() if not isinstance(r, Unavailable)}
+
+    def errors(self) -> dict[str, str]:
+        """Name -> reason of every workload that could not run (the bench JSON's ``errors``)."""
+        return {n: r.reason for n, r in self._done.items() if isinstance(r, Unavailable)}
+
+
+def _runner(name: str) -> Any:
+    """The function RUNNERS names; a module not in this build is Unavailable, not a crash."""
+    module, _, function = RUNNERS[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module), function)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        raise Unavailable(f"the {name} workload is not in this build of dolmen") from None

@@ -1,0 +1,69 @@
+"""``validate --level full`` from the command line: --device/--force, both entries agree,
+and torch stays out of every run that does not start a workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dolmen.cli.lean import parse
+from tests.cli.test_validate import _fresh_python, _run
+from tests.hosts import scenarios
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("full") / "tree")
+    except scenarios.MissingRecording as e:
+        pytest.skip(str(e))
+
+
+FULL = [
+    ["validate", "--level", "full", "--from", "{T}", "--device", "cpu", "--json"],
+    ["validate", "--level=full", "--from={T}", "--device=CUDA", "--force", "--npd"],
+    ["validate", "--level", "quick", "--from", "{T}", "--device", "cpu"],
+    ["validate", "--from", "{T}", "--force"],
+]
+
+
+@pytest.mark.parametrize("argv", FULL, ids=lambda a: " ".join(a).replace("{T}", "T"))
+def test_lean_and_click_agree_on_the_full_flags(
+    argv: list[str], tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [a.replace("{T}", str(tree)) for a in argv]
+    assert parse(args) is not None
+    assert _run(capsys, args, tree, lean=True) == _run(capsys, args, tree, lean=False)
+
+
+def test_device_and_force_need_level_full(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(capsys, ["validate", "--from", str(tree), "--device", "cpu"], tree, True)  # type: ignore[misc]
+    assert rc == 2
+    assert "--device applies to the workloads of --level full" in err
+
+
+def test_a_bad_device_is_left_to_click() -> None:
+    assert parse(["validate", "--level", "full", "--device", "tpu"]) is None
+
+
+def test_a_bundle_at_level_full_runs_no_workload(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, doc, _ = _run(
+        capsys, ["validate", "--level", "full", "--from", str(tree), "--json"], tree, True
+    )  # type: ignore[misc]
+    assert rc == 2  # undecided: a bundle cannot run the workloads of level full
+    work = [f for f in doc["findings"] if f["check"].startswith("workload.")]  # type: ignore[index]
+    assert work and all(f["status"] in ("skip", "unknown") for f in work)
+
+
+def test_no_check_run_imports_torch(tree: Path) -> None:
+    """torch costs 3 s a start: only a workload may import it, never dolmen.checks."""
+    code = (
+        "import sys\nimport dolmen.checks\nfrom dolmen.checks import load_registry\n"
+        "load_registry()\nfrom dolmen.cli.main import main\n"
+        f"rc = main(['validate', '--level', 'full', '--from', {str(tree)!r}, '--npd'])\n"
+        "print('torch' in sys.modules)\n"
+    )
+    assert _fresh_python(code).splitlines()[-1] == "False"

@@ -1,0 +1,100 @@
+"""``Workloads``: budgets from the site config, one run per name, Unavailable and Ctrl-C."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dolmen import workloads
+from dolmen.config import WORKLOAD_NAMES, ConfigError, parse_config
+from dolmen.host.live import LiveHost
+from dolmen.host.tree import TreeHost
+from dolmen.workloads.model import Aborted, Unavailable
+from dolmen.workloads.session import BUDGETS, Workloads
+from tests.conftest import make_tree
+from tests.workloads import sample
+
+
+@pytest.fixture
+def runners(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(workloads.RUNNERS, "sample", "tests.workloads.sample:run")
+    monkeypatch.setitem(workloads.RUNNERS, "ctrl_c", "tests.workloads.sample:interrupted")
+    monkeypatch.setitem(workloads.RUNNERS, "absent", "dolmen.workloads.no_such_module:run")
+    sample.CALLS.clear()
+
+
+def test_config_and_runners_name_the_same_workloads() -> None:
+    assert tuple(workloads.RUNNERS) == WORKLOAD_NAMES == tuple(BUDGETS)
+
+
+def test_budgets_come_from_the_site_config_per_gpu_or_in_all() -> None:
+    config = parse_config("[workloads]\ngemm_s = 10\nstorage_s = 5.5\n")
+    ws = Workloads(LiveHost(), config, device="cuda", gpus=range(8))
+    assert ws.budget("gemm") == 80.0  # per GPU
+    assert ws.budget("storage") == 5.5  # in all
+    assert ws.budget_total() == 80 + 8 * 15 + 15 + 5.5 + 90
+    assert ws.announce(["gemm"]).startswith("full tier: about 1 min on 8 GPU(s) (gemm)")
+
+
+def test_default_budgets_keep_one_gpu_under_three_minutes() -> None:
+    assert Workloads(LiveHost(), device="cuda", gpus=[0]).budget_total() < 180
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[workloads]\ngemm_s = 0\n", "gemm_s must be above 0"),
+        ("[workloads]\ngemm_s = 'long'\n", "gemm_s must be int or float"),
+        ("[workloads]\ndevice = 'tpu'\n", "device must be one of cpu, cuda"),
+        ("[workloads]\ngemm = 3\n", "unknown key 'gemm' in [workloads]"),
+        ("[workloads]\nscratch = ['']\n", "scratch must be a list of folder paths"),
+    ],
+)
+def test_bad_workload_settings_are_refused_at_load(text: str, error: str) -> None:
+    with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
+        parse_config(text)
+
+
+@pytest.mark.usefixtures("runners")
+def test_each_workload_runs_once_and_its_progress_reaches_the_sink() -> None:
+    seen: list[tuple[str, float, float | None]] = []
+    ws = Workloads(LiveHost(), smoke=True, progress=lambda *a: seen.append(a))
+    assert ws.run("sample") == ws.run("sample") == {"budget_s": 0.05}
+    assert len(sample.CALLS) == 1
+    assert seen == [("sample", 0.5, pytest.approx(0.025))]
+    assert ws.results() == {"sample": {"budget_s": 0.05}}
+
+
+@pytest.mark.usefixtures("runners")
+def test_unavailable_is_remembered_and_named() -> None:
+    ws = Workloads(LiveHost(), device="cuda", gpus=[0])
+    for _ in range(2):
+        with pytest.raises(Unavailable, match="no GPU in the sample workload"):
+            ws.run("sample")
+    assert len(sample.CALLS) == 1
+    with pytest.raises(Unavailable, match="absent workload is not in this build"):
+        ws.run("absent")
+    with pytest.raises(Unavailable, match="no workload named 'nope'"):
+        ws.run("nope")
+    assert ws.errors()["sample"] == "no GPU in the sample workload"
+
+
+@pytest.mark.usefixtures("runners")
+def test_a_bundle_runs_no_workload(tmp_path: Path) -> None:
+    ws = Workloads(TreeHost(make_tree(tmp_path, {"etc/hostname": "x\n"})))
+    with pytest.raises(Unavailable, match="workloads run on the live host only: this is a bundle"):
+        ws.run("sample")
+    assert sample.CALLS == []
+
+
+@pytest.mark.usefixtures("runners")
+def test_after_ctrl_c_nothing_else_starts() -> None:
+    lines: list[str] = []
+    ws = Workloads(LiveHost(), smoke=True, notify=lines.append)
+    with pytest.raises(Aborted, match="interrupted during ctrl_c"):
+        ws.prepare(["ctrl_c"])
+    with pytest.raises(Aborted):
+        ws.run("sample")
+    assert sample.CALLS == []
+    assert lines == ["full tier: about 1 min on the CPU (ctrl_c); Ctrl-C stops it"]
