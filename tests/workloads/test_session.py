@@ -34,7 +34,7 @@ def test_budgets_come_from_the_site_config_per_gpu_or_in_all() -> None:
     assert ws.budget("gemm") == 80.0  # per GPU
     assert ws.budget("storage") == 5.5  # in all
     assert ws.budget_total() == 80 + 8 * 15 + 15 + 5.5 + 90
-    assert ws.announce(["gemm"]).startswith("full tier: about 1 min on 8 GPU(s) (gemm)")
+    assert ws.announce(["gemm"]).startswith("full tier: about 80 s on 8 GPU(s) (gemm)")
 
 
 def test_default_budgets_keep_one_gpu_under_three_minutes() -> None:
@@ -97,4 +97,4 @@ def test_after_ctrl_c_nothing_else_starts() -> None:
     with pytest.raises(Aborted):
         ws.run("sample")
     assert sample.CALLS == []
-    assert lines == ["full tier: about 1 min on the CPU (ctrl_c); Ctrl-C stops it"]
+    assert lines == ["full tier: about 1 s on the CPU (ctrl_c); Ctrl-C stops it"]

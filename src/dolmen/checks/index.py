@@ -69,5 +69,11 @@ MODULES: dict[str, int] = {
     "dolmen.checks.tuning.numa_balancing": 2,
     "dolmen.checks.tuning.persistence": 2,
     "dolmen.checks.tuning.thp": 2,
+    "dolmen.checks.workload.common": 4,
+    "dolmen.checks.workload.gemm": 3,
+    "dolmen.checks.workload.judge": 4,
+    "dolmen.checks.workload.memory_bandwidth": 3,
+    "dolmen.checks.workload.pcie_bandwidth": 3,
+    "dolmen.checks.workload.peer_bandwidth": 3,
     "dolmen.checks.workload.planned": 3,
 }

@@ -34,6 +34,7 @@ class GpuModel:
     fp16_tflops: float | None
     fp8_tflops: float | None
     fp32_tflops: float | None
+    tf32_tflops: float | None
     memory_gb: float | None
     memory_type: str | None
     memory_bandwidth_gbs: float | None
@@ -149,6 +150,7 @@ _SCHEMA = {
         "fp16_tflops": Field(_NUM),
         "fp8_tflops": Field(_NUM),
         "fp32_tflops": Field(_NUM),
+        "tf32_tflops": Field(_NUM),
         "memory_gb": Field(_NUM),
         "memory_type": Field(str),
         "memory_bandwidth_gbs": Field(_NUM),
@@ -184,6 +186,7 @@ def load_gpus(text: str | None = None) -> GpuCatalogue:
             fp16_tflops=row.get("fp16_tflops"),
             fp8_tflops=row.get("fp8_tflops"),
             fp32_tflops=row.get("fp32_tflops"),
+            tf32_tflops=row.get("tf32_tflops"),
             memory_gb=row.get("memory_gb"),
             memory_type=row.get("memory_type"),
             memory_bandwidth_gbs=row.get("memory_bandwidth_gbs"),

@@ -121,9 +121,11 @@ def guard(host: Host, request: Request) -> None:
 
 
 def synchronize(torch: Any, device: str) -> None:
-    """Wait for queued kernels: a CUDA timing without it measures the launch only."""
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
+    """Wait for queued kernels: a CUDA timing without it measures the launch only.
+    ``device`` may list several ("cuda:0,cuda:1": a peer copy runs on both)."""
+    for one in device.split(","):
+        if one.startswith("cuda"):
+            torch.cuda.synchronize(one)
 
 
 def free(torch: Any) -> None:
@@ -178,3 +180,81 @@ def timed(
         if took < seconds / 10:
             batch = min(batch * 2, max_iters - done) or 1
     return done, elapsed
+
+
+def parse_query(text: str, fields: Sequence[str]) -> list[dict[str, str | None]]:
+    """``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`` rows: field -> text,
+    None for "[N/A]", "[Not Supported]" and the like; rows of another width are left out."""
+    rows: list[dict[str, str | None]] = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != len(fields) or not parts[0]:
+            continue
+        rows.append({f: (None if p.startswith("[") or not p else p) for f, p in zip(fields, parts)})
+    return rows
+
+
+def number(text: str | None) -> float | None:
+    """A sample's number (hex masks included), None where it is not one."""
+    if text is None:
+        return None
+    try:
+        return float(int(text, 16)) if text.lower().startswith("0x") else float(text)
+    except ValueError:
+        return None
+
+
+class Sampler:
+    """Samples ``fields`` of GPU ``gpu`` through the host every ``every_s`` in a thread,
+    while a workload runs: ``with Sampler(...) as s: ...; s.rows``.
+
+    ``fields`` is a list of alternatives (newer field names first: the driver renamed
+    clocks_throttle_reasons to clocks_event_reasons); the first that nvidia-smi accepts is
+    kept. ``why`` says why nothing was sampled (the samples are then absent, not zero).
+    """
+
+    def __init__(
+        self, host: Host, gpu: int, fields: Sequence[Sequence[str]], every_s: float = 0.5
+    ) -> None:
+        self.host, self.gpu, self.choices, self.every_s = host, gpu, list(fields), every_s
+        self.rows: list[dict[str, str | None]] = []
+        self.why = ""
+        self._stop: Any = None
+        self._thread: Any = None
+
+    def _argv(self, fields: Sequence[str]) -> tuple[str, ...]:
+        return (
+            "nvidia-smi",
+            f"--query-gpu={','.join(fields)}",
+            "--format=csv,noheader,nounits",
+            f"--id={self.gpu}",
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            for fields in list(self.choices):
+                got = self.host.run(self._argv(fields), timeout=10.0)
+                if got.ok:
+                    self.choices = [fields]
+                    self.rows.extend(parse_query(got.stdout, fields))
+                    break
+                self.why = got.failure()
+            else:
+                return  # no form of the query works here: stop asking
+            self._stop.wait(self.every_s)
+
+    def __enter__(self) -> Sampler:
+        import threading
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dolmen-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15.0)
+
+    def series(self, field: str) -> list[float]:
+        """The numbers sampled for ``field`` (those that were numbers)."""
+        return [v for r in self.rows if (v := number(r.get(field))) is not None]

@@ -85,9 +85,10 @@ class Workloads:
     def announce(self, names: Iterable[str] | None = None) -> str:
         """The line printed before the tier starts: "full tier: about 3 min on 1 GPU"."""
         names = list(self._order if names is None else names)
-        minutes = max(1, round(self.budget_total(names) / 60))
+        total = self.budget_total(names)
+        about = f"{round(total / 60)} min" if total >= 90 else f"{max(round(total), 1)} s"
         where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
-        return f"full tier: about {minutes} min on {where} ({', '.join(names)}); Ctrl-C stops it"
+        return f"full tier: about {about} on {where} ({', '.join(names)}); Ctrl-C stops it"
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""
@@ -141,7 +142,8 @@ class Workloads:
         """Run ``names`` in order before the checks read them (outside the checks' time
         limit), after saying what the tier will take; Unavailable is kept for the check
         to report, Aborted goes up (nothing else starts)."""
-        names = [n for n in self._order if n in set(names)]
+        wanted = set(names)
+        names = [n for n in self._order if n in wanted]
         if not names:
             return
         if self.host.kind == "live":

@@ -172,6 +172,29 @@ def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _typ
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_checks_workload_judge_Judged(_type_status, _type_why, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,status:_type_status,why:_type_why)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'status',status)
+        __dataclass_builtins_object__.__setattr__(self,'why',why)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(status={self.status!r}, why={self.why!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.status,self.why,)==(other.status,other.why,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('status','why',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('status','why',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.status,self.why,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 RECORDS = {
     'dolmen.checks.gpu.xid_traps.TrapInput': ('order=False;post_init=False;who:str | None:False;xid109_repeats:int:False', _dolmen_checks_gpu_xid_traps_TrapInput, ('_type_who', '_type_xid109_repeats', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.model.CheckSpec': ('order=False;post_init=False;id:str:False;title:str:False;level:Level:False;needs:tuple[str, ...]:False;when:tuple[str, ...]:False;remedy:str:False;limits:Mapping[str, Any]:False;source:str:False;gating:bool:False;fn:CheckFn:False', _dolmen_checks_model_CheckSpec, ('_type_id', '_type_title', '_type_level', '_type_needs', '_type_when', '_type_remedy', '_type_limits', '_type_source', '_type_gating', '_type_fn', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
@@ -179,4 +202,5 @@ RECORDS = {
     'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_model_Outcome, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', _dolmen_checks_recent_Window, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None)', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.workload.judge.Judged': ('order=False;post_init=False;status:Status:False;why:str:False', _dolmen_checks_workload_judge_Judged, ('_type_status', '_type_why', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

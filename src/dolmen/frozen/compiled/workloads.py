@@ -9,6 +9,118 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
+def _dolmen_workloads_gemm_GemmEntry(_type_gpu, _type_subject, _type_dtype, _type_tflops, _type_peak_tflops, _type_median_tflops, _type_samples, _type_throttled, _type_n, _type_iterations, _type_seconds, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_samples, _dflt_throttled, _dflt_n, _dflt_iterations, _dflt_seconds, _return_type, cls, FrozenInstanceError):
+    def __init__(self,gpu:_type_gpu,subject:_type_subject,dtype:_type_dtype,tflops:_type_tflops,peak_tflops:_type_peak_tflops,median_tflops:_type_median_tflops,samples:_type_samples=_HAS_DEFAULT_FACTORY,throttled:_type_throttled=_dflt_throttled,n:_type_n=_dflt_n,iterations:_type_iterations=_dflt_iterations,seconds:_type_seconds=_dflt_seconds)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
+        __dataclass_builtins_object__.__setattr__(self,'subject',subject)
+        __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)
+        __dataclass_builtins_object__.__setattr__(self,'tflops',tflops)
+        __dataclass_builtins_object__.__setattr__(self,'peak_tflops',peak_tflops)
+        __dataclass_builtins_object__.__setattr__(self,'median_tflops',median_tflops)
+        __dataclass_builtins_object__.__setattr__(self,'samples',_dflt_samples() if samples is _HAS_DEFAULT_FACTORY else samples)
+        __dataclass_builtins_object__.__setattr__(self,'throttled',throttled)
+        __dataclass_builtins_object__.__setattr__(self,'n',n)
+        __dataclass_builtins_object__.__setattr__(self,'iterations',iterations)
+        __dataclass_builtins_object__.__setattr__(self,'seconds',seconds)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, subject={self.subject!r}, dtype={self.dtype!r}, tflops={self.tflops!r}, peak_tflops={self.peak_tflops!r}, median_tflops={self.median_tflops!r}, samples={self.samples!r}, throttled={self.throttled!r}, n={self.n!r}, iterations={self.iterations!r}, seconds={self.seconds!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,)==(other.gpu,other.subject,other.dtype,other.tflops,other.peak_tflops,other.median_tflops,other.samples,other.throttled,other.n,other.iterations,other.seconds,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_gemm_GemmResult(_type_device, _type_entries, _type_skipped, _type_models, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_skipped, _dflt_models, _return_type, cls, FrozenInstanceError):
+    def __init__(self,device:_type_device,entries:_type_entries,skipped:_type_skipped=_dflt_skipped,models:_type_models=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'device',device)
+        __dataclass_builtins_object__.__setattr__(self,'entries',entries)
+        __dataclass_builtins_object__.__setattr__(self,'skipped',skipped)
+        __dataclass_builtins_object__.__setattr__(self,'models',_dflt_models() if models is _HAS_DEFAULT_FACTORY else models)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(device={self.device!r}, entries={self.entries!r}, skipped={self.skipped!r}, models={self.models!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.device,self.entries,self.skipped,self.models,)==(other.device,other.entries,other.skipped,other.models,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('device','entries','skipped','models',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('device','entries','skipped','models',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.device,self.entries,self.skipped,self.models,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_memory_GpuMemory(_type_gpu, _type_subject, _type_d2d_gbps, _type_h2d_gbps, _type_d2h_gbps, _type_published_gbps, _type_pcie, _type_pcie_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_h2d_gbps, _dflt_d2h_gbps, _dflt_published_gbps, _dflt_pcie, _dflt_pcie_unread, _return_type, cls, FrozenInstanceError):
+    def __init__(self,gpu:_type_gpu,subject:_type_subject,d2d_gbps:_type_d2d_gbps,h2d_gbps:_type_h2d_gbps=_dflt_h2d_gbps,d2h_gbps:_type_d2h_gbps=_dflt_d2h_gbps,published_gbps:_type_published_gbps=_dflt_published_gbps,pcie:_type_pcie=_dflt_pcie,pcie_unread:_type_pcie_unread=_dflt_pcie_unread)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
+        __dataclass_builtins_object__.__setattr__(self,'subject',subject)
+        __dataclass_builtins_object__.__setattr__(self,'d2d_gbps',d2d_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'h2d_gbps',h2d_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'d2h_gbps',d2h_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'published_gbps',published_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'pcie',pcie)
+        __dataclass_builtins_object__.__setattr__(self,'pcie_unread',pcie_unread)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, subject={self.subject!r}, d2d_gbps={self.d2d_gbps!r}, h2d_gbps={self.h2d_gbps!r}, d2h_gbps={self.d2h_gbps!r}, published_gbps={self.published_gbps!r}, pcie={self.pcie!r}, pcie_unread={self.pcie_unread!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.gpu,self.subject,self.d2d_gbps,self.h2d_gbps,self.d2h_gbps,self.published_gbps,self.pcie,self.pcie_unread,)==(other.gpu,other.subject,other.d2d_gbps,other.h2d_gbps,other.d2h_gbps,other.published_gbps,other.pcie,other.pcie_unread,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('gpu','subject','d2d_gbps','h2d_gbps','d2h_gbps','published_gbps','pcie','pcie_unread',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('gpu','subject','d2d_gbps','h2d_gbps','d2h_gbps','published_gbps','pcie','pcie_unread',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.gpu,self.subject,self.d2d_gbps,self.h2d_gbps,self.d2h_gbps,self.published_gbps,self.pcie,self.pcie_unread,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_memory_MemoryResult(_type_device, _type_gpus, _type_peer_gpus, _type_peer_gbps, _type_models, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_peer_gpus, _dflt_peer_gbps, _dflt_models, _return_type, cls, FrozenInstanceError):
+    def __init__(self,device:_type_device,gpus:_type_gpus,peer_gpus:_type_peer_gpus=_dflt_peer_gpus,peer_gbps:_type_peer_gbps=_dflt_peer_gbps,models:_type_models=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'device',device)
+        __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
+        __dataclass_builtins_object__.__setattr__(self,'peer_gpus',peer_gpus)
+        __dataclass_builtins_object__.__setattr__(self,'peer_gbps',peer_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'models',_dflt_models() if models is _HAS_DEFAULT_FACTORY else models)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(device={self.device!r}, gpus={self.gpus!r}, peer_gpus={self.peer_gpus!r}, peer_gbps={self.peer_gbps!r}, models={self.models!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.device,self.gpus,self.peer_gpus,self.peer_gbps,self.models,)==(other.device,other.gpus,other.peer_gpus,other.peer_gbps,other.models,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('device','gpus','peer_gpus','peer_gbps','models',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('device','gpus','peer_gpus','peer_gbps','models',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.device,self.gpus,self.peer_gpus,self.peer_gbps,self.models,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _type_force, _type_smoke, _type_scratch, _type_progress, _type_subjects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_budget_s, _dflt_force, _dflt_smoke, _dflt_scratch, _dflt_progress, _dflt_subjects, _return_type, cls, FrozenInstanceError):
     def __init__(self,device:_type_device,gpus:_type_gpus=_dflt_gpus,budget_s:_type_budget_s=_dflt_budget_s,force:_type_force=_dflt_force,smoke:_type_smoke=_dflt_smoke,scratch:_type_scratch=_dflt_scratch,progress:_type_progress=_dflt_progress,subjects:_type_subjects=_dflt_subjects)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
@@ -39,5 +151,9 @@ def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _t
 
 
 RECORDS = {
+    'dolmen.workloads.gemm.GemmEntry': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;dtype:str:False;tflops:float:False;peak_tflops:float | None:False;median_tflops:float:False;samples:Mapping[str, tuple[float, ...]]:field(False, True, True, True, True, None, None);throttled:bool | None:True;n:int:True;iterations:int:True;seconds:float:True', _dolmen_workloads_gemm_GemmEntry, ('_type_gpu', '_type_subject', '_type_dtype', '_type_tflops', '_type_peak_tflops', '_type_median_tflops', '_type_samples', '_type_throttled', '_type_n', '_type_iterations', '_type_seconds', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_samples', '_dflt_throttled', '_dflt_n', '_dflt_iterations', '_dflt_seconds', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.gemm.GemmResult': ('order=False;post_init=False;device:str:False;entries:tuple[GemmEntry, ...]:False;skipped:tuple[tuple[int | None, str, str], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_gemm_GemmResult, ('_type_device', '_type_entries', '_type_skipped', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_skipped', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.memory.GpuMemory': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;d2d_gbps:float:False;h2d_gbps:float | None:True;d2h_gbps:float | None:True;published_gbps:float | None:True;pcie:Mapping[str, int] | None:True;pcie_unread:str:True', _dolmen_workloads_memory_GpuMemory, ('_type_gpu', '_type_subject', '_type_d2d_gbps', '_type_h2d_gbps', '_type_d2h_gbps', '_type_published_gbps', '_type_pcie', '_type_pcie_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_h2d_gbps', '_dflt_d2h_gbps', '_dflt_published_gbps', '_dflt_pcie', '_dflt_pcie_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.memory.MemoryResult': ('order=False;post_init=False;device:str:False;gpus:tuple[GpuMemory, ...]:False;peer_gpus:tuple[int, ...]:True;peer_gbps:tuple[tuple[float | None, ...], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_memory_MemoryResult, ('_type_device', '_type_gpus', '_type_peer_gpus', '_type_peer_gbps', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_peer_gpus', '_dflt_peer_gbps', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.model.Request': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:True;budget_s:float:True;force:bool:True;smoke:bool:True;scratch:tuple[str, ...]:True;progress:Progress:field(True, False, True, False, False, None, None);subjects:tuple[str, ...]:True', _dolmen_workloads_model_Request, ('_type_device', '_type_gpus', '_type_budget_s', '_type_force', '_type_smoke', '_type_scratch', '_type_progress', '_type_subjects', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_budget_s', '_dflt_force', '_dflt_smoke', '_dflt_scratch', '_dflt_progress', '_dflt_subjects', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }
