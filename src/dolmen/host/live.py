@@ -59,6 +59,13 @@ class LiveHost(Host):
                 _text(err),
                 reason=f"timed out after {timeout:g} s",
             )
+        except BaseException:
+            # Ctrl-C: the command is in its own session, so the terminal's SIGINT never
+            # reached it; end it with us (an fio of the full tier would write on for minutes).
+            # SIGTERM first: fio's job processes leave its process group, and only fio
+            # itself, told to stop, ends them.
+            _end(proc)
+            raise
         status = RunStatus.OK if proc.returncode == 0 else RunStatus.FAILED
         reason = "" if status is RunStatus.OK else f"exit code {proc.returncode}"
         return CommandResult(args, status, _text(out), _text(err), proc.returncode, reason)
@@ -69,6 +76,18 @@ class LiveHost(Host):
     @property
     def hostname(self) -> str:
         return socket.gethostname()
+
+
+def _end(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
+    """SIGTERM to the command's process group, SIGKILL after ``grace_s``; reaped."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _text(data: bytes | None) -> str:

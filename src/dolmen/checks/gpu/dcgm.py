@@ -56,6 +56,12 @@ def dcgm_diag(ctx: Context) -> list[Outcome]:
         gpus: Sequence[Gpu] = ctx.facts("gpu").gpus
     except FactError:
         gpus = ()
+    return judge_results(facts, gpus)
+
+
+def judge_results(facts: DcgmFacts, gpus: Sequence[Gpu]) -> list[Outcome]:
+    """One outcome per GPU (and ``host``) of a diagnostic's results, DCGM's severities
+    unchanged; also what ``workload.dcgm_diag`` says of a run it started."""
     by_subject: dict[str, list[DiagResult]] = {}
     for r in facts.results:
         by_subject.setdefault(_subject(r.gpu, gpus, facts), []).append(r)

@@ -11,4 +11,7 @@ WORKLOAD_OF: dict[str, str] = {
     "workload.memory_bandwidth": "memory",
     "workload.pcie_bandwidth": "memory",
     "workload.peer_bandwidth": "memory",
+    "workload.nccl_allreduce": "collective",
+    "workload.storage_io": "storage",
+    "workload.dcgm_diag": "dcgm",
 }

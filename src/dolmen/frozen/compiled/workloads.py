@@ -9,6 +9,135 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
+def _dolmen_workloads_collective_CollectiveResult(_type_device, _type_gpus, _type_runs, _type_stopped, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_stopped, _return_type, cls, FrozenInstanceError):
+    def __init__(self,device:_type_device,gpus:_type_gpus,runs:_type_runs,stopped:_type_stopped=_dflt_stopped)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'device',device)
+        __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
+        __dataclass_builtins_object__.__setattr__(self,'runs',runs)
+        __dataclass_builtins_object__.__setattr__(self,'stopped',stopped)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(device={self.device!r}, gpus={self.gpus!r}, runs={self.runs!r}, stopped={self.stopped!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.device,self.gpus,self.runs,self.stopped,)==(other.device,other.gpus,other.runs,other.stopped,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('device','gpus','runs','stopped',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('device','gpus','runs','stopped',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.device,self.gpus,self.runs,self.stopped,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_collective_Point(_type_bytes, _type_time_us, _type_algbw_gbps, _type_busbw_gbps, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,bytes:_type_bytes,time_us:_type_time_us,algbw_gbps:_type_algbw_gbps,busbw_gbps:_type_busbw_gbps)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'bytes',bytes)
+        __dataclass_builtins_object__.__setattr__(self,'time_us',time_us)
+        __dataclass_builtins_object__.__setattr__(self,'algbw_gbps',algbw_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'busbw_gbps',busbw_gbps)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(bytes={self.bytes!r}, time_us={self.time_us!r}, algbw_gbps={self.algbw_gbps!r}, busbw_gbps={self.busbw_gbps!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.bytes,self.time_us,self.algbw_gbps,self.busbw_gbps,)==(other.bytes,other.time_us,other.algbw_gbps,other.busbw_gbps,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('bytes','time_us','algbw_gbps','busbw_gbps',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('bytes','time_us','algbw_gbps','busbw_gbps',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.bytes,self.time_us,self.algbw_gbps,self.busbw_gbps,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_collective_Run(_type_op, _type_world, _type_backend, _type_points, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,op:_type_op,world:_type_world,backend:_type_backend,points:_type_points)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'op',op)
+        __dataclass_builtins_object__.__setattr__(self,'world',world)
+        __dataclass_builtins_object__.__setattr__(self,'backend',backend)
+        __dataclass_builtins_object__.__setattr__(self,'points',points)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(op={self.op!r}, world={self.world!r}, backend={self.backend!r}, points={self.points!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.op,self.world,self.backend,self.points,)==(other.op,other.world,other.backend,other.points,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('op','world','backend','points',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('op','world','backend','points',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.op,self.world,self.backend,self.points,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gpus, _type_port, _type_sizes, _type_soft, _type_hard, _type_warmup, _type_iters, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,world:_type_world,backend:_type_backend,gpus:_type_gpus,port:_type_port,sizes:_type_sizes,soft:_type_soft,hard:_type_hard,warmup:_type_warmup,iters:_type_iters)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'world',world)
+        __dataclass_builtins_object__.__setattr__(self,'backend',backend)
+        __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
+        __dataclass_builtins_object__.__setattr__(self,'port',port)
+        __dataclass_builtins_object__.__setattr__(self,'sizes',sizes)
+        __dataclass_builtins_object__.__setattr__(self,'soft',soft)
+        __dataclass_builtins_object__.__setattr__(self,'hard',hard)
+        __dataclass_builtins_object__.__setattr__(self,'warmup',warmup)
+        __dataclass_builtins_object__.__setattr__(self,'iters',iters)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(world={self.world!r}, backend={self.backend!r}, gpus={self.gpus!r}, port={self.port!r}, sizes={self.sizes!r}, soft={self.soft!r}, hard={self.hard!r}, warmup={self.warmup!r}, iters={self.iters!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.world,self.backend,self.gpus,self.port,self.sizes,self.soft,self.hard,self.warmup,self.iters,)==(other.world,other.backend,other.gpus,other.port,other.sizes,other.soft,other.hard,other.warmup,other.iters,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','soft','hard','warmup','iters',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','soft','hard','warmup','iters',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.world,self.backend,self.gpus,self.port,self.sizes,self.soft,self.hard,self.warmup,self.iters,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_dcgm_DcgmResult(_type_level, _type_facts, _type_rc, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_rc, _return_type, cls, FrozenInstanceError):
+    def __init__(self,level:_type_level,facts:_type_facts,rc:_type_rc=_dflt_rc)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'level',level)
+        __dataclass_builtins_object__.__setattr__(self,'facts',facts)
+        __dataclass_builtins_object__.__setattr__(self,'rc',rc)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(level={self.level!r}, facts={self.facts!r}, rc={self.rc!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.level,self.facts,self.rc,)==(other.level,other.facts,other.rc,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('level','facts','rc',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('level','facts','rc',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.level,self.facts,self.rc,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_workloads_gemm_GemmEntry(_type_gpu, _type_subject, _type_dtype, _type_tflops, _type_peak_tflops, _type_median_tflops, _type_samples, _type_throttled, _type_n, _type_iterations, _type_seconds, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_samples, _dflt_throttled, _dflt_n, _dflt_iterations, _dflt_seconds, _return_type, cls, FrozenInstanceError):
     def __init__(self,gpu:_type_gpu,subject:_type_subject,dtype:_type_dtype,tflops:_type_tflops,peak_tflops:_type_peak_tflops,median_tflops:_type_median_tflops,samples:_type_samples=_HAS_DEFAULT_FACTORY,throttled:_type_throttled=_dflt_throttled,n:_type_n=_dflt_n,iterations:_type_iterations=_dflt_iterations,seconds:_type_seconds=_dflt_seconds)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
@@ -150,10 +279,123 @@ def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _t
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_workloads_storage_MountResult(_type_mount, _type_engine, _type_file_bytes, _type_seq_read_mbps, _type_seq_write_mbps, _type_rand_read_iops, _type_rand_write_iops, _type_direct, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_direct, _dflt_note, _return_type, cls, FrozenInstanceError):
+    def __init__(self,mount:_type_mount,engine:_type_engine,file_bytes:_type_file_bytes,seq_read_mbps:_type_seq_read_mbps,seq_write_mbps:_type_seq_write_mbps,rand_read_iops:_type_rand_read_iops,rand_write_iops:_type_rand_write_iops,direct:_type_direct=_dflt_direct,note:_type_note=_dflt_note)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'mount',mount)
+        __dataclass_builtins_object__.__setattr__(self,'engine',engine)
+        __dataclass_builtins_object__.__setattr__(self,'file_bytes',file_bytes)
+        __dataclass_builtins_object__.__setattr__(self,'seq_read_mbps',seq_read_mbps)
+        __dataclass_builtins_object__.__setattr__(self,'seq_write_mbps',seq_write_mbps)
+        __dataclass_builtins_object__.__setattr__(self,'rand_read_iops',rand_read_iops)
+        __dataclass_builtins_object__.__setattr__(self,'rand_write_iops',rand_write_iops)
+        __dataclass_builtins_object__.__setattr__(self,'direct',direct)
+        __dataclass_builtins_object__.__setattr__(self,'note',note)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(mount={self.mount!r}, engine={self.engine!r}, file_bytes={self.file_bytes!r}, seq_read_mbps={self.seq_read_mbps!r}, seq_write_mbps={self.seq_write_mbps!r}, rand_read_iops={self.rand_read_iops!r}, rand_write_iops={self.rand_write_iops!r}, direct={self.direct!r}, note={self.note!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.mount,self.engine,self.file_bytes,self.seq_read_mbps,self.seq_write_mbps,self.rand_read_iops,self.rand_write_iops,self.direct,self.note,)==(other.mount,other.engine,other.file_bytes,other.seq_read_mbps,other.seq_write_mbps,other.rand_read_iops,other.rand_write_iops,other.direct,other.note,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('mount','engine','file_bytes','seq_read_mbps','seq_write_mbps','rand_read_iops','rand_write_iops','direct','note',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('mount','engine','file_bytes','seq_read_mbps','seq_write_mbps','rand_read_iops','rand_write_iops','direct','note',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.mount,self.engine,self.file_bytes,self.seq_read_mbps,self.seq_write_mbps,self.rand_read_iops,self.rand_write_iops,self.direct,self.note,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_storage_StorageResult(_type_mounts, _type_refused, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_refused, _return_type, cls, FrozenInstanceError):
+    def __init__(self,mounts:_type_mounts,refused:_type_refused=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'mounts',mounts)
+        __dataclass_builtins_object__.__setattr__(self,'refused',_dflt_refused() if refused is _HAS_DEFAULT_FACTORY else refused)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(mounts={self.mounts!r}, refused={self.refused!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.mounts,self.refused,)==(other.mounts,other.refused,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('mounts','refused',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('mounts','refused',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.mounts,self.refused,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_storage_fio_FioJob(_type_name, _type_error, _type_read_bytes_s, _type_read_iops, _type_write_bytes_s, _type_write_iops, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,name:_type_name,error:_type_error,read_bytes_s:_type_read_bytes_s,read_iops:_type_read_iops,write_bytes_s:_type_write_bytes_s,write_iops:_type_write_iops)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'error',error)
+        __dataclass_builtins_object__.__setattr__(self,'read_bytes_s',read_bytes_s)
+        __dataclass_builtins_object__.__setattr__(self,'read_iops',read_iops)
+        __dataclass_builtins_object__.__setattr__(self,'write_bytes_s',write_bytes_s)
+        __dataclass_builtins_object__.__setattr__(self,'write_iops',write_iops)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, error={self.error!r}, read_bytes_s={self.read_bytes_s!r}, read_iops={self.read_iops!r}, write_bytes_s={self.write_bytes_s!r}, write_iops={self.write_iops!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.name,self.error,self.read_bytes_s,self.read_iops,self.write_bytes_s,self.write_iops,)==(other.name,other.error,other.read_bytes_s,other.read_iops,other.write_bytes_s,other.write_iops,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('name','error','read_bytes_s','read_iops','write_bytes_s','write_iops',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('name','error','read_bytes_s','read_iops','write_bytes_s','write_iops',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.name,self.error,self.read_bytes_s,self.read_iops,self.write_bytes_s,self.write_iops,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_storage_fio_FioReport(_type_version, _type_jobs, _type_problem, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_version, _dflt_jobs, _dflt_problem, _return_type, cls, FrozenInstanceError):
+    def __init__(self,version:_type_version=_dflt_version,jobs:_type_jobs=_HAS_DEFAULT_FACTORY,problem:_type_problem=_dflt_problem)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'version',version)
+        __dataclass_builtins_object__.__setattr__(self,'jobs',_dflt_jobs() if jobs is _HAS_DEFAULT_FACTORY else jobs)
+        __dataclass_builtins_object__.__setattr__(self,'problem',problem)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(version={self.version!r}, jobs={self.jobs!r}, problem={self.problem!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.version,self.jobs,self.problem,)==(other.version,other.jobs,other.problem,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('version','jobs','problem',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('version','jobs','problem',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.version,self.jobs,self.problem,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 RECORDS = {
+    'dolmen.workloads.collective.CollectiveResult': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:False;runs:tuple[Run, ...]:False;stopped:str | None:True', _dolmen_workloads_collective_CollectiveResult, ('_type_device', '_type_gpus', '_type_runs', '_type_stopped', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_stopped', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective.Point': ('order=False;post_init=False;bytes:int:False;time_us:float:False;algbw_gbps:float:False;busbw_gbps:float:False', _dolmen_workloads_collective_Point, ('_type_bytes', '_type_time_us', '_type_algbw_gbps', '_type_busbw_gbps', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective.Run': ('order=False;post_init=False;op:str:False;world:int:False;backend:str:False;points:tuple[Point, ...]:False', _dolmen_workloads_collective_Run, ('_type_op', '_type_world', '_type_backend', '_type_points', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective_worker.Job': ('order=False;post_init=False;world:int:False;backend:str:False;gpus:tuple[int, ...]:False;port:int:False;sizes:Mapping[str, list[int]]:False;soft:float:False;hard:float:False;warmup:int:False;iters:int:False', _dolmen_workloads_collective_worker_Job, ('_type_world', '_type_backend', '_type_gpus', '_type_port', '_type_sizes', '_type_soft', '_type_hard', '_type_warmup', '_type_iters', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.dcgm.DcgmResult': ('order=False;post_init=False;level:int:False;facts:DcgmFacts:False;rc:int | None:True', _dolmen_workloads_dcgm_DcgmResult, ('_type_level', '_type_facts', '_type_rc', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_rc', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.gemm.GemmEntry': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;dtype:str:False;tflops:float:False;peak_tflops:float | None:False;median_tflops:float:False;samples:Mapping[str, tuple[float, ...]]:field(False, True, True, True, True, None, None);throttled:bool | None:True;n:int:True;iterations:int:True;seconds:float:True', _dolmen_workloads_gemm_GemmEntry, ('_type_gpu', '_type_subject', '_type_dtype', '_type_tflops', '_type_peak_tflops', '_type_median_tflops', '_type_samples', '_type_throttled', '_type_n', '_type_iterations', '_type_seconds', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_samples', '_dflt_throttled', '_dflt_n', '_dflt_iterations', '_dflt_seconds', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.gemm.GemmResult': ('order=False;post_init=False;device:str:False;entries:tuple[GemmEntry, ...]:False;skipped:tuple[tuple[int | None, str, str], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_gemm_GemmResult, ('_type_device', '_type_entries', '_type_skipped', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_skipped', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.GpuMemory': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;d2d_gbps:float:False;h2d_gbps:float | None:True;d2h_gbps:float | None:True;published_gbps:float | None:True;pcie:Mapping[str, int] | None:True;pcie_unread:str:True', _dolmen_workloads_memory_GpuMemory, ('_type_gpu', '_type_subject', '_type_d2d_gbps', '_type_h2d_gbps', '_type_d2h_gbps', '_type_published_gbps', '_type_pcie', '_type_pcie_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_h2d_gbps', '_dflt_d2h_gbps', '_dflt_published_gbps', '_dflt_pcie', '_dflt_pcie_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.MemoryResult': ('order=False;post_init=False;device:str:False;gpus:tuple[GpuMemory, ...]:False;peer_gpus:tuple[int, ...]:True;peer_gbps:tuple[tuple[float | None, ...], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_memory_MemoryResult, ('_type_device', '_type_gpus', '_type_peer_gpus', '_type_peer_gbps', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_peer_gpus', '_dflt_peer_gbps', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.model.Request': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:True;budget_s:float:True;force:bool:True;smoke:bool:True;scratch:tuple[str, ...]:True;progress:Progress:field(True, False, True, False, False, None, None);subjects:tuple[str, ...]:True', _dolmen_workloads_model_Request, ('_type_device', '_type_gpus', '_type_budget_s', '_type_force', '_type_smoke', '_type_scratch', '_type_progress', '_type_subjects', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_budget_s', '_dflt_force', '_dflt_smoke', '_dflt_scratch', '_dflt_progress', '_dflt_subjects', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.storage.MountResult': ('order=False;post_init=False;mount:str:False;engine:str:False;file_bytes:int:False;seq_read_mbps:float:False;seq_write_mbps:float:False;rand_read_iops:float | None:False;rand_write_iops:float | None:False;direct:bool:True;note:str | None:True', _dolmen_workloads_storage_MountResult, ('_type_mount', '_type_engine', '_type_file_bytes', '_type_seq_read_mbps', '_type_seq_write_mbps', '_type_rand_read_iops', '_type_rand_write_iops', '_type_direct', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_direct', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.storage.StorageResult': ('order=False;post_init=False;mounts:tuple[MountResult, ...]:False;refused:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_storage_StorageResult, ('_type_mounts', '_type_refused', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_refused', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.storage_fio.FioJob': ('order=False;post_init=False;name:str:False;error:int:False;read_bytes_s:float:False;read_iops:float:False;write_bytes_s:float:False;write_iops:float:False', _dolmen_workloads_storage_fio_FioJob, ('_type_name', '_type_error', '_type_read_bytes_s', '_type_read_iops', '_type_write_bytes_s', '_type_write_iops', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.storage_fio.FioReport': ('order=False;post_init=False;version:str | None:True;jobs:Mapping[str, FioJob]:field(False, True, True, True, True, None, None);problem:str | None:True', _dolmen_workloads_storage_fio_FioReport, ('_type_version', '_type_jobs', '_type_problem', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_version', '_dflt_jobs', '_dflt_problem', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }
