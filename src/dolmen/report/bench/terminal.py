@@ -72,8 +72,8 @@ def _gemm(body: Mapping[str, Any]) -> list[str]:
             peak = r["peak_tflops"]
             share = f"{r['tflops'] / peak:6.1%} of peak" if peak else "no published peak"
             lines.append(
-                f"  {printable(subject):<{width}} {printable(r['dtype']):<6} {r['tflops']:9.2f}  "
-                f"{bar(r['tflops'], scale, mark=peak)}  {share}"
+                f"  {printable(subject):<{width}} {printable(r['dtype']):<6} "
+                f"{_num(r['tflops']):>9}  {bar(r['tflops'], scale, mark=peak)}  {share}"
             )
         # what the GPU did during its runs, every dtype in order: a clock that sags under
         # load is where throttling shows
@@ -89,6 +89,9 @@ def _gemm(body: Mapping[str, Any]) -> list[str]:
             sampled.append("throttled under load")
         if sampled:
             lines.append(f"  {'':<{width}} " + "  ".join(sampled))
+    for skip in body.get("skipped") or ():
+        gpu = "host" if skip.get("gpu") is None else f"gpu{skip['gpu']}"
+        lines.append(f"  {gpu} {printable(skip['dtype'])}: not run: {printable(skip['reason'])}")
     return lines
 
 
@@ -99,7 +102,7 @@ def _memory(body: Mapping[str, Any]) -> list[str]:
         link = f"Gen{pcie['gen']} x{pcie['width']}" if pcie else "link not read"
         pub = g.get("published_gbps")
         lines.append(
-            f"  {printable(g['subject']):<14} {g['d2d_gbps']:9.1f} {_opt(g['h2d_gbps']):>9} "
+            f"  {printable(g['subject']):<14} {_num(g['d2d_gbps']):>9} {_opt(g['h2d_gbps']):>9} "
             f"{_opt(g['d2h_gbps']):>9}  ({_opt(pub)}; {link})"
         )
     peer = body.get("peer")
@@ -122,8 +125,10 @@ def _collective(body: Mapping[str, Any]) -> list[str]:
         busbw = [p["busbw_gbps"] for p in points]
         lines.append(
             f"  {name:<26} {human_bytes(points[0]['bytes']):>5} {sparkline(busbw)} "
-            f"{human_bytes(points[-1]['bytes'])}  peak {max(busbw):.2f} GB/s"
+            f"{human_bytes(points[-1]['bytes'])}  peak {_num(max(busbw))} GB/s"
         )
+    if body.get("stopped"):
+        lines.append(f"  stopped early: {printable(body['stopped'])}")
     return lines
 
 
@@ -143,6 +148,10 @@ def _storage(body: Mapping[str, Any]) -> list[str]:
             f"  {'':<22} IOPS  {_opt(m['rand_read_iops'], 0)} read, "
             f"{_opt(m['rand_write_iops'], 0)} write"
         )
+        if m.get("note"):
+            lines.append(f"  {'':<22} {printable(m['note'])}")
+    for mount, why in sorted((body.get("refused") or {}).items()):
+        lines.append(f"  {printable(mount)}: not measured: {printable(why)}")
     return lines
 
 
@@ -157,6 +166,11 @@ def _dcgm(body: Mapping[str, Any]) -> list[str]:
 
 def _opt(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _num(v: float) -> str:
+    """Two decimals from 10 up, three significant digits below (a CPU's 0.000230)."""
+    return f"{v:.2f}" if abs(v) >= 10 or v == 0 else f"{v:.3g}"
 
 
 _SECTIONS = (
