@@ -46,7 +46,8 @@ def write_plots(doc: Mapping[str, Any], folder: Path) -> list[Path]:
     (which must exist). Call only after ``matplotlib_missing()`` said False."""
     from dolmen.report.bench import charts
 
-    title = f"{printable(str(doc.get('host')))} ({doc.get('device')})"
+    smoke = ", smoke sizes" if doc.get("smoke") else ""
+    title = f"{printable(str(doc.get('host')))} ({doc.get('device')}{smoke})"
     results: Mapping[str, Any] = doc.get("results", {})
     written: list[Path] = []
     for stem, (result, builder) in CHARTS.items():
