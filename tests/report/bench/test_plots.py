@@ -86,3 +86,12 @@ def test_a_fifo_in_place_of_a_chart_is_refused(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "gemm.png")
     with pytest.raises(UsageError, match="is a FIFO, not a regular file"):
         write_plots(fixture_doc("cpu-smoke"), tmp_path)
+
+
+def test_host_text_is_drawn_as_text_not_mathtext(tmp_path: Path) -> None:
+    doc = fixture_doc("cpu-smoke")
+    doc["host"] = "node$\\frac{$"
+    doc["results"] = {"storage": doc["results"]["storage"]}
+    doc["results"]["storage"]["mounts"][0]["mount"] = "/mnt/$\\sqrt$x"
+    assert [p.name for p in write_plots(doc, tmp_path)] == ["storage.png", "storage.svg"]
+    assert "/mnt/$\\sqrt$x" in (tmp_path / "storage.svg").read_text()

@@ -44,6 +44,15 @@ def matplotlib_missing() -> bool:
 def write_plots(doc: Mapping[str, Any], folder: Path) -> list[Path]:
     """Every chart the run has data for, as ``<stem>.png`` and ``<stem>.svg`` in ``folder``
     (which must exist). Call only after ``matplotlib_missing()`` said False."""
+    import matplotlib
+
+    # A mount, subject or host name is someone's text: "$...$" in it must not be read as
+    # mathtext (which draws it as a formula, or raises on one it cannot parse).
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _write_plots(doc, folder)
+
+
+def _write_plots(doc: Mapping[str, Any], folder: Path) -> list[Path]:
     from dolmen.report.bench import charts
 
     smoke = ", smoke sizes" if doc.get("smoke") else ""
