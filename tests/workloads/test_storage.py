@@ -104,6 +104,7 @@ def test_fio_argv_direct_and_buffered() -> None:
     buffered = fio_argv("/raid/x", 1 << 30, 0.2, direct=False, phases=("seq_write",))
     assert "--direct=0" in buffered and "--invalidate=1" in buffered
     assert "--stonewall" not in buffered
+    assert fio_argv("/mnt/a:b/x", 1 << 20, 1)[2] == "--filename=/mnt/a\\:b/x"
 
 
 def _mount(point: str, kind: str = "disk", ro: bool = False) -> Mount:

@@ -169,13 +169,15 @@ def run(request: Request, grace_s: float = GRACE_S) -> CollectiveResult:
     todo = {op: sizes_for(op, world, sizes) for op in OPS}
     total = sum(len(v) for v in todo.values())
     started = time.monotonic()
-    soft = started + request.budget_s  # ranks start no new size past it
-    hard = soft + grace_s
+    # The budget is the sweep's: each rank starts its clock once the group has met
+    # (spawning and importing torch take seconds on a busy CPU). The grace covers that
+    # start; past it, the ranks are killed.
+    hard = started + request.budget_s + grace_s
     ctx = torch.multiprocessing.get_context("spawn")
     inbox = ctx.Queue()
     port = free_port()
     warm, iters = (SMOKE_WARMUP, SMOKE_ITERS) if request.smoke else (WARMUP, ITERS)
-    job = worker.Job(world, backend, gpus, port, todo, soft, hard, warm, iters)
+    job = worker.Job(world, backend, gpus, port, todo, request.budget_s, hard, warm, iters)
     procs = [
         ctx.Process(target=worker.main, args=(r, job, inbox), daemon=True) for r in range(world)
     ]

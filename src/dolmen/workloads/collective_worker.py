@@ -26,15 +26,15 @@ WATCHDOG_EXIT = 3  # a rank's exit code when its watchdog ended it
 
 @frozen
 class Job:
-    """What every rank runs: the sizes per op and the two deadlines (``time.monotonic``,
-    one clock for every process of the machine)."""
+    """What every rank runs: the sizes per op, the sweep's budget (from the rendezvous)
+    and the hard deadline (``time.monotonic``: one clock for every process of the machine)."""
 
     world: int
     backend: str  # "nccl" | "gloo"
     gpus: tuple[int, ...]  # CUDA device of each rank; empty on cpu
     port: int
     sizes: Mapping[str, list[int]]
-    soft: float
+    budget_s: float
     hard: float
     warmup: int
     iters: int
@@ -71,13 +71,17 @@ def _sweep(rank: int, job: Job, outbox: Any) -> str | None:
         world_size=job.world,
         timeout=timedelta(seconds=left),
     )
+    start = time.monotonic()
     stopped: str | None = None
     try:
-        for op, sizes in job.sizes.items():
+        for k, (op, sizes) in enumerate(job.sizes.items()):
+            # Op k of n may run until (k+1)/n of the budget: all_gather keeps its share
+            # when all_reduce uses all of its own, and gets what all_reduce left.
+            soft = start + job.budget_s * (k + 1) / len(job.sizes)
             for i, nbytes in enumerate(sizes):
                 # The first size of each op always runs: a budget shorter than the
                 # rendezvous (a smoke run's) still measures something.
-                if i and _past(torch, dist, device, job.soft):
+                if i and _past(torch, dist, device, soft):
                     stopped = stopped or f"budget reached before {op} at {nbytes} bytes"
                     break
                 time_us = _time(torch, dist, device, op, nbytes, job)

@@ -45,7 +45,7 @@ def fio_argv(
     argv = [
         "fio",
         "--output-format=json",
-        f"--filename={path}",
+        f"--filename={path.replace(':', chr(92) + ':')}",  # fio splits file lists at ':'
         f"--size={file_bytes}",
         f"--direct={1 if direct else 0}",
         "--ioengine=libaio",
