@@ -158,12 +158,14 @@ def test_baseline_save_then_compare(capsys: pytest.CaptureFixture[str], state: P
         (["--input", CPU, "--smoke"], "--smoke applies to a run"),
         (["--out", "/nonexistent/a/b", "--device", "cpu"], "does not exist"),
         (["--input", "/nonexistent.json"], "no such file"),
+        (["--config", "/nonexistent.toml", "--out", "{tmp}/never"], "nonexistent.toml"),
     ],
 )
 def test_bad_usage_is_refused_before_any_run(
-    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], said: str
 ) -> None:
-    rc, _, err = _run(capsys, *argv)
+    rc, _, err = _run(capsys, *(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    assert not (tmp_path / "never").exists()  # nothing made for a run that never started
     assert rc == 2 and said in err, err
     if "unknown workload" in said:
         assert f"valid workloads: {', '.join(RUNNERS)}" in err

@@ -12,13 +12,16 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dolmen.cli.common import config_option
 from dolmen.cli.main import exit_with
 from dolmen.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from dolmen.config import Config
 
 _RUN_FLAGS = ("--device", "--force", "--only", "--smoke")
 
@@ -136,9 +139,12 @@ def _bench(
         doc = load_bench(input_path)
         folder = run_folder(out, datetime.now(UTC)) if out is not None else None
     else:
+        from dolmen.config import load_config
+
+        config = load_config(config_path)  # a bad config is refused before any folder
         started = datetime.now(UTC)
         folder = run_folder(out, started)
-        measured = _measure(device, force, only, smoke, config_path, started)
+        measured = _measure(device, force, only, smoke, config, started)
         if isinstance(measured, int):
             return measured
         doc = measured
@@ -172,21 +178,19 @@ def _measure(
     force: bool,
     only: list[str],
     smoke: bool,
-    config_path: str | None,
+    config: Config,
     started: datetime,
 ) -> dict[str, Any] | int:
     """Run the workloads on this host: the document, or the exit code of a Ctrl-C."""
     from dolmen import __version__
     from dolmen.cli.progress import clear
     from dolmen.cli.validate_full import interrupted, workloads_for
-    from dolmen.config import load_config
     from dolmen.host import open_host
     from dolmen.report.bench.document import bench_document
     from dolmen.workloads import RUNNERS
     from dolmen.workloads.model import Aborted
 
     names = [n for n in RUNNERS if not only or n in only]
-    config = load_config(config_path)
     t0 = time.monotonic()
     with open_host(None) as host:
         workloads = workloads_for(host, config, device, force, smoke=smoke)
