@@ -20,7 +20,14 @@ def test_ctrl_c_stops_the_workloads_with_one_line(tmp_path: Path) -> None:
     config = tmp_path / "dolmen.toml"
     config.write_text("[workloads]\ngemm_s = 120\nmemory_s = 120\n")
     env = {k: v for k, v in os.environ.items() if k != "DOLMEN_DEBUG"} | {"PYTHONPATH": str(SRC)}
-    argv = [sys.executable, "-c", "import sys; from dolmen.cli.main import main; sys.exit(main())"]
+    # A process started with SIGINT ignored (a background job of a script, a test that left
+    # it so) keeps ignoring it: the child restores Python's own handler first, as a terminal
+    # session has it.
+    code = (
+        "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from dolmen.cli.main import main\nsys.exit(main())"
+    )
+    argv = [sys.executable, "-c", code]
     argv += ["validate", "--level", "full", "--device", "cpu", "--only", "workload.gemm"]
     proc = subprocess.Popen(
         [*argv, "--config", str(config)],

@@ -67,3 +67,22 @@ def test_no_check_run_imports_torch(tree: Path) -> None:
         "print('torch' in sys.modules)\n"
     )
     assert _fresh_python(code).splitlines()[-1] == "False"
+
+
+def test_without_a_gpu_the_workloads_run_on_the_cpu_and_say_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dolmen.cli.validate_full import workloads_for
+    from dolmen.config import Config, parse_config
+    from dolmen.host.live import LiveHost
+
+    host = LiveHost()
+    if [g for g in host.gpus.gpus if not g.lost]:
+        pytest.skip("this machine has a GPU")
+    ws = workloads_for(host, Config(), None, False)
+    assert ws is not None and ws.device == "cpu" and ws.gpus == ()
+    assert "no NVIDIA GPU seen: the workloads run on the CPU" in capsys.readouterr().err
+    chosen = workloads_for(LiveHost(), parse_config('[workloads]\ndevice = "cuda"\n'), None, False)
+    assert chosen is not None and chosen.device == "cuda"  # the site said so: its checks
+    # will say why CUDA cannot run, rather than a CPU run passing for the GPUs
+    assert workloads_for(LiveHost(), Config(), "cpu", True).force  # type: ignore[union-attr]

@@ -88,7 +88,9 @@ def workloads_for(
         force=force,
         smoke=smoke,
         progress=terminal_progress() or no_progress,
-        gpus=[g.index if g.index is not None else g.position for g in gpus],
+        # NVML's enumeration order, which CUDA follows under CUDA_DEVICE_ORDER=PCI_BUS_ID
+        # (engine.load_torch); the minor number (Gpu.index) may differ from it.
+        gpus=[g.position for g in gpus],
         subjects=[g.subject for g in gpus],
         scratch=[str(s) for s in config.get("workloads", "scratch", [])],
         notify=_err,

@@ -108,10 +108,12 @@ def peak(model: GpuModel | None, dtype: str) -> float | None:
 
 
 def dtypes_for(model: GpuModel | None) -> tuple[str, ...]:
-    """The dtypes to run on a GPU of ``model``: those with a KB peak, in a fixed order."""
+    """The dtypes to run on a GPU of ``model``: those with a KB peak, in a fixed order; a
+    model without any tensor figure (or none known) runs bf16 and fp16, measured only."""
     if model is None:
         return UNKNOWN_MODEL_DTYPES
-    return tuple(d for d in ("bf16", "fp16", "tf32", "fp8") if peak(model, d) is not None)
+    found = tuple(d for d in ("bf16", "fp16", "tf32", "fp8") if peak(model, d) is not None)
+    return found or UNKNOWN_MODEL_DTYPES
 
 
 def throttled(masks: Sequence[float]) -> bool | None:

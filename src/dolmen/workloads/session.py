@@ -62,6 +62,7 @@ class Workloads:
         self._done: dict[str, Any] = {}
         self._aborted: Aborted | None = None
         self._order = list(RUNNERS)
+        self._plan: list[str] = []  # what prepare() runs, in order (for the tier's ETA)
         self._started = time.monotonic()
 
     @property
@@ -92,11 +93,12 @@ class Workloads:
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""
-        label = name
+        plan = self._plan if name in self._plan else [name]
+        after = sum(self.budget(n) for n in plan[plan.index(name) + 1 :])
 
-        def progress(_label: str, done: float, eta_s: float | None) -> None:
+        def progress(label: str, done: float, eta_s: float | None) -> None:
             left = (1.0 - done) * self.budget(name) if eta_s is None else eta_s
-            self.progress(label if _label == name else f"{name}: {_label}", done, left)
+            self.progress(label, done, left + after)  # the ETA of the whole tier
 
         return Request(
             device=self.device,
@@ -146,6 +148,7 @@ class Workloads:
         names = [n for n in self._order if n in wanted]
         if not names:
             return
+        self._plan = names
         if self.host.kind == "live":
             self.notify(self.announce(names))
         for name in names:
