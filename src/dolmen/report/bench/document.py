@@ -22,7 +22,6 @@ from dolmen.errors import InputError
 from dolmen.fsutil import read_regular
 
 SCHEMA = "dolmen.bench/1"
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "bench.schema.json"
 MAX_BENCH_BYTES = 64 << 20  # an 8-GPU run is tens of KiB (clock samples included)
 _HINT = "give a JSON file written by `dolmen bench` (its bench.json)"
 
@@ -100,8 +99,9 @@ def checked(doc: Any, where: str) -> dict[str, Any]:
 @cache
 def bench_schema() -> dict[str, Any]:
     """The JSON Schema of ``dolmen.bench/1`` (shipped as package data)."""
-    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-    return loaded
+    from dolmen.report import schemas
+
+    return schemas.load("bench")
 
 
 def schema_errors(doc: Any) -> list[str]:
