@@ -19,7 +19,8 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     memory_s = 15
     collective_s = 15
     storage_s = 20
-    dcgm_s = 90
+    dcgm_s = 90                   # default: by dcgm_level (1: 90 s, 2: 5 min, 3: 25 min)
+    dcgm_level = 1                # dcgmi diag -r N (3: DCGM's "about 15 minutes" run)
     device = "cuda"               # cuda | cpu: where the workloads run (--device)
     scratch = ["/raid"]           # data mounts the storage workload writes to
 
@@ -72,6 +73,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         **{f"{name}_s": (int, float) for name in WORKLOAD_NAMES},
         "device": str,
         "scratch": list,
+        "dcgm_level": int,
     },
     "jobs": {
         "backend": str,
@@ -162,6 +164,7 @@ RULES: dict[str, dict[str, Rule]] = {
         # A budget of 0 would run nothing and a day is past any health check.
         **{f"{name}_s": _between(0, 86400, above=True) for name in WORKLOAD_NAMES},
         "device": _choice("cpu", "cuda"),
+        "dcgm_level": _between(1, 4),
         "scratch": lambda value: _names(value) and "be a list of folder paths",
     },
     "jobs": {

@@ -119,7 +119,10 @@ def test_schema_command_lists_and_prints_each(capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("nope", "no schema 'nope'; valid: dolmen.audit.verify/1, dolmen.bench/1, dolmen.checks/1,"),
+        (
+            "nope",
+            "no schema 'nope'; valid: dolmen.audit.verify/1, dolmen.bench/1, dolmen.checks/1,",
+        ),
         ("verdict/2", "no schema 'verdict/2'; this dolmen ships dolmen.verdict/1"),
     ],
 )

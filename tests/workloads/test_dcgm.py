@@ -42,10 +42,16 @@ def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-CUDA = Request(device="cuda", gpus=(0, 1), budget_s=30)
+CUDA = Request(device="cuda", gpus=(0, 1), budget_s=30, dcgm_level=3)
 
 
-def test_full_runs_level_3_and_folds_every_test(on_path: Path) -> None:
+def test_the_site_level_is_run_level_1_by_default(on_path: Path) -> None:
+    fake_dcgmi(on_path, json.dumps(NEW), rc=1)
+    assert dcgm.run(Request(device="cuda", gpus=(0, 1), budget_s=30)).level == 1
+    assert (on_path / "args").read_text().split() == ["diag", "-r", "1", "-j"]
+
+
+def test_full_runs_the_site_level_3_and_folds_every_test(on_path: Path) -> None:
     fake_dcgmi(on_path, json.dumps(NEW), rc=1)  # dcgmi exits 1 when a test failed
     result = dcgm.run(CUDA)
     assert (on_path / "args").read_text().split() == ["diag", "-r", "3", "-j"]

@@ -41,6 +41,13 @@ def test_default_budgets_keep_one_gpu_under_three_minutes() -> None:
     assert Workloads(LiveHost(), device="cuda", gpus=[0]).budget_total() < 180
 
 
+def test_dcgm_budget_follows_its_level_and_counts_only_on_the_gpus() -> None:
+    long = Workloads(LiveHost(), parse_config("[workloads]\ndcgm_level = 3\n"), device="cuda")
+    assert long.budget("dcgm") == 1500 and long.request("dcgm").dcgm_level == 3
+    cpu = Workloads(LiveHost(), device="cpu")
+    assert cpu.budget_total() == cpu.budget_total(["gemm", "memory", "collective", "storage"])
+
+
 @pytest.mark.parametrize(
     ("text", "error"),
     [
@@ -49,6 +56,7 @@ def test_default_budgets_keep_one_gpu_under_three_minutes() -> None:
         ("[workloads]\ndevice = 'tpu'\n", "device must be one of cpu, cuda"),
         ("[workloads]\ngemm = 3\n", "unknown key 'gemm' in [workloads]"),
         ("[workloads]\nscratch = ['']\n", "scratch must be a list of folder paths"),
+        ("[workloads]\ndcgm_level = 5\n", "dcgm_level must be at least 1 and at most 4"),
     ],
 )
 def test_bad_workload_settings_are_refused_at_load(text: str, error: str) -> None:

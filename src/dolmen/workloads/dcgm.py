@@ -1,10 +1,13 @@
 """DCGM's own diagnostic, run live: ``dcgmi diag -r N -j`` through ``Host.run``.
 
-The level follows ours: the full tier runs DCGM's level 3 (``-r 3``: diagnostic GEMM,
-memory bandwidth, targeted stress and power, PCIe, NVLink; "about 15 minutes" in DCGM's
-diagnostics guide); smoke runs (tests) ask for level 1. The budget is the command's
-timeout. dcgmi exits non-zero when a test fails and still prints its JSON, so the output is
-parsed whatever the exit code, by the same parser that reads a recorded run from a bundle
+The level is the site's ``[workloads] dcgm_level``, 1 by default: DCGM's level 3 (``-r 3``:
+diagnostic GEMM, memory bandwidth, targeted stress and power, PCIe, NVLink) takes "about 15
+minutes" in DCGM's diagnostics guide, past the 3 minutes the whole full tier has on one GPU,
+and dolmen's own workloads already measure GEMM, memory, PCIe, peers and NCCL; a site that
+wants DCGM's long run sets ``dcgm_level = 3`` (its budget then defaults to 25 min,
+``BUDGET_S``). Smoke runs (tests) ask for level 1. The budget is the command's timeout.
+dcgmi exits non-zero when a test fails and still prints its JSON, so the output is parsed
+whatever the exit code, by the same parser that reads a recorded run from a bundle
 (``dolmen.facts.dcgm``); the check judges it as ``gpu.dcgm_diag`` does, DCGM's severities
 unchanged.
 """
@@ -19,11 +22,14 @@ from dolmen.host import Host, RunStatus
 from dolmen.workloads.applicable import NotApplicable
 from dolmen.workloads.model import Aborted, Request, Unavailable
 
-FULL_LEVEL = 3
+DEFAULT_LEVEL = 1
 SMOKE_LEVEL = 1
 # DCGM's diagnostics guide: how long each run level takes (r1 seconds, r2 about 2 min,
 # r3 about 15 min, r4 one to two hours), for the line that says a budget is too short.
 LEVEL_MINUTES = {1: 1, 2: 2, 3: 15, 4: 120}
+# The default budget of each level (``[workloads] dcgm_s`` overrides it): the guide's
+# duration and a margin, so a healthy run is never cut off.
+BUDGET_S = {1: 90.0, 2: 300.0, 3: 1500.0, 4: 9000.0}
 SMOKE_TIMEOUT_S = 30.0  # a smoke budget (50 ms) is shorter than any process start
 
 
@@ -61,14 +67,15 @@ class DcgmResult:
 
 
 def run(request: Request, host: Host | None = None, level: int | None = None) -> DcgmResult:
-    """Run the diagnostic at ``level`` (default: 3, or 1 when smoke) on the live host."""
+    """Run the diagnostic at ``level`` (default: the request's ``dcgm_level``) on the live
+    host."""
     if host is None:
         from dolmen.host.live import LiveHost
 
         host = LiveHost()
     if request.device != "cuda":
         raise NotApplicable("DCGM's diagnostic loads the GPUs: not run with --device cpu")
-    level = level or (SMOKE_LEVEL if request.smoke else FULL_LEVEL)
+    level = level or (SMOKE_LEVEL if request.smoke else request.dcgm_level)
     cmd = argv(level)
     timeout = max(request.budget_s, SMOKE_TIMEOUT_S) if request.smoke else request.budget_s
     request.progress("dcgm", 0.0, timeout)

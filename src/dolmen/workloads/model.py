@@ -29,7 +29,8 @@ class Request:
     each (``gpu:<bus id>``, parallel to ``gpus``; ``gpu:<index>`` where it is shorter).
     ``budget_s`` is this workload's whole time budget; a workload divides it among its GPUs
     and steps. ``smoke``: tiny sizes, for tests on a 2-core machine. ``scratch``: the data
-    mounts the storage workload writes to.
+    mounts the storage workload writes to. ``dcgm_level``: DCGM's run level (``-r``) for the
+    dcgm workload (``[workloads] dcgm_level``).
     """
 
     device: str  # "cpu" | "cuda"
@@ -40,6 +41,7 @@ class Request:
     scratch: tuple[str, ...] = ()
     progress: Progress = field(default=no_progress, compare=False, repr=False)
     subjects: tuple[str, ...] = ()
+    dcgm_level: int = 1
 
     def subject(self, gpu: int | None) -> str:
         """The finding subject of CUDA device ``gpu`` (``host`` for a CPU run)."""

@@ -70,18 +70,31 @@ class Workloads:
         """K of "about N min on K GPUs": the GPUs a per-GPU workload runs on (1 on cpu)."""
         return max(len(self.gpus), 1)
 
+    @property
+    def dcgm_level(self) -> int:
+        """DCGM's run level for the dcgm workload (``[workloads] dcgm_level``, 1 by default)."""
+        from dolmen.workloads.dcgm import DEFAULT_LEVEL
+
+        return int(self.config.get("workloads", "dcgm_level", DEFAULT_LEVEL))
+
     def budget(self, name: str) -> float:
         """Seconds ``name`` may take in all: its ``[workloads] <name>_s`` (or default),
-        times the GPUs for a per-GPU workload."""
+        times the GPUs for a per-GPU workload; DCGM's default follows its run level."""
         default, per_gpu = BUDGETS.get(name, (10.0, False))
+        if name == "dcgm":
+            from dolmen.workloads.dcgm import BUDGET_S
+
+            default = BUDGET_S[self.dcgm_level]
         seconds = float(self.config.get("workloads", f"{name}_s", default))
         if self.smoke:
             seconds = SMOKE_BUDGET_S
         return seconds * self.gpu_count if per_gpu else seconds
 
     def budget_total(self, names: Iterable[str] | None = None) -> float:
-        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default)."""
-        return sum(self.budget(n) for n in (self._order if names is None else names))
+        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default); DCGM
+        counts only where it runs (on the GPUs: never with ``--device cpu``)."""
+        names = self._order if names is None else names
+        return sum(self.budget(n) for n in names if n != "dcgm" or self.device == "cuda")
 
     def announce(self, names: Iterable[str] | None = None) -> str:
         """The line printed before the tier starts: "full tier: about 3 min on 1 GPU"."""
@@ -109,6 +122,7 @@ class Workloads:
             scratch=self.scratch,
             progress=progress,
             subjects=self.subjects,
+            dcgm_level=self.dcgm_level,
         )
 
     def run(self, name: str) -> Any:

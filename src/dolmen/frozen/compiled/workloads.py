@@ -250,8 +250,8 @@ def _dolmen_workloads_memory_MemoryResult(_type_device, _type_gpus, _type_peer_g
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _type_force, _type_smoke, _type_scratch, _type_progress, _type_subjects, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_budget_s, _dflt_force, _dflt_smoke, _dflt_scratch, _dflt_progress, _dflt_subjects, _return_type, cls, FrozenInstanceError):
-    def __init__(self,device:_type_device,gpus:_type_gpus=_dflt_gpus,budget_s:_type_budget_s=_dflt_budget_s,force:_type_force=_dflt_force,smoke:_type_smoke=_dflt_smoke,scratch:_type_scratch=_dflt_scratch,progress:_type_progress=_dflt_progress,subjects:_type_subjects=_dflt_subjects)->_return_type:
+def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _type_force, _type_smoke, _type_scratch, _type_progress, _type_subjects, _type_dcgm_level, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_budget_s, _dflt_force, _dflt_smoke, _dflt_scratch, _dflt_progress, _dflt_subjects, _dflt_dcgm_level, _return_type, cls, FrozenInstanceError):
+    def __init__(self,device:_type_device,gpus:_type_gpus=_dflt_gpus,budget_s:_type_budget_s=_dflt_budget_s,force:_type_force=_dflt_force,smoke:_type_smoke=_dflt_smoke,scratch:_type_scratch=_dflt_scratch,progress:_type_progress=_dflt_progress,subjects:_type_subjects=_dflt_subjects,dcgm_level:_type_dcgm_level=_dflt_dcgm_level)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'device',device)
         __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
         __dataclass_builtins_object__.__setattr__(self,'budget_s',budget_s)
@@ -260,22 +260,23 @@ def _dolmen_workloads_model_Request(_type_device, _type_gpus, _type_budget_s, _t
         __dataclass_builtins_object__.__setattr__(self,'scratch',scratch)
         __dataclass_builtins_object__.__setattr__(self,'progress',progress)
         __dataclass_builtins_object__.__setattr__(self,'subjects',subjects)
+        __dataclass_builtins_object__.__setattr__(self,'dcgm_level',dcgm_level)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(device={self.device!r}, gpus={self.gpus!r}, budget_s={self.budget_s!r}, force={self.force!r}, smoke={self.smoke!r}, scratch={self.scratch!r}, subjects={self.subjects!r})"
+        return self.__class__.__qualname__ + f"(device={self.device!r}, gpus={self.gpus!r}, budget_s={self.budget_s!r}, force={self.force!r}, smoke={self.smoke!r}, scratch={self.scratch!r}, subjects={self.subjects!r}, dcgm_level={self.dcgm_level!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.device,self.gpus,self.budget_s,self.force,self.smoke,self.scratch,self.subjects,)==(other.device,other.gpus,other.budget_s,other.force,other.smoke,other.scratch,other.subjects,)
+            return (self.device,self.gpus,self.budget_s,self.force,self.smoke,self.scratch,self.subjects,self.dcgm_level,)==(other.device,other.gpus,other.budget_s,other.force,other.smoke,other.scratch,other.subjects,other.dcgm_level,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('device','gpus','budget_s','force','smoke','scratch','progress','subjects',):
+        if type(self) is cls or name in ('device','gpus','budget_s','force','smoke','scratch','progress','subjects','dcgm_level',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('device','gpus','budget_s','force','smoke','scratch','progress','subjects',):
+        if type(self) is cls or name in ('device','gpus','budget_s','force','smoke','scratch','progress','subjects','dcgm_level',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.device,self.gpus,self.budget_s,self.force,self.smoke,self.scratch,self.subjects,))
+        return hash((self.device,self.gpus,self.budget_s,self.force,self.smoke,self.scratch,self.subjects,self.dcgm_level,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -393,7 +394,7 @@ RECORDS = {
     'dolmen.workloads.gemm.GemmResult': ('order=False;post_init=False;device:str:False;entries:tuple[GemmEntry, ...]:False;skipped:tuple[tuple[int | None, str, str], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_gemm_GemmResult, ('_type_device', '_type_entries', '_type_skipped', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_skipped', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.GpuMemory': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;d2d_gbps:float:False;h2d_gbps:float | None:True;d2h_gbps:float | None:True;published_gbps:float | None:True;pcie:Mapping[str, int] | None:True;pcie_unread:str:True', _dolmen_workloads_memory_GpuMemory, ('_type_gpu', '_type_subject', '_type_d2d_gbps', '_type_h2d_gbps', '_type_d2h_gbps', '_type_published_gbps', '_type_pcie', '_type_pcie_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_h2d_gbps', '_dflt_d2h_gbps', '_dflt_published_gbps', '_dflt_pcie', '_dflt_pcie_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.MemoryResult': ('order=False;post_init=False;device:str:False;gpus:tuple[GpuMemory, ...]:False;peer_gpus:tuple[int, ...]:True;peer_gbps:tuple[tuple[float | None, ...], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_memory_MemoryResult, ('_type_device', '_type_gpus', '_type_peer_gpus', '_type_peer_gbps', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_peer_gpus', '_dflt_peer_gbps', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.workloads.model.Request': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:True;budget_s:float:True;force:bool:True;smoke:bool:True;scratch:tuple[str, ...]:True;progress:Progress:field(True, False, True, False, False, None, None);subjects:tuple[str, ...]:True', _dolmen_workloads_model_Request, ('_type_device', '_type_gpus', '_type_budget_s', '_type_force', '_type_smoke', '_type_scratch', '_type_progress', '_type_subjects', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_budget_s', '_dflt_force', '_dflt_smoke', '_dflt_scratch', '_dflt_progress', '_dflt_subjects', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.model.Request': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:True;budget_s:float:True;force:bool:True;smoke:bool:True;scratch:tuple[str, ...]:True;progress:Progress:field(True, False, True, False, False, None, None);subjects:tuple[str, ...]:True;dcgm_level:int:True', _dolmen_workloads_model_Request, ('_type_device', '_type_gpus', '_type_budget_s', '_type_force', '_type_smoke', '_type_scratch', '_type_progress', '_type_subjects', '_type_dcgm_level', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpus', '_dflt_budget_s', '_dflt_force', '_dflt_smoke', '_dflt_scratch', '_dflt_progress', '_dflt_subjects', '_dflt_dcgm_level', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.storage.MountResult': ('order=False;post_init=False;mount:str:False;engine:str:False;file_bytes:int:False;seq_read_mbps:float:False;seq_write_mbps:float:False;rand_read_iops:float | None:False;rand_write_iops:float | None:False;direct:bool:True;note:str | None:True', _dolmen_workloads_storage_MountResult, ('_type_mount', '_type_engine', '_type_file_bytes', '_type_seq_read_mbps', '_type_seq_write_mbps', '_type_rand_read_iops', '_type_rand_write_iops', '_type_direct', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_direct', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.storage.StorageResult': ('order=False;post_init=False;mounts:tuple[MountResult, ...]:False;refused:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_storage_StorageResult, ('_type_mounts', '_type_refused', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_refused', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.storage_fio.FioJob': ('order=False;post_init=False;name:str:False;error:int:False;read_bytes_s:float:False;read_iops:float:False;write_bytes_s:float:False;write_iops:float:False', _dolmen_workloads_storage_fio_FioJob, ('_type_name', '_type_error', '_type_read_bytes_s', '_type_read_iops', '_type_write_bytes_s', '_type_write_iops', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
