@@ -6,9 +6,12 @@ import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from typing import Any
 
+from dolmen.checks import identity
 from dolmen.checks.context import PREDICATES, Context
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
+from dolmen.checks.remedy import Site, fill, needs_site, site_of, values
 from dolmen.errors import UsageError
 from dolmen.facts import FactError
 
@@ -89,13 +92,15 @@ def prepare(ctx: Context, specs: Sequence[CheckSpec], disabled: Sequence[str] = 
 def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list[Finding]:
     """Findings of one check, including why it was skipped or could not run."""
     if any(_matches(spec.id, d) for d in disabled):
-        return [_finding(spec, Outcome(Status.SKIP, "host", "disabled by the site configuration"))]
+        return [
+            _finding(ctx, spec, Outcome(Status.SKIP, "host", "disabled by the site configuration"))
+        ]
     try:
         for name in spec.when:
             predicate, _ = PREDICATES[name]
             reason = predicate(ctx)
             if reason is not None:
-                return [_finding(spec, Outcome(Status.SKIP, "host", reason))]
+                return [_finding(ctx, spec, Outcome(Status.SKIP, "host", reason))]
         with _time_limit(CHECK_TIME_LIMIT):
             outcomes = list(spec.fn(ctx.for_check(spec)))
     except FactError as e:
@@ -105,6 +110,7 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
             ev["traceback"] = e.detail
         return [
             _finding(
+                ctx,
                 spec,
                 Outcome(
                     status, "host", f"could not read {e.subsystem} facts: {e.message}", None, ev
@@ -113,13 +119,16 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
         ]
     except CheckTimeout:
         return [
-            _finding(spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s"))
+            _finding(
+                ctx, spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s")
+            )
         ]
     except Exception as e:
         import traceback  # only here: 3 ms a start (with textwrap) for a rare path
 
         return [
             _finding(
+                ctx,
                 spec,
                 Outcome(
                     Status.ERROR,
@@ -131,14 +140,22 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
             )
         ]
     if not outcomes:
-        return [_finding(spec, Outcome(Status.ERROR, "host", "check returned no outcome"))]
-    return [_finding(spec, o) for o in outcomes]
+        return [_finding(ctx, spec, Outcome(Status.ERROR, "host", "check returned no outcome"))]
+    return [_finding(ctx, spec, o) for o in outcomes]
 
 
-def _finding(spec: CheckSpec, o: Outcome) -> Finding:
+def _finding(ctx: Context, spec: CheckSpec, o: Outcome) -> Finding:
+    """The outcome as a finding: the check's remedy where it gives none, the identity of the
+    GPU its subject names (``identity``), the remedy's fields filled in (``remedy``)."""
     remedy = o.remedy
     if remedy is None and o.status in (Status.WARN, Status.FAIL, Status.UNKNOWN):
         remedy = spec.remedy
+    device = None
+    if o.subject.startswith("gpu:"):
+        device = identity.device_of(o.subject, identity.known(ctx.store.done("gpu")))
+    if remedy is not None and "<" in remedy:
+        site = _site(ctx) if needs_site(remedy) else None
+        remedy = fill(remedy, values(spec.id, o.subject, o.evidence, device, site))
     return Finding(
         check=spec.id,
         category=spec.category,
@@ -148,7 +165,22 @@ def _finding(spec: CheckSpec, o: Outcome) -> Finding:
         remedy=remedy,
         evidence=dict(o.evidence),
         gating=spec.gating,
+        device=device,
     )
+
+
+_sites: list[Any] = [None, None]  # the last host asked about and its Site
+
+
+def _site(ctx: Context) -> Site:
+    """The node's name and schedulers (``remedy.site_of``), found once per host."""
+    if _sites[0] is not ctx.host:
+        try:
+            hostname = ctx.store.get("os").hostname
+        except FactError:
+            hostname = None
+        _sites[:] = [ctx.host, site_of(ctx.host, hostname)]
+    return _sites[1]  # type: ignore[no-any-return]
 
 
 def _matches(check_id: str, pattern: str) -> bool:
