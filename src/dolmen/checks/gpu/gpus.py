@@ -18,9 +18,8 @@ from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu import DEPRECATED, NOT_SUPPORTED, Gpu
 from dolmen.values.busid import BusId, gpu_subject
 
-LOST_REMEDY = (
-    "See gpu.lost: drain the node (<drain>) and reboot it; service the GPU if it is lost again."
-)
+# A pointer, not the commands: every check of a lost GPU says it, gpu.lost gives the drain.
+LOST_REMEDY = "See gpu.lost: drain the node and reboot it; service the GPU if it is lost again."
 # Brands of data-center boards (Tesla before Ampere, "NVIDIA" after); GeForce, Quadro and
 # "NVIDIA RTX" are workstation or desktop boards.
 DATACENTER_BRANDS = frozenset({"Tesla", "NVIDIA"})
