@@ -123,3 +123,17 @@ def test_negative_control_without_the_level(
         (tmp_path / "textfile" / f"dolmen-{level}.prom").write_text(old)
     exporter.scrape()
     assert DUPLICATE in exporter.log.read_text()
+
+
+def test_gpu_series_carry_dcgm_exporter_labels(files: dict[str, str]) -> None:
+    """A GPU's series joins DCGM_FI_DEV_* on dcgm-exporter's own labels and spelling."""
+    lost = [
+        line
+        for line in files["quick"].splitlines()
+        if 'check="gpu.lost"' in line and 'subject="gpu:00000000:86:00.0"' in line
+    ]
+    assert lost and all(
+        'gpu="3"' in line and 'pci_bus_id="00000000:86:00.0"' in line for line in lost
+    )
+    named = [line for line in files["quick"].splitlines() if "UUID=" in line]
+    assert named and all("modelName=" in line and 'gpu="' in line for line in named)
