@@ -50,6 +50,7 @@ def show(file: str) -> None:
     for line in describe_baseline(load_baseline(file)):
         _shown(line)
 
+
 def _shown(line: str) -> None:
     """A line of host text (models, firmware, names): control characters escaped."""
     from dolmen.values.text import printable
