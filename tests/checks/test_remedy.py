@@ -68,6 +68,8 @@ def test_the_drain_speaks_the_schedulers_the_node_shows() -> None:
             "ethtool eth0; ip link set eth0 up",
         ),
         ("mount:/data", {}, "mount <mount>", "mount /data"),
+        ("lib:/usr/lib/libcuda.so.1", {}, "dpkg -S <path>", "dpkg -S /usr/lib/libcuda.so.1"),
+        ("lib:libcudnn", {}, "dpkg -S <path>", "dpkg -S <path>"),
         ("mount:/my data", {}, "mount <mount>", "mount <mount>"),  # would split in a shell
         (
             "host",
@@ -165,6 +167,8 @@ def _derivable(subject: str) -> set[str]:
         out |= {"device", "port"}
     if subject.startswith("mount:"):
         out.add("mount")
+    if subject.startswith("lib:/"):
+        out.add("path")
     return out
 
 

@@ -12,7 +12,8 @@ Fields (``FIELDS``):
   subject; its UUID where no bus id is known); ``<bdf>``: the PCI function as lspci and
   sysfs write it, ``0000:86:00.0`` (``gpu:`` and ``pci:`` subjects);
 - ``<device>``, ``<port>``: ``ib:<device>/<port>``; ``<netdev>``: the evidence's ``netdev``,
-  or ``nic:<name>``; ``<nic>``: ``nic:<name>``; ``<mount>``: ``mount:<path>``;
+  or ``nic:<name>``; ``<nic>``: ``nic:<name>``; ``<mount>``: ``mount:<path>``; ``<path>``:
+  ``lib:<absolute path>``;
 - ``<node>``: this node's name in its scheduler; ``<drain>``: the command that takes it out
   of service (``Site``).
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from dolmen.checks.model import Device
     from dolmen.host import Host
 
-FIELDS = ("bus id", "bdf", "device", "port", "netdev", "nic", "mount", "node", "drain")
+FIELDS = ("bus id", "bdf", "device", "port", "netdev", "nic", "mount", "path", "node", "drain")
 _FIELD = re.compile(r"<(" + "|".join(re.escape(f) for f in FIELDS) + r")>")
 # Device, interface, node and path names as the kernel, Slurm and Kubernetes make them.
 _SAFE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._:@+=/-]{0,199}")
@@ -123,6 +124,8 @@ def values(
         out["nic"] = out["netdev"] = name
     elif kind == "mount":
         out["mount"] = name
+    elif kind == "lib" and name.startswith("/"):
+        out["path"] = name
     netdev = evidence.get("netdev")
     if isinstance(netdev, str) and "/" not in netdev:
         out["netdev"] = netdev
