@@ -194,3 +194,42 @@ def load_baseline(path: str | Path) -> Baseline:
         )
     except TypeError as e:
         raise InputError(f"baseline has unexpected fields ({e})", path=str(p), hint=hint) from e
+
+
+NOT_READ = "not read"  # what the text says of a value the capture could not read (never None)
+
+
+def describe_baseline(b: Baseline) -> list[str]:
+    """``dolmen baseline show``'s lines: every value the capture could not read is said to
+    be "not read" (a baseline made from a partial bundle has many), never ``None``."""
+
+    def said(label: str, value: object, unit: str = "") -> str:
+        return f"{label} {NOT_READ}" if value is None or value == "" else f"{label} {value}{unit}"
+
+    def link(gen: int | None, width: int | None) -> str:
+        if gen is None and width is None:
+            return f"PCIe link {NOT_READ}"
+        return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+    mem = None if not b.memory_bytes else f"{b.memory_bytes / 2**30:.0f} GiB"
+    cpu = None if b.cpu_model is None else f"{b.cpu_model} x{b.cpu_threads or '?'}"
+    lines = [
+        f"captured from {b.captured_from or 'an unnamed host'} at {b.created or 'an unknown time'}",
+        f"{said('driver', b.driver_version)}  {said('CUDA', b.cuda_version)}",
+        f"{said('memory', mem)}  {said('CPU', cpu)}  {said('NVMe', b.nvme_count)}",
+    ]
+    lines += [
+        f"gpu {g.bus_id}  {g.model or 'model ' + NOT_READ}  {said('VBIOS', g.vbios)}  "
+        f"{link(g.pcie_gen_max, g.pcie_width_max)}  {said('NVLinks', g.nvlinks)}"
+        for g in b.gpus
+    ]
+    lines += [
+        f"ib {p.device}/{p.port}  {said('rate', p.rate_gbps, ' Gb/s')}  "
+        f"{said('link layer', p.link_layer)}  {said('fw', p.fw_version)}"
+        for p in b.ib_ports
+    ]
+    lines += [
+        f"pci {x.bdf}  {x.vendor_id or '?'}:{x.class_id or '?'}  {link(x.generation, x.width)}"
+        for x in b.pcie
+    ]
+    return lines

@@ -119,7 +119,7 @@ def test_dcgm_failure_is_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixtur
     rc = main(["validate", "--from", str(path), "--json", "--only", "gpu.dcgm_diag"])
     verdict = assert_valid(json.loads(capsys.readouterr().out))
     (f,) = verdict["findings"]
-    assert rc == 1 and f["status"] == "fail" and f["subject"] == "gpu:index:0"
+    assert rc == 1 and f["status"] == "fail" and f["subject"] == "gpu:0"
     assert "GPU 0 memory test failed." in f["summary"]
 
 

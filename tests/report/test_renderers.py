@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from dolmen.checks.model import Finding, Status
+from dolmen.checks.model import Device, Finding, Status
 from dolmen.checks.verdict import Verdict
 from dolmen.report.json import render_json
 from dolmen.report.junit import render_junit
@@ -139,3 +140,53 @@ def test_terminal_shows_problems_with_remedies_and_hides_noise() -> None:
     out = io.StringIO()
     render_terminal(v, Console(file=out, width=160, color_system=None), verbose=True)
     assert "security.tpm" in out.getvalue() and "gpu.temperature" in out.getvalue()
+
+
+H100 = Device(
+    index=3,
+    uuid="GPU-3",
+    serial="1650000000004",
+    model='NVIDIA "H100"',
+    pci_bus_id="00000000:86:00.0",
+)
+
+
+def _gpu(status: Status, device: Device | None = H100) -> Finding:
+    return replace(_f("gpu.xid", status, "gpu:00000000:86:00.0"), device=device)
+
+
+def test_json_carries_the_device_where_known() -> None:
+    v = _verdict(_gpu(Status.FAIL), _gpu(Status.WARN, Device(index=3)), _f("stack.x", Status.FAIL))
+    rows = json.loads(render_json(v))["findings"]
+    assert rows[0]["device"] == {
+        "index": 3,
+        "uuid": "GPU-3",
+        "serial": "1650000000004",
+        "model": 'NVIDIA "H100"',
+        "pci_bus_id": "00000000:86:00.0",
+    }
+    assert rows[1]["device"] == {"index": 3}  # keys absent when unknown, never null
+    assert "device" not in rows[2]
+
+
+def test_junit_carries_the_device_as_properties() -> None:
+    root = ET.fromstring(render_junit(_verdict(_gpu(Status.WARN))).split("\n", 1)[1])
+    case = root.find("testsuite/testcase")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["dolmen.device.uuid"] == "GPU-3" and props["dolmen.device.index"] == "3"
+    assert props["dolmen.device.serial"] == "1650000000004"
+    assert props["dolmen.status"] == "warn"
+    assert next(iter(case)).tag == "properties" and len(case.findall("properties")) == 1
+
+
+def test_prometheus_gpu_series_carry_dcgm_exporter_labels() -> None:
+    v = _verdict(_gpu(Status.FAIL), _gpu(Status.PASS, None), _f("stack.x", Status.FAIL))
+    families = {f.name: f for f in text_string_to_metric_families(render_prometheus(v))}
+    samples = families["dolmen_check_status"].samples
+    by = {(s.labels["check"], s.labels["status"]): s.labels for s in samples}
+    gpu = by[("gpu.xid", "fail")]
+    assert gpu["gpu"] == "3" and gpu["UUID"] == "GPU-3" and gpu["modelName"] == 'NVIDIA "H100"'
+    assert gpu["pci_bus_id"] == "00000000:86:00.0"  # dcgm-exporter's spelling
+    assert "serial" not in gpu and "gpu" not in by[("gpu.xid", "pass")]
+    assert "UUID" not in by[("stack.x", "fail")]

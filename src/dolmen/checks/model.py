@@ -146,8 +146,33 @@ def check(
 
 
 @frozen
+class Device:
+    """Who a GPU finding is about, as an RMA or a dashboard join needs it: the driver's
+    index (NVML's, ``nvidia-smi -i``, dcgm-exporter's ``gpu`` label), UUID, board serial,
+    model name and bus id (``00000000:86:00.0``). None where no source gave it."""
+
+    index: int | None = None
+    uuid: str | None = None
+    serial: str | None = None
+    model: str | None = None
+    pci_bus_id: str | None = None
+
+    def known(self) -> dict[str, int | str]:
+        """The fields some source gave, by name (what outputs print; None ones left out)."""
+        values = {
+            "index": self.index,
+            "uuid": self.uuid,
+            "serial": self.serial,
+            "model": self.model,
+            "pci_bus_id": self.pci_bus_id,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+
+@frozen
 class Finding:
-    """One row of a report: an outcome with the check that produced it."""
+    """One row of a report: an outcome with the check that produced it; ``device`` is the
+    identity of the GPU its subject names (``checks.identity``), None for other subjects."""
 
     check: str
     category: str
@@ -157,3 +182,4 @@ class Finding:
     remedy: str | None
     evidence: Mapping[str, Any]
     gating: bool = True
+    device: Device | None = None

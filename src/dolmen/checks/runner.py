@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
+from typing import Any
 
+from dolmen.checks import identity
 from dolmen.checks.context import PREDICATES, Context
 from dolmen.checks.deadline import CheckTimeout, RunTimeout, not_run, ran_out, timeout_finding
 from dolmen.checks.deadline import time_limit as _time_limit
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
+from dolmen.checks.remedy import Site, fill, needs_site, site_of, values
 from dolmen.errors import UsageError
 from dolmen.facts import FactError
 from dolmen.host.deadline import Deadline
@@ -78,7 +81,7 @@ def run_checks(
         for spec in specs:
             if deadline.expired():
                 skipped.append(spec.id)
-                findings.append(_finding(spec, not_run(deadline)))
+                findings.append(_finding(ctx, spec, not_run(deadline)))
                 continue
             with deadline.waiting(spec.id):
                 findings.extend(run_one(ctx, spec, disabled))
@@ -111,13 +114,15 @@ def prepare(ctx: Context, specs: Sequence[CheckSpec], disabled: Sequence[str] = 
 def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list[Finding]:
     """Findings of one check, including why it was skipped or could not run."""
     if any(_matches(spec.id, d) for d in disabled):
-        return [_finding(spec, Outcome(Status.SKIP, "host", "disabled by the site configuration"))]
+        return [
+            _finding(ctx, spec, Outcome(Status.SKIP, "host", "disabled by the site configuration"))
+        ]
     try:
         for name in spec.when:
             predicate, _ = PREDICATES[name]
             reason = predicate(ctx)
             if reason is not None:
-                return [_finding(spec, Outcome(Status.SKIP, "host", reason))]
+                return [_finding(ctx, spec, Outcome(Status.SKIP, "host", reason))]
         with _time_limit(CHECK_TIME_LIMIT, _deadline(ctx), spec):
             outcomes = list(spec.fn(ctx.for_check(spec)))
     except FactError as e:
@@ -127,6 +132,7 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
             ev["traceback"] = e.detail
         return [
             _finding(
+                ctx,
                 spec,
                 Outcome(
                     status, "host", f"could not read {e.subsystem} facts: {e.message}", None, ev
@@ -135,15 +141,18 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
         ]
     except CheckTimeout:
         return [
-            _finding(spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s"))
+            _finding(
+                ctx, spec, Outcome(Status.ERROR, "host", f"check ran over {CHECK_TIME_LIMIT:g} s")
+            )
         ]
     except RunTimeout:
-        return [_finding(spec, ran_out(_deadline(ctx), spec.id))]
+        return [_finding(ctx, spec, ran_out(_deadline(ctx), spec.id))]
     except Exception as e:
         import traceback  # only here: 3 ms a start (with textwrap) for a rare path
 
         return [
             _finding(
+                ctx,
                 spec,
                 Outcome(
                     Status.ERROR,
@@ -155,14 +164,22 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
             )
         ]
     if not outcomes:
-        return [_finding(spec, Outcome(Status.ERROR, "host", "check returned no outcome"))]
-    return [_finding(spec, o) for o in outcomes]
+        return [_finding(ctx, spec, Outcome(Status.ERROR, "host", "check returned no outcome"))]
+    return [_finding(ctx, spec, o) for o in outcomes]
 
 
-def _finding(spec: CheckSpec, o: Outcome) -> Finding:
+def _finding(ctx: Context, spec: CheckSpec, o: Outcome) -> Finding:
+    """The outcome as a finding: the check's remedy where it gives none, the identity of the
+    GPU its subject names (``identity``), the remedy's fields filled in (``remedy``)."""
     remedy = o.remedy
     if remedy is None and o.status in (Status.WARN, Status.FAIL, Status.UNKNOWN):
         remedy = spec.remedy
+    device = None
+    if o.subject.startswith("gpu:"):
+        device = identity.device_of(o.subject, identity.known(ctx.store.done("gpu")))
+    if remedy is not None and "<" in remedy:
+        site = _site(ctx) if needs_site(remedy) else None
+        remedy = fill(remedy, values(spec.id, o.subject, o.evidence, device, site))
     return Finding(
         check=spec.id,
         category=spec.category,
@@ -172,6 +189,7 @@ def _finding(spec: CheckSpec, o: Outcome) -> Finding:
         remedy=remedy,
         evidence=dict(o.evidence),
         gating=spec.gating,
+        device=device,
     )
 
 
@@ -179,6 +197,20 @@ def _deadline(ctx: Context) -> Deadline:
     """The run's deadline on the host; an unbounded one for a stand-in host without any."""
     found = getattr(ctx.host, "deadline", None)
     return found if isinstance(found, Deadline) else Deadline()
+
+
+_sites: list[Any] = [None, None]  # the last host asked about and its Site
+
+
+def _site(ctx: Context) -> Site:
+    """The node's name and schedulers (``remedy.site_of``), found once per host."""
+    if _sites[0] is not ctx.host:
+        try:
+            hostname = ctx.store.get("os").hostname
+        except FactError:
+            hostname = None
+        _sites[:] = [ctx.host, site_of(ctx.host, hostname)]
+    return _sites[1]  # type: ignore[no-any-return]
 
 
 def _matches(check_id: str, pattern: str) -> bool:

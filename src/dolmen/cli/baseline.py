@@ -45,24 +45,10 @@ def capture(output: str, source: str | None) -> None:
 @click.argument("file")
 def show(file: str) -> None:
     """Print a baseline in a readable form."""
-    from dolmen.baseline import load_baseline
+    from dolmen.baseline import describe_baseline, load_baseline
 
-    b = load_baseline(file)
-    _shown(f"captured from {b.captured_from} at {b.created}")
-    _shown(f"driver {b.driver_version}  CUDA {b.cuda_version}")
-    mem = f"{b.memory_bytes / 2**30:.0f} GiB" if b.memory_bytes else "-"
-    _shown(f"memory {mem}  CPU {b.cpu_model} x{b.cpu_threads}  NVMe {b.nvme_count}")
-    for g in b.gpus:
-        _shown(
-            f"gpu {g.bus_id}  {g.model}  VBIOS {g.vbios}  Gen{g.pcie_gen_max} "
-            f"x{g.pcie_width_max}  NVLinks {g.nvlinks}"
-        )
-    for p in b.ib_ports:
-        _shown(f"ib {p.device}/{p.port}  {p.rate_gbps} Gb/s  {p.link_layer}  fw {p.fw_version}")
-    for link in b.pcie:
-        _shown(
-            f"pci {link.bdf}  {link.vendor_id}:{link.class_id}  Gen{link.generation} x{link.width}"
-        )
+    for line in describe_baseline(load_baseline(file)):
+        _shown(line)
 
 
 def _shown(line: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dolmen.checks.model import Finding
 from dolmen.checks.verdict import SCHEMA, Verdict
 from dolmen.facts import to_jsonable
 
@@ -24,20 +25,26 @@ def verdict_document(v: Verdict) -> dict[str, Any]:
         "counts": v.counts,
         "coverage": to_jsonable(v.coverage),
         "inventory": to_jsonable(v.inventory),
-        "findings": [
-            {
-                "check": f.check,
-                "category": f.category,
-                "status": f.status.value,
-                "subject": f.subject,
-                "summary": f.summary,
-                "remedy": f.remedy,
-                "gating": f.gating,
-                "evidence": to_jsonable(f.evidence),
-            }
-            for f in v.findings
-        ],
+        "findings": [_finding(f) for f in v.findings],
     }
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    """One finding; ``device`` (index, uuid, serial, model, pci_bus_id: the keys some source
+    gave) only where the subject is a GPU."""
+    row = {
+        "check": f.check,
+        "category": f.category,
+        "status": f.status.value,
+        "subject": f.subject,
+        "summary": f.summary,
+        "remedy": f.remedy,
+        "gating": f.gating,
+        "evidence": to_jsonable(f.evidence),
+    }
+    if f.device is not None:
+        row["device"] = f.device.known()
+    return row
 
 
 def render_json(v: Verdict) -> str:

@@ -38,6 +38,7 @@ def render_junit(v: Verdict) -> str:
         )
         for f in rows:
             case = ET.SubElement(suite, "testcase", classname=f.check, name=f.subject)
+            props = _properties(case, f)
             message = f.summary + (f" | fix: {f.remedy}" if f.remedy else "")
             if _is_failure(f):
                 ET.SubElement(
@@ -54,7 +55,7 @@ def render_junit(v: Verdict) -> str:
             else:
                 # JUnit has no "warning": a warn (or an advisory unknown) stays a passing case,
                 # marked where every reader shows it: a status property and stderr text.
-                props = ET.SubElement(case, "properties")
+                props = props if props is not None else ET.SubElement(case, "properties")
                 ET.SubElement(props, "property", name="dolmen.status", value=f.status.value)
                 text = f"{f.status.value.upper()}: {message}"
                 evidence = _evidence(f)
@@ -63,6 +64,18 @@ def render_junit(v: Verdict) -> str:
                 )
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+
+
+def _properties(case: ET.Element, f: Finding) -> ET.Element | None:
+    """``dolmen.device.<key>`` properties of a GPU finding (index, uuid, serial, model,
+    pci_bus_id: the ones known); the element, or None where there are none."""
+    known = f.device.known() if f.device is not None else {}
+    if not known:
+        return None
+    props = ET.SubElement(case, "properties")
+    for key, value in known.items():
+        ET.SubElement(props, "property", name=f"dolmen.device.{key}", value=str(value))
+    return props
 
 
 def _is_failure(f: Finding) -> bool:

@@ -3,6 +3,12 @@
 Every series carries the run's ``level``: a site that writes the quick tier from the health
 check and the standard tier from cron into one textfile folder gets two sets of series, not
 duplicates (node_exporter fails the whole scrape on a duplicate series).
+
+A series about a GPU also carries dcgm-exporter's labels for that GPU, spelt as it spells
+them (``gpu`` the index, ``UUID``, ``pci_bus_id`` as ``00000000:86:00.0``, ``modelName``),
+so a query joins it with ``DCGM_FI_DEV_*`` (``on(UUID)`` or ``on(Hostname, gpu)`` after a
+``label_replace``); a label whose value no source gave is left out. They follow from the
+subject, so they never split one series in two.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import platform
 from datetime import datetime
 
-from dolmen.checks.model import Status
+from dolmen.checks.model import Finding, Status
 from dolmen.checks.verdict import Health, Verdict
 
 HEALTH_VALUE = {Health.HEALTHY: 0, Health.DEGRADED: 1, Health.UNHEALTHY: 2, Health.UNDECIDED: 3}
@@ -44,7 +50,7 @@ def render_prometheus(v: Verdict) -> str:
         seen.add(key)  # two outcomes alike for one subject are one series, never a duplicate
         lines.append(
             f'dolmen_check_status{{{level},check="{_esc(f.check)}",subject="{_esc(f.subject)}",'
-            f'status="{f.status.value}"}} 1'
+            f'{_gpu_labels(f)}status="{f.status.value}"}} 1'
         )
     started = datetime.fromisoformat(v.started.replace("Z", "+00:00")).timestamp()
     lines += [
@@ -56,6 +62,25 @@ def render_prometheus(v: Verdict) -> str:
         f"dolmen_validate_timestamp_seconds{{{level}}} {started:.0f}",
     ]
     return "\n".join(lines) + "\n"
+
+
+# dcgm-exporter's label for each Device field (its render_metrics: gpu, UUID, pci_bus_id,
+# modelName); the serial has none there.
+DCGM_LABELS = (
+    ("index", "gpu"),
+    ("uuid", "UUID"),
+    ("pci_bus_id", "pci_bus_id"),
+    ("model", "modelName"),
+)
+
+
+def _gpu_labels(f: Finding) -> str:
+    """``gpu="0",UUID="GPU-...",pci_bus_id="00000000:86:00.0",modelName="...",`` (the known
+    ones) for a GPU finding, else nothing."""
+    if f.device is None:
+        return ""
+    known = f.device.known()
+    return "".join(f'{label}="{_esc(str(known[k]))}",' for k, label in DCGM_LABELS if k in known)
 
 
 def _esc(value: str) -> str:

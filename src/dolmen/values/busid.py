@@ -5,6 +5,11 @@ The same function is written differently by each source: sysfs and the kernel
 hex), NVRM Xid lines ``PCI:0000:38:00`` (no function: the GPU's function 0),
 lspci without ``-D`` ``38:00.0`` (domain 0). Parsed once into ``BusId``, they
 compare as values; ``sysfs`` and ``nvsmi`` print the two forms outputs use.
+
+A finding names a device by one subject, built here and nowhere else: a GPU is
+``gpu:<bus id as nvidia-smi prints it>`` (``gpu:00000000:86:00.0``, whichever spelling
+the source used), any other PCI function ``pci:<bus id as sysfs prints it>``
+(``pci:0000:04:00.0``). ``parse_subject`` reads either back.
 """
 
 from __future__ import annotations
@@ -55,6 +60,41 @@ class BusId:
 
     def __str__(self) -> str:
         return self.sysfs
+
+
+GPU_PREFIX = "gpu:"
+PCI_PREFIX = "pci:"
+
+
+def gpu_subject(
+    bus: BusId | str | None = None, uuid: str | None = None, index: int | None = None
+) -> str:
+    """The one subject of a GPU: ``gpu:00000000:86:00.0`` from any spelling of its bus id;
+    without one, its UUID (``nvidia-smi nvlink -s`` names GPUs so), else the bus id as printed
+    when it does not parse, else its index (``GPU3`` of ``topo -m``, DCGM's GPU id)."""
+    parsed = bus if isinstance(bus, BusId) else BusId.parse(bus)
+    if parsed is not None:
+        return GPU_PREFIX + parsed.nvsmi
+    if uuid:
+        return GPU_PREFIX + uuid
+    if isinstance(bus, str) and bus.strip():
+        return GPU_PREFIX + bus.strip()
+    return f"{GPU_PREFIX}{index if index is not None else 'unknown'}"
+
+
+def pci_subject(bus: BusId | str, *, gpu: bool = False) -> str:
+    """The subject of a PCI function: ``gpu_subject`` for a GPU, else ``pci:0000:04:00.0``
+    (sysfs's form; a text that is no bus id stays as printed)."""
+    parsed = bus if isinstance(bus, BusId) else BusId.parse(bus)
+    if gpu:
+        return gpu_subject(parsed or bus)
+    return PCI_PREFIX + (parsed.sysfs if parsed is not None else str(bus).strip())
+
+
+def parse_subject(subject: str) -> BusId | None:
+    """The bus id a ``gpu:`` or ``pci:`` subject names, else None (``host``, ``gpu:GPU-...``)."""
+    kind, _, rest = subject.partition(":")
+    return BusId.parse(rest) if kind in ("gpu", "pci") and rest else None
 
 
 def sysfs_name(text: str) -> BusId | None:

@@ -71,9 +71,9 @@ def test_every_deviation_is_reported(node: Path, tmp_path: Path) -> None:
     state = node / "sys/class/infiniband/mlx5_4/ports/1/rate"
     state.write_text("200 Gb/sec (4X HDR)\n")
     found = _findings(node, b)
-    assert found[("baseline.gpus", "gpu:0000:ca:00.0")] is Status.FAIL
-    assert found[("baseline.gpus", "gpu:0000:53:00.0")] is Status.WARN  # VBIOS
-    assert found[("baseline.pcie", "pci:0000:64:00.0")] is Status.FAIL
+    assert found[("baseline.gpus", "gpu:00000000:CA:00.0")] is Status.FAIL
+    assert found[("baseline.gpus", "gpu:00000000:53:00.0")] is Status.WARN  # VBIOS
+    assert found[("baseline.pcie", "gpu:00000000:64:00.0")] is Status.FAIL  # a GPU: gpu:
     assert found[("baseline.nvlink", "gpu:00000000:53:00.0")] is Status.FAIL
     assert found[("baseline.ib", "ib:mlx5_4/1")] is Status.FAIL
     assert found[("baseline.ib", "ib:mlx5_0/1")] is Status.PASS

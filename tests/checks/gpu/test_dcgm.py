@@ -35,12 +35,12 @@ def test_without_inventory_subjects_are_dcgm_indices(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "t", commands={"dcgmi diag -j": json.dumps(OLD)})
     found = by_subject(run(root, "gpu.dcgm_diag"))
     assert {s: f.status.value for s, f in found.items()} == {
-        "gpu:index:0": "pass",
-        "gpu:index:1": "pass",
-        "gpu:index:2": "warn",
-        "gpu:index:3": "pass",  # Blacklist passed, PCIe skipped: passed what ran
+        "gpu:0": "pass",
+        "gpu:1": "pass",
+        "gpu:2": "warn",
+        "gpu:3": "pass",  # Blacklist passed, PCIe skipped: passed what ran
     }
-    assert "PCIe replay rate high" in found["gpu:index:2"].summary
+    assert "PCIe replay rate high" in found["gpu:2"].summary
 
 
 def test_no_diag_is_a_skip_never_a_pass(tmp_path: Path) -> None:

@@ -47,9 +47,9 @@ def test_volatile_dbe_fails_that_gpu_only(tmp_path: Path) -> None:
 
 def test_injected_mock_fails_volatile_and_warns_aggregate(tmp_path: Path) -> None:
     root = tree(tmp_path, nvsmi=xml(INJECTED), pci={})
-    vol = by_subject(run(root, "gpu.ecc.volatile_uncorrectable"))["gpu:0000:0A:00.0"]
+    vol = by_subject(run(root, "gpu.ecc.volatile_uncorrectable"))["gpu:00000000:0A:00.0"]
     assert vol.status.value == "fail" and vol.evidence["count"] == 5
-    agg = by_subject(run(root, "gpu.ecc.aggregate_uncorrectable"))["gpu:0000:0A:00.0"]
+    agg = by_subject(run(root, "gpu.ecc.aggregate_uncorrectable"))["gpu:00000000:0A:00.0"]
     assert agg.status.value == "warn" and agg.evidence["dram"] == 8
 
 

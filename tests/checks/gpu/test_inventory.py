@@ -73,11 +73,11 @@ def test_lost_gpu_fails_alone(tmp_path: Path) -> None:
     lost = xml("nvidia-smi-xml-mock/k8s-test-infra__qx-gb200-lost.xml")
     root = tree(tmp_path, nvsmi=lost, pci={})
     found = by_subject(run(root, "gpu.lost"))
-    assert found["gpu:0000:0B:00.0"].status.value == "fail"
-    assert "ecc.volatile.uncorrectable" in found["gpu:0000:0B:00.0"].evidence["fields"]
-    assert found["gpu:0000:0A:00.0"].status.value == "pass"
+    assert found["gpu:00000000:0B:00.0"].status.value == "fail"
+    assert "ecc.volatile.uncorrectable" in found["gpu:00000000:0B:00.0"].evidence["fields"]
+    assert found["gpu:00000000:0A:00.0"].status.value == "pass"
     # Every other check says unknown for the lost GPU, never pass.
-    [temp] = [f for f in run(root, "gpu.temperature") if f.subject == "gpu:0000:0B:00.0"]
+    [temp] = [f for f in run(root, "gpu.temperature") if f.subject == "gpu:00000000:0B:00.0"]
     assert temp.status.value == "unknown" and "lost" in temp.summary
 
 

@@ -72,9 +72,9 @@ def test_row_remap_failure_fails_with_service(tmp_path: Path) -> None:
 
 def test_row_remap_failure_in_the_injected_mock(tmp_path: Path) -> None:
     found = by_subject(run(tree(tmp_path, nvsmi=xml(INJECTED), pci={}), "gpu.row_remap"))
-    assert found["gpu:0000:0A:00.0"].status.value == "fail"
-    assert found["gpu:0000:0A:00.0"].evidence["uncorrectable"] == 1
-    assert found["gpu:0000:0B:00.0"].status.value == "pass"
+    assert found["gpu:00000000:0A:00.0"].status.value == "fail"
+    assert found["gpu:00000000:0A:00.0"].evidence["uncorrectable"] == 1
+    assert found["gpu:00000000:0B:00.0"].status.value == "pass"
 
 
 def test_banks_without_spare_rows_warn(tmp_path: Path) -> None:

@@ -74,9 +74,9 @@ def test_numa_gpus_on_two_sockets(node: Path) -> None:
     (node / GPU.format(bus="97")).write_text("-1\n")
     (node / GPU.format(bus="53")).write_text("junk\n")
     by = by_subject(run_check(node, "system.numa"))
-    assert by["pci:0000:97:00.0"].status is Status.WARN
-    assert "GPU has no NUMA node (-1) on a host with 2 nodes" in by["pci:0000:97:00.0"].summary
-    assert by["pci:0000:53:00.0"].status is Status.UNKNOWN
+    assert by["gpu:00000000:97:00.0"].status is Status.WARN
+    assert "GPU has no NUMA node (-1) on a host with 2 nodes" in by["gpu:00000000:97:00.0"].summary
+    assert by["gpu:00000000:53:00.0"].status is Status.UNKNOWN
     assert by["host"].summary.startswith("6 GPU/NIC function(s)")
 
 

@@ -471,7 +471,7 @@ def test_bus_id_falls_back_to_the_gpu_id_attribute() -> None:
     assert (gpu.bus_id, gpu.pci_address, gpu.subject) == (
         "0000:01:00.0",
         "0000:01:00.0",
-        "gpu:0000:01:00.0",
+        "gpu:00000000:01:00.0",  # the one subject: nvidia-smi's spelling
     )
 
 

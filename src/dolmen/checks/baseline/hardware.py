@@ -5,6 +5,7 @@ from __future__ import annotations
 from dolmen.checks.baseline import baseline_of
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown, warned
+from dolmen.values.busid import gpu_subject, pci_subject
 
 _REMEDY = (
     "Compare with the node the baseline came from: reseat or replace the part, check the "
@@ -30,7 +31,7 @@ def gpus(ctx: Context) -> list[Outcome]:
     out: list[Outcome] = []
     for slot in baseline_of(ctx).gpus:
         g = now.get(slot.bus_id)
-        subject = f"gpu:{slot.bus_id}"
+        subject = gpu_subject(slot.bus_id)
         if g is None:
             out.append(
                 failed(subject, f"GPU missing (baseline: {slot.model})", expected=slot.model)
@@ -43,7 +44,7 @@ def gpus(ctx: Context) -> list[Outcome]:
             out.append(passed(subject, f"{g.name} as in the baseline", vbios=g.vbios))
     expected = {s.bus_id for s in baseline_of(ctx).gpus}
     extra = sorted(bdf for bdf in now if bdf and bdf not in expected)
-    out += [warned(f"gpu:{bdf}", "GPU not in the baseline") for bdf in extra]
+    out += [warned(gpu_subject(bdf), "GPU not in the baseline") for bdf in extra]
     if not out:
         out.append(passed("host", "no GPUs expected, none found"))
     return out
@@ -68,17 +69,17 @@ def pcie(ctx: Context) -> list[Outcome]:
         gen = dev.max_link.generation if dev and dev.max_link else (g.pcie.gen_max if g else None)
         width = dev.max_link.width if dev and dev.max_link else (g.pcie.width_max if g else None)
         out.append(
-            _compare(f"pci:{slot.bus_id}", slot.pcie_gen_max, slot.pcie_width_max, gen, width)
+            _compare(gpu_subject(slot.bus_id), slot.pcie_gen_max, slot.pcie_width_max, gen, width)
         )
     for link in baseline_of(ctx).pcie:
         dev = devices.get(link.bdf)
         if dev is None:
-            out.append(failed(f"pci:{link.bdf}", "device missing from the PCI bus"))
+            out.append(failed(pci_subject(link.bdf), "device missing from the PCI bus"))
             continue
         top = dev.max_link
         out.append(
             _compare(
-                f"pci:{link.bdf}",
+                pci_subject(link.bdf),
                 link.generation,
                 link.width,
                 top.generation if top else None,
@@ -89,7 +90,9 @@ def pcie(ctx: Context) -> list[Outcome]:
 
     extra = [d.bdf for d in ctx.pci.devices if tracked(d.vendor_id, d.class_id)]
     known = {link.bdf for link in baseline_of(ctx).pcie}
-    out += [warned(f"pci:{bdf}", "device not in the baseline") for bdf in extra if bdf not in known]
+    out += [
+        warned(pci_subject(bdf), "device not in the baseline") for bdf in extra if bdf not in known
+    ]
     return out or [passed("host", "no PCIe devices tracked by the baseline")]
 
 

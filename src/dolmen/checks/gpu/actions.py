@@ -3,18 +3,19 @@
 The catalogue (``kb/data/xids.toml``) names actions (``reset_gpu``,
 ``drain_and_service``...); the driver names recovery actions (``gpu_recovery_action``:
 None, GPU Reset, Node Reboot, Drain P2P, Drain and Reset; NVML
-``nvmlDeviceGpuRecoveryAction_t``). Both become commands here, with the GPU's bus id
-where the command takes one.
+``nvmlDeviceGpuRecoveryAction_t``). Both become remedy templates here (checks/remedy.py):
+``<bus id>`` where the command takes the GPU and the caller names none, ``<drain>`` for the
+scheduler's drain command; the runner fills both with this finding's and this node's values.
 """
 
 from __future__ import annotations
 
-DRAIN = 'drain the node (scontrol update nodename=<node> state=drain reason="<why>")'
+DRAIN = "drain the node (<drain>)"
 
 
 def action_remedy(action: str, gpu: str | None = None) -> str:
     """The remedy text of a catalogue action; ``gpu`` is what ``nvidia-smi -i`` takes."""
-    i = f" -i {gpu}" if gpu else ""
+    i = f" -i {gpu or '<bus id>'}"
     texts = {
         "none": "No action needed: informational.",
         "restart_app": (
@@ -50,7 +51,7 @@ def action_remedy(action: str, gpu: str | None = None) -> str:
 
 def recovery_remedy(action: str, gpu: str | None = None) -> str:
     """The remedy for a ``gpu_recovery_action`` the driver reports (None when none needed)."""
-    i = f" -i {gpu}" if gpu else ""
+    i = f" -i {gpu or '<bus id>'}"
     key = action.lower().replace("_", " ")
     if "drain" in key and "p2p" in key:
         return (

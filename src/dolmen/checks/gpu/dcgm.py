@@ -3,7 +3,7 @@
 dolmen does not re-derive DCGM's thresholds: a test DCGM failed on a GPU fails on that
 GPU with DCGM's own message, a warning warns, and a GPU whose every test passed passes.
 DCGM numbers GPUs by NVML index; the subject is the listed GPU with that serial (DCGM 4
-names serials) or that position, else ``gpu:index:<n>`` (the bundle has no inventory
+names serials) or that position, else ``gpu:<n>`` (the bundle has no inventory
 to name its bus id). No diagnostic in the bundle is a skip, never a pass.
 """
 
@@ -18,6 +18,7 @@ from dolmen.facts import FactError
 from dolmen.facts.dcgm import DcgmFacts, DiagResult
 from dolmen.host.command import NOT_IN_BUNDLE
 from dolmen.host.gpu import Gpu
+from dolmen.values.busid import gpu_subject
 
 _ORDER = {"fail": 3, "warn": 2, "pass": 1}
 _SKIP_REASONS = (NOT_IN_BUNDLE, "missing", "not supported")
@@ -31,7 +32,8 @@ _SKIP_REASONS = (NOT_IN_BUNDLE, "missing", "not supported")
     level=Level.STANDARD,
     needs=("dcgm", "gpu"),
     remedy=(
-        "Drain the node, rerun dcgmi diag -r 3 on it, and service the GPU that fails again; "
+        "Drain the node (<drain>), rerun dcgmi diag -r 3 on it, and service the GPU that "
+        "fails again; "
         "DCGM's message names the failing part (see DCGM's diagnostics guide for the error id)."
     ),
     source="DCGM dcgmi diag -j results (DCGM's own pass/warn/fail per test and GPU)",
@@ -102,4 +104,4 @@ def _subject(gpu_id: int | None, gpus: Sequence[Gpu], facts: DcgmFacts) -> str:
     match = same[0] if len(same) == 1 else None
     if match is None:
         match = next((g for g in gpus if g.position == gpu_id), None)
-    return match.subject if match is not None else f"gpu:index:{gpu_id}"
+    return match.subject if match is not None else gpu_subject(index=gpu_id)

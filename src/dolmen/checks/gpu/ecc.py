@@ -91,7 +91,8 @@ def volatile_uncorrectable(ctx: Context) -> list[Outcome]:
     needs=("gpu",),
     when=("nvidia_gpu",),
     remedy=(
-        "SRAM errors cannot be repaired: drain the node and service the GPU. DRAM errors are "
+        "SRAM errors cannot be repaired: drain the node (<drain>) and service the GPU. "
+        "DRAM errors are "
         "repaired by row remapping or page retirement: see gpu.row_remap / gpu.retired_pages."
     ),
     limits={"max_sram": 0, "max_dram": 0},

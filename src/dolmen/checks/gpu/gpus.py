@@ -16,8 +16,9 @@ from dolmen.checks.context import Context
 from dolmen.checks.model import Outcome, skipped, unknown
 from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu import DEPRECATED, NOT_SUPPORTED, Gpu
-from dolmen.values.busid import BusId
+from dolmen.values.busid import BusId, gpu_subject
 
+# A pointer, not the commands: every check of a lost GPU says it, gpu.lost gives the drain.
 LOST_REMEDY = "See gpu.lost: drain the node and reboot it; service the GPU if it is lost again."
 # Brands of data-center boards (Tesla before Ampere, "NVIDIA" after); GeForce, Quadro and
 # "NVIDIA RTX" are workstation or desktop boards.
@@ -88,19 +89,13 @@ def is_datacenter(gpu: Gpu) -> bool:
     return gpu.brand in DATACENTER_BRANDS
 
 
-def smi_bus_id(bdf: str) -> str:
-    """``0000:53:00.0`` (sysfs, kernel log) as nvidia-smi prints it: ``00000000:53:00.0``
-    (the subject of a GPU the driver does not list); a name that is no bus id as it is."""
-    bus = BusId.parse(bdf)
-    return bus.nvsmi if bus else bdf
-
-
 def subject_for_bus(bdf: str | None, gpus: Sequence[Gpu]) -> str:
-    """The subject of a device named by bus id: the listed GPU's, else ``gpu:<bus id>``."""
+    """The subject of a GPU named by bus id (any spelling): the listed GPU's, else
+    ``values.busid.gpu_subject`` of the bus id, the same text; ``host`` without one."""
     if bdf is None:
         return "host"
     gpu = gpu_by_bus(bdf, gpus)
-    return gpu.subject if gpu is not None else f"gpu:{smi_bus_id(bdf)}"
+    return gpu.subject if gpu is not None else gpu_subject(bdf)
 
 
 def gpu_by_bus(bdf: str | None, gpus: Sequence[Gpu]) -> Gpu | None:
@@ -110,5 +105,7 @@ def gpu_by_bus(bdf: str | None, gpus: Sequence[Gpu]) -> Gpu | None:
 
 
 def target(gpu: Gpu) -> str:
-    """How nvidia-smi ``-i`` names this GPU: its bus id (stable across reboots), else uuid."""
-    return gpu.bus_id or gpu.uuid or str(gpu.position)
+    """How nvidia-smi ``-i`` names this GPU: its bus id (stable across reboots) as its subject
+    spells it, else uuid, else position."""
+    bus = BusId.parse(gpu.bus_id) or BusId.parse(gpu.pci_address)
+    return bus.nvsmi if bus is not None else gpu.uuid or str(gpu.position)

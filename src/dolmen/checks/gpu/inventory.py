@@ -6,10 +6,11 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.actions import DRAIN
-from dolmen.checks.gpu.gpus import no_inventory, smi_bus_id, target
+from dolmen.checks.gpu.gpus import no_inventory, target
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu import Gpu
+from dolmen.values.busid import gpu_subject
 
 # What the driver stack prints when it is not running, as opposed to a slow or refused read:
 # nvidia-smi (exit 9) "couldn't communicate with the NVIDIA driver", NVML "Driver Not Loaded",
@@ -45,7 +46,7 @@ def gpu_count(ctx: Context) -> list[Outcome]:
     for bdf in facts.pci_gpus_missing_from_driver:
         out.append(
             failed(
-                f"gpu:{smi_bus_id(bdf)}",
+                gpu_subject(bdf),
                 f"NVIDIA GPU {bdf} is on the PCI bus but the driver does not list it "
                 "(fallen off the bus, or failed to initialise)",
                 pci_address=bdf,

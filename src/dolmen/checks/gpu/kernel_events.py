@@ -24,6 +24,7 @@ from dolmen.checks.model import (
 from dolmen.checks.recent import grouped, log_unread, make_window
 from dolmen.checks.system.log_window import split_events, when, worst
 from dolmen.facts.kernel_log import KernelEvent
+from dolmen.values.busid import pci_subject
 
 
 @check(
@@ -33,7 +34,8 @@ from dolmen.facts.kernel_log import KernelEvent
     needs=("gpu", "kernel_log", "os"),
     when=("nvidia_gpu",),
     remedy=(
-        "Fatal SXids need the NVSwitch tray reset: drain the node, restart nvidia-fabricmanager "
+        "Fatal SXids need the NVSwitch tray reset: drain the node (<drain>), restart "
+        "nvidia-fabricmanager "
         "(systemctl restart nvidia-fabricmanager) or reboot; service the baseboard if they return."
     ),
     limits={"window_hours": 24},
@@ -61,7 +63,7 @@ def _switch(
     parts: tuple[list[KernelEvent], list[KernelEvent]],
     window_ev: dict[str, Any],
 ) -> Outcome:
-    subject = f"pci:{bdf}" if bdf else "host"
+    subject = pci_subject(bdf) if bdf else "host"
     recent, older = parts
     ev: dict[str, Any] = {**window_ev, "older_sxids": sorted({e.xid for e in older if e.xid})}
     if not recent:

@@ -84,7 +84,8 @@ _ROW_KEYS = tuple(
     needs=("gpu",),
     when=("nvidia_gpu",),
     remedy=(
-        "Pending: reset the GPU when idle (nvidia-smi -r -i <bus id>). Failed: drain the node "
+        "Pending: reset the GPU when idle (nvidia-smi -r -i <bus id>). Failed: drain the "
+        "node (<drain>) "
         "and service the GPU."
     ),
     limits={"max_uncorrectable": 512},

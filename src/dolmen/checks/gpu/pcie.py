@@ -51,7 +51,7 @@ def _lowest(*values: int | None) -> int | None:
     needs=("gpu", "pci"),
     when=("nvidia_gpu",),
     remedy=(
-        "Reseat the GPU or its riser/cable, check the slot (lspci -vvv -s <bus id>: LnkCap vs "
+        "Reseat the GPU or its riser/cable, check the slot (lspci -vvv -s <bdf>: LnkCap vs "
         "LnkSta) and the BIOS PCIe settings; compare with the node's peers."
     ),
     limits={"busy_util_pct": 10},
@@ -157,7 +157,7 @@ def _load(gpu: Gpu, busy_pct: int) -> tuple[bool | None, str]:
     needs=("gpu", "pci", "os"),
     when=("nvidia_gpu",),
     remedy=(
-        "Reseat the GPU or riser, check the slot with lspci -vvv -s <bus id> (AER status), "
+        "Reseat the GPU or riser, check the slot with lspci -vvv -s <bdf> (AER status), "
         "and run dcgmi diag -r 2; service the GPU or the baseboard if errors continue."
     ),
     limits={"max_correctable": 100, "max_replays_per_minute": 8},

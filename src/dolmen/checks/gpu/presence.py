@@ -17,6 +17,7 @@ from dolmen.facts import FactError
 from dolmen.facts.gpu import KERNEL_LOG, LSPCI, PCI_TREE, seen_with_log
 from dolmen.facts.reading import READ, source_state
 from dolmen.host import NOT_IN_BUNDLE
+from dolmen.values.busid import gpu_subject
 
 NO_GPU_FOUND = "no NVIDIA GPU found"
 NO_GPU_SOURCE = "no GPU source in this bundle"
@@ -56,7 +57,7 @@ def present(ctx: Context) -> list[Outcome]:
         out = [passed("host", f"{count} NVIDIA GPU(s) seen ({', '.join(by)})", gpus=count, **ev)]
         if not gpu.gpus:  # no driver list names them: each is judged here, by who saw it
             out.extend(
-                passed(f"gpu:{bus.nvsmi}", f"seen by {', '.join(names)}", sources=list(names))
+                passed(gpu_subject(bus), f"seen by {', '.join(names)}", sources=list(names))
                 for bus, names in seen.items()
             )
         return out

@@ -34,11 +34,11 @@ from dolmen.host.command import NOT_IN_BUNDLE
 _WHY = {
     ("DOWN", "Polling"): (
         "no link partner: reseat or replace the cable/transceiver and check the switch port "
-        "(mlxlink -d {dev} -p {port} shows the module and the peer)"
+        "(mlxlink -d <device> -p <port> shows the module and the peer)"
     ),
     ("DOWN", "Disabled"): (
-        "the port is disabled: enable it (ibportstate -D 0 {port} enable, or ip link set <netdev> "
-        "up) or list it in ignore_ports if it is meant to be unused"
+        "the port is disabled: enable it (ibportstate -C <device> -P <port> -D 0 <port> enable, "
+        "or ip link set <netdev> up) or list it in ignore_ports if it is meant to be unused"
     ),
     ("INIT", None): (
         "the link trained but no subnet manager configured it: check opensm/UFM (sminfo) and "
@@ -53,7 +53,7 @@ IB_REMEDY = (
 LOST_REMEDY = (
     "The HCA was listed and then gone: look for mlx5_core errors in dmesg (a firmware fatal "
     "error, a PCIe link drop, a health poll failure), check lspci for the device, reset or "
-    "reseat the HCA and update its firmware; drain the node meanwhile."
+    "reseat the HCA and update its firmware; drain the node (<drain>) meanwhile."
 )
 _ABSENT = ("missing", NOT_IN_BUNDLE)
 
@@ -106,12 +106,12 @@ def _state(ctx: Context, p: IbPort) -> Outcome:
         return failed(
             p.subject,
             f"port is {p.state} (physical state unreadable: {why})",
-            remedy=f"Read the port again: ibstat {p.device} {p.port}; mlxlink -d {p.device} "
-            f"-p {p.port} says why the link is down.",
+            remedy="Read the port again: ibstat <device> <port>; mlxlink -d <device> -p <port> "
+            "says why the link is down.",
             **ev,
         )
     hint = _WHY.get((p.state, p.phys_state)) or _WHY.get((p.state, None))
-    remedy = hint.format(dev=p.device, port=p.port) if hint else None
+    remedy = hint or None  # a template: the runner fills <device> and <port> (checks/remedy.py)
     rail = missing_rail(ctx.infiniband.ports, p)
     note = f" while {rail}" if rail else ""
     return failed(p.subject, f"port is {p.state}/{p.phys_state}{note}", remedy=remedy, **ev)

@@ -32,6 +32,7 @@ from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
 from dolmen.facts.network import Interface
 from dolmen.host.command import NOT_IN_BUNDLE
+from dolmen.values.busid import pci_subject
 
 THREE_HOURS_S = 3 * 3600.0
 
@@ -62,7 +63,7 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
             "capable": describe(dev.max_link),
             "slot_allows": describe(target(dev, devices)),
         }
-        subject = f"pci:{dev.bdf}"
+        subject = pci_subject(dev.bdf)
         if lack is None:
             why = ctx.pci.unread.get(f"{dev.bdf}.current_link", "not reported")
             out[subject] = unknown(subject, f"NIC link unreadable: {why}", **ev)
@@ -77,7 +78,7 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
         out["host"] = unknown("host", f"kernel log unreadable: {log}")
     else:
         for ev_ in log:
-            subject = f"pci:{ev_.bus_id}" if ev_.bus_id else "host"
+            subject = pci_subject(ev_.bus_id) if ev_.bus_id else "host"
             out[subject] = failed(
                 subject,
                 f"{ev_.device or 'driver'} reports its PCIe bandwidth limited by {ev_.detail}",

@@ -33,7 +33,7 @@ _EPSILON = 0.01  # GB/s: nvidia-smi prints three decimals
         "Look at nvidia-smi nvlink -s and nvidia-smi nvlink -e; on NVSwitch systems check the "
         "fabric manager (systemctl status nvidia-fabricmanager). Reset the GPUs when idle "
         "(nvidia-smi -r) or reboot; links that stay down or slow mean a baseboard/NVSwitch "
-        "fault: drain the node and open a service case."
+        "fault: drain the node (<drain>) and open a service case."
     ),
     source=(
         "KB gpus.toml nvlink_links and nvlink_bandwidth_gbs (NVIDIA datasheets); aznhc: no "

@@ -79,9 +79,9 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
                 f"{shown} is set down (port DOWN/Disabled) while {rail}: a missing rail"
                 if netdev
                 else f"port DOWN/Disabled (set down) while {rail}: a missing rail",
-                remedy=f"Bring the rail up (ip link set {netdev or '<netdev>'} up) and find why "
-                f"it went down (dmesg, journalctl -u NetworkManager/systemd-networkd); list "
-                f"{p.device} in ignore_ports if the node is built without it.",
+                remedy="Bring the rail up (ip link set <netdev> up) and find why it went down "
+                "(dmesg, journalctl -u NetworkManager/systemd-networkd); list <device> in "
+                "ignore_ports if the node is built without it.",
                 **ev,
             )
         return skipped(p.subject, f"{shown} is set down: the port is not in use", **ev)
@@ -91,8 +91,8 @@ def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:
             f"{shown} is up without carrier (port DOWN/Polling)"
             if netdev
             else "port DOWN/Polling: up without carrier",
-            remedy=f"Check the cable and the switch port: ethtool {netdev or '<netdev>'}, "
-            f"mlxlink -d {p.device} -p {p.port}.",
+            remedy="Check the cable and the switch port: ethtool <netdev>, "
+            "mlxlink -d <device> -p <port>.",
             **ev,
         )
     return failed(p.subject, f"RoCE port is {p.state}/{p.phys_state or '?'}", **ev)

@@ -39,13 +39,14 @@ from dolmen.checks.model import (
 )
 from dolmen.facts.topology import THROUGH_CPU, PathKind, TopoMatrix, gpu_index
 from dolmen.host.gpu import Gpu
+from dolmen.values.busid import gpu_subject
 from dolmen.values.cpulist import format_cpulist
 
 NVLINK_REMEDY = (
     "Look at nvidia-smi nvlink -s and nvidia-smi nvlink -e for the pair's links; on NVSwitch "
     "systems check the fabric manager (systemctl status nvidia-fabricmanager). Reset the GPUs "
     "when idle (nvidia-smi -r) or reboot; a path that stays missing is a GPU, baseboard or "
-    "NVSwitch fault: drain the node and open a service case (reseat, RMA)."
+    "NVSwitch fault: drain the node (<drain>) and open a service case (reseat, RMA)."
 )
 NIC_REMEDY = (
     "Check that every NIC the system guide places beside a GPU is present and enabled (lspci, "
@@ -221,7 +222,7 @@ def _outcome(
 ) -> Outcome:
     notes = [*nvlink.get(label, ()), *([nics[label]] if label in nics else [])]
     notes.append(_affinity_note(ctx, m, label, gpu))
-    subject = gpu.subject if gpu is not None else f"gpu:{_index(label)}"
+    subject = gpu.subject if gpu is not None else gpu_subject(index=_index(label))
     row = {n: str(p) for n in m.devices if n != label and (p := m.path(label, n)) is not None}
     ev: dict[str, Any] = {"label": label, "paths": row}
     if not nvlink:

@@ -98,7 +98,7 @@ def _expected_mounted(e: FstabEntry) -> bool:
     level=Level.QUICK,
     needs=("storage",),
     remedy=(
-        "Mount it (mount <path>) and read why it failed: journalctl -b -u '<path>.mount' (the "
+        "Mount it (mount <mount>) and read why it failed: systemctl status <mount> (the "
         "systemd unit of the mount), dmesg for the device; for network filesystems check the "
         "server and the network."
     ),

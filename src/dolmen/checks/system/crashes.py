@@ -20,7 +20,7 @@ CRASHES = ("panic", "oops")
 _REMEDY = (
     "Read the crash's call trace (dmesg, or the pstore record), check kernel and driver "
     "versions against known issues, and reboot a kernel that Oopsed at the next drain; "
-    "drain the node if it crashes again."
+    "drain the node (<drain>) if it crashes again."
 )
 
 

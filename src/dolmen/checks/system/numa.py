@@ -11,6 +11,7 @@ from __future__ import annotations
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 from dolmen.checks.system.pcie_links import is_gpu
+from dolmen.values.busid import pci_subject
 
 
 @check(
@@ -42,7 +43,7 @@ def numa(ctx: Context) -> list[Outcome]:
     out: list[Outcome] = []
     placed = 0
     for d in devices:
-        subject = f"pci:{d.bdf}"
+        subject = pci_subject(d.bdf, gpu=is_gpu(d))
         kind = "GPU" if is_gpu(d) else "NIC"
         if d.numa_node is None:
             why = ctx.pci.unread.get(f"{d.bdf}.numa_node", "not reported")

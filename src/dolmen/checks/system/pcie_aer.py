@@ -28,6 +28,7 @@ from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent
 from dolmen.facts.pci import PciDevice
 from dolmen.facts.reading import unrecorded
+from dolmen.values.busid import pci_subject
 
 MINUTE_S = 60.0
 
@@ -74,7 +75,7 @@ def aer(ctx: Context) -> list[Outcome]:
 def _counters(ctx: Context, dev: PciDevice, limit: float, up: float | None) -> Outcome | None:
     a = dev.aer
     assert a is not None
-    subject = f"pci:{dev.bdf}"
+    subject = pci_subject(dev.bdf)
     ev: dict[str, Any] = {
         "vendor": dev.vendor_id,
         "class": dev.class_id,
@@ -138,12 +139,12 @@ def _log(
         status = worst(ctx, evs)
         kind = "uncorrectable" if any(e.kind == "aer" for e in evs) else "correctable"
         msg = f"{len(evs)} {kind} AER line(s) in the kernel log{who}: {evs[-1].detail}"
-        out.append(Outcome(status, f"pci:{bdf}", msg, None, {"lines": lines}))
+        out.append(Outcome(status, pci_subject(bdf), msg, None, {"lines": lines}))
     for bdf, minutes in sorted(per_minute.items()):
         busiest = max(minutes.values())
         if busiest > limit:
             msg = f"{busiest} correctable AER lines within one minute in the kernel log"
-            out.append(warned(f"pci:{bdf}", msg, lines_total=sum(minutes.values())))
+            out.append(warned(pci_subject(bdf), msg, lines_total=sum(minutes.values())))
     return out
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
 from dolmen.facts.pci import PciDevice, PciLink, make_link
-from dolmen.values.busid import BusId
+from dolmen.values.busid import BusId, pci_subject
 
 BRIDGE = "0604"
 MELLANOX = "15b3"
@@ -204,7 +204,7 @@ def downgraded(ctx: Context) -> list[Outcome]:
             "current": describe(dev.current_link),
             "target": describe(want),
         }
-        subject = f"pci:{dev.bdf}"
+        subject = pci_subject(dev.bdf)
         if lack is None:
             why = ctx.pci.unread.get(f"{dev.bdf}.current_link", "not reported")
             out.append(unknown(subject, f"current link unreadable: {why}", **ev))

@@ -63,8 +63,34 @@ def _dolmen_checks_model_CheckSpec(_type_id, _type_title, _type_level, _type_nee
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_checks_model_Finding(_type_check, _type_category, _type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, _type_gating, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gating, _return_type, cls, FrozenInstanceError):
-    def __init__(self,check:_type_check,category:_type_category,status:_type_status,subject:_type_subject,summary:_type_summary,remedy:_type_remedy,evidence:_type_evidence,gating:_type_gating=_dflt_gating)->_return_type:
+def _dolmen_checks_model_Device(_type_index, _type_uuid, _type_serial, _type_model, _type_pci_bus_id, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index, _dflt_uuid, _dflt_serial, _dflt_model, _dflt_pci_bus_id, _return_type, cls, FrozenInstanceError):
+    def __init__(self,index:_type_index=_dflt_index,uuid:_type_uuid=_dflt_uuid,serial:_type_serial=_dflt_serial,model:_type_model=_dflt_model,pci_bus_id:_type_pci_bus_id=_dflt_pci_bus_id)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'index',index)
+        __dataclass_builtins_object__.__setattr__(self,'uuid',uuid)
+        __dataclass_builtins_object__.__setattr__(self,'serial',serial)
+        __dataclass_builtins_object__.__setattr__(self,'model',model)
+        __dataclass_builtins_object__.__setattr__(self,'pci_bus_id',pci_bus_id)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(index={self.index!r}, uuid={self.uuid!r}, serial={self.serial!r}, model={self.model!r}, pci_bus_id={self.pci_bus_id!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.index,self.uuid,self.serial,self.model,self.pci_bus_id,)==(other.index,other.uuid,other.serial,other.model,other.pci_bus_id,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('index','uuid','serial','model','pci_bus_id',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('index','uuid','serial','model','pci_bus_id',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.index,self.uuid,self.serial,self.model,self.pci_bus_id,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_checks_model_Finding(_type_check, _type_category, _type_status, _type_subject, _type_summary, _type_remedy, _type_evidence, _type_gating, _type_device, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gating, _dflt_device, _return_type, cls, FrozenInstanceError):
+    def __init__(self,check:_type_check,category:_type_category,status:_type_status,subject:_type_subject,summary:_type_summary,remedy:_type_remedy,evidence:_type_evidence,gating:_type_gating=_dflt_gating,device:_type_device=_dflt_device)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'check',check)
         __dataclass_builtins_object__.__setattr__(self,'category',category)
         __dataclass_builtins_object__.__setattr__(self,'status',status)
@@ -73,22 +99,23 @@ def _dolmen_checks_model_Finding(_type_check, _type_category, _type_status, _typ
         __dataclass_builtins_object__.__setattr__(self,'remedy',remedy)
         __dataclass_builtins_object__.__setattr__(self,'evidence',evidence)
         __dataclass_builtins_object__.__setattr__(self,'gating',gating)
+        __dataclass_builtins_object__.__setattr__(self,'device',device)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(check={self.check!r}, category={self.category!r}, status={self.status!r}, subject={self.subject!r}, summary={self.summary!r}, remedy={self.remedy!r}, evidence={self.evidence!r}, gating={self.gating!r})"
+        return self.__class__.__qualname__ + f"(check={self.check!r}, category={self.category!r}, status={self.status!r}, subject={self.subject!r}, summary={self.summary!r}, remedy={self.remedy!r}, evidence={self.evidence!r}, gating={self.gating!r}, device={self.device!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,)==(other.check,other.category,other.status,other.subject,other.summary,other.remedy,other.evidence,other.gating,)
+            return (self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,self.device,)==(other.check,other.category,other.status,other.subject,other.summary,other.remedy,other.evidence,other.gating,other.device,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating',):
+        if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating','device',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating',):
+        if type(self) is cls or name in ('check','category','status','subject','summary','remedy','evidence','gating','device',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,))
+        return hash((self.check,self.category,self.status,self.subject,self.summary,self.remedy,self.evidence,self.gating,self.device,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -140,6 +167,30 @@ def _dolmen_checks_recent_Window(_type_hours, _type_now, _type_now_boot, _type_r
         super(cls, self).__delattr__(name)
     def __hash__(self):
         return hash((self.hours,self.now,self.now_boot,self.reference,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_checks_remedy_Site(_type_node, _type_slurm, _type_kubernetes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_node, _dflt_slurm, _dflt_kubernetes, _return_type, cls, FrozenInstanceError):
+    def __init__(self,node:_type_node=_dflt_node,slurm:_type_slurm=_dflt_slurm,kubernetes:_type_kubernetes=_dflt_kubernetes)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'node',node)
+        __dataclass_builtins_object__.__setattr__(self,'slurm',slurm)
+        __dataclass_builtins_object__.__setattr__(self,'kubernetes',kubernetes)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(node={self.node!r}, slurm={self.slurm!r}, kubernetes={self.kubernetes!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.node,self.slurm,self.kubernetes,)==(other.node,other.slurm,other.kubernetes,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('node','slurm','kubernetes',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('node','slurm','kubernetes',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.node,self.slurm,self.kubernetes,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -199,9 +250,11 @@ def _dolmen_checks_workload_judge_Judged(_type_status, _type_why, MISSING, _HAS_
 RECORDS = {
     'dolmen.checks.gpu.xid_traps.TrapInput': ('order=False;post_init=False;who:str | None:False;xid109_repeats:int:False', _dolmen_checks_gpu_xid_traps_TrapInput, ('_type_who', '_type_xid109_repeats', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.model.CheckSpec': ('order=False;post_init=False;id:str:False;title:str:False;level:Level:False;needs:tuple[str, ...]:False;when:tuple[str, ...]:False;remedy:str:False;limits:Mapping[str, Any]:False;source:str:False;gating:bool:False;fn:CheckFn:False', _dolmen_checks_model_CheckSpec, ('_type_id', '_type_title', '_type_level', '_type_needs', '_type_when', '_type_remedy', '_type_limits', '_type_source', '_type_gating', '_type_fn', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True', _dolmen_checks_model_Finding, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.model.Device': ('order=False;post_init=False;index:int | None:True;uuid:str | None:True;serial:str | None:True;model:str | None:True;pci_bus_id:str | None:True', _dolmen_checks_model_Device, ('_type_index', '_type_uuid', '_type_serial', '_type_model', '_type_pci_bus_id', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_index', '_dflt_uuid', '_dflt_serial', '_dflt_model', '_dflt_pci_bus_id', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.model.Finding': ('order=False;post_init=False;check:str:False;category:str:False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:False;evidence:Mapping[str, Any]:False;gating:bool:True;device:Device | None:True', _dolmen_checks_model_Finding, ('_type_check', '_type_category', '_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', '_type_gating', '_type_device', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gating', '_dflt_device', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_model_Outcome, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', _dolmen_checks_recent_Window, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.remedy.Site': ('order=False;post_init=False;node:str | None:True;slurm:bool:True;kubernetes:bool:True', _dolmen_checks_remedy_Site, ('_type_node', '_type_slurm', '_type_kubernetes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_node', '_dflt_slurm', '_dflt_kubernetes', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None);inventory:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', '_type_inventory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_dflt_inventory', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.workload.judge.Judged': ('order=False;post_init=False;status:Status:False;why:str:False', _dolmen_checks_workload_judge_Judged, ('_type_status', '_type_why', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

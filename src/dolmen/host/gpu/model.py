@@ -1,4 +1,5 @@
-"""The GPU inventory model, one for both readers (a leaf: it imports nothing of dolmen).
+"""The GPU inventory model, one for both readers (a leaf: it imports only dolmen.frozen
+and, for ``Gpu.subject``, dolmen.values).
 
 NVML (``dolmen.host.gpu.nvml``, live hosts whose libnvidia-ml loads) and
 nvidia-smi (``nvsmi``: ``-q -x``; ``nvsmi_text``: ``-q``; ``nvsmi_table``: the default
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import field
 
 from dolmen.frozen import frozen
+from dolmen.values.busid import gpu_subject
 
 # Reasons (docs/architecture.md "Facts conventions"): the first two mean "skip",
 # the others "unknown".
@@ -245,8 +247,9 @@ class Gpu:
 
     @property
     def subject(self) -> str:
-        """The check subject for this GPU: ``gpu:<bus id as printed>`` (uuid, position else)."""
-        return f"gpu:{self.bus_id or self.uuid or self.position}"
+        """The check subject for this GPU, ``values.busid.gpu_subject``: ``gpu:00000000:9B:00.0``
+        however the source spelled the bus id (UUID, then position, without one)."""
+        return gpu_subject(self.bus_id or self.pci_address, self.uuid, self.position)
 
 
 @frozen
