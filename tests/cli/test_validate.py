@@ -89,6 +89,21 @@ def test_only_names_real_checks(
     assert said in err and ("dolmen validate --list" in err or "add --level full" in err)
 
 
+def test_only_takes_a_comma_separated_list_as_repeated_flags(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["validate", "--level", "quick", "--from", str(tree), "--json"]
+    main([*base, "--only", "gpu.ecc,gpu.xid"])
+    listed = json.loads(capsys.readouterr().out)
+    main([*base, "--only", "gpu.ecc", "--only", "gpu.xid"])
+    repeated = json.loads(capsys.readouterr().out)
+    checks = {f["check"] for f in listed["findings"]}
+    assert checks == {f["check"] for f in repeated["findings"]}
+    assert "gpu.xid" in checks and all(c.startswith(("gpu.ecc", "gpu.xid")) for c in checks)
+    assert main([*base, "--only", "gpu.ecc,gpu.eccc"]) == 2
+    assert "unknown check 'gpu.eccc'" in capsys.readouterr().err
+
+
 def test_site_disable_names_real_checks(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tree.parent / "disable.toml"
     conf.write_text('[validate]\ndisable = ["tuning.thpp"]\n')

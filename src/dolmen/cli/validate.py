@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     metavar="FILE",
     help="Report every deviation from a baseline made by `dolmen baseline capture`.",
 )
-@click.option("--only", multiple=True, metavar="ID", help="Run only these checks or categories.")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="ID",
+    help="Run only these checks or categories (repeat it, or a comma-separated list).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the dolmen.verdict/1 JSON document.")
 @click.option("--junit", "junit_path", metavar="FILE", help="Also write JUnit XML to FILE.")
 @click.option(

@@ -47,6 +47,8 @@ def run_validate(
     force: bool = False,
 ) -> int:
     """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
+    # --only a,b is --only a --only b (as `dolmen bench --only` and `--status` take lists)
+    only = tuple(name.strip() for item in only for name in item.split(",") if name.strip())
     if level == "quick":
         defer_imports(DEFERRED)
     with collector_off(level == "quick"):
