@@ -138,8 +138,8 @@ def test_storage_without_a_figure_is_measured_not_passed(tmp_path: Path) -> None
 def test_dcgm_live_run_judged_as_dcgm_judged(tmp_path: Path) -> None:
     result = DcgmResult(3, parse_dcgm_diag(json.dumps(NEW)), 1)
     got = {f.subject: f for f in _findings(tmp_path, "workload.dcgm_diag", Done(dcgm=result))}
-    assert got["gpu:index:1"].status is Status.FAIL and "GPU 1 DBE" in got["gpu:index:1"].summary
-    assert got["gpu:index:0"].status is Status.PASS
+    assert got["gpu:1"].status is Status.FAIL and "GPU 1 DBE" in got["gpu:1"].summary
+    assert got["gpu:0"].status is Status.PASS
 
 
 def test_dcgm_absent_unreadable_or_not_run(tmp_path: Path) -> None:
