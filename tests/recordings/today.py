@@ -17,9 +17,6 @@ UNDER_KEY = _by_reason(
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
-        "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
-        ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
@@ -38,9 +35,6 @@ BARE = _by_reason(
         ),
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-        ),
-        "issue 8 evidence over absence: the SXid lines name NVSwitch 0000:04:00.0; gpu.sxid skips 'no NVIDIA GPU on this host'": (
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-nvtrust-issues-124",
         ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",

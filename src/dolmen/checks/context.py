@@ -185,6 +185,22 @@ def _nvidia_gpu(ctx: Context) -> str | None:
     return no_gpu_reason(sources)
 
 
+def _nvidia_fabric(ctx: Context) -> str | None:
+    """None when a GPU is seen (``_nvidia_gpu``) or the kernel log holds NVSwitch SXid lines:
+    an NVSwitch's own errors are evidence of the NVLink fabric though no GPU is in the bundle
+    (a pasted dmesg of an HGX board at driver load)."""
+    reason = _nvidia_gpu(ctx)
+    if reason is None:
+        return None
+    try:
+        log = ctx.store.get("kernel_log")
+    except Exception:
+        return reason
+    if any(ev.kind == "sxid" for ev in log.events or ()):
+        return None
+    return reason
+
+
 def no_gpu_reason(sources: Mapping[str, str]) -> str:
     """ "no NVIDIA GPU seen: <sources read>; not in this bundle: <...>; unreadable: <...>"."""
     from dolmen.facts.reading import READ, UNREADABLE, source_state
@@ -217,6 +233,7 @@ def _live(ctx: Context) -> str | None:
 PREDICATES: Mapping[str, tuple[Predicate, tuple[str, ...]]] = {
     # name: (function, facts it reads)
     "nvidia_gpu": (_nvidia_gpu, ("gpu", "kernel_log")),
+    "nvidia_fabric": (_nvidia_fabric, ("gpu", "kernel_log")),
     "infiniband": (_infiniband, ("infiniband",)),
     "baseline": (_baseline, ()),
     "live": (_live, ()),

@@ -32,7 +32,7 @@ from dolmen.values.busid import pci_subject
     title="No fatal NVSwitch SXid in the kernel log's recent past",
     level=Level.QUICK,
     needs=("gpu", "kernel_log", "os"),
-    when=("nvidia_gpu",),
+    when=("nvidia_fabric",),
     remedy=(
         "Fatal SXids need the NVSwitch tray reset: drain the node (<drain>), restart "
         "nvidia-fabricmanager "
