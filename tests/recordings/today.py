@@ -37,7 +37,6 @@ BARE = _by_reason(
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
-            "kernel-logs/issues__xid-excerpts.md#NVIDIA-open-gpu-kernel-modules-issues-1150",
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
     }

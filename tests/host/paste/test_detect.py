@@ -246,6 +246,9 @@ def test_small_hand_made_inputs() -> None:
     )
     assert (k := detect(prompt)) is not None and k.kind.name == "kernel-log"
     syslog = "Aug 17 00:00:24.123456 n7 kernel: ib6: lost carrier\n" * 3
+    # journal lines whose time and host were cut, as pasted into an issue
+    cut = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001\n" * 3
+    assert (k := detect(cut)) is not None and k.kind.name == "kernel-log"
     assert (k := detect(syslog)) is not None and k.kind.name == "kernel-log"
     devinfo = "hca_id:\tmlx5_0\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t28.39.1002\n"
     assert (d := detect(devinfo)) is not None and d.kind.name == "ibv_devinfo"

@@ -149,6 +149,7 @@ _LOG_LINE = re.compile(
     r"|\[(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} +\d{1,2} [\d:]{8} \d{4}\]"  # dmesg -T
     r"|\[[A-Z][a-z]{2} +\d{1,2} \d{4} [\d:]{8}\] \[[A-Z]+\]"  # nv-fabricmanager
     r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? \S+ \S+?(?:\[\d+\])?:"  # syslog
+    r"|kernel: "  # a journal line whose time and host were cut ("kernel: NVRM: Xid ...")
     r")"
 )
 _FM_LINE = re.compile(r"\[[A-Z][a-z]{2} +\d{1,2} \d{4} [\d:]{8}\] \[[A-Z]+\]")
