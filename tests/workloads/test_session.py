@@ -35,6 +35,8 @@ def test_budgets_come_from_the_site_config_per_gpu_or_in_all() -> None:
     assert ws.budget("storage") == 5.5  # in all
     assert ws.budget_total() == 80 + 8 * 15 + 15 + 5.5 + 90
     assert ws.announce(["gemm"]).startswith("full tier: about 80 s on 8 GPU(s) (gemm)")
+    bench = Workloads(LiveHost(), config, device="cpu", label="bench")
+    assert bench.announce(["gemm"]).startswith("bench: about 10 s on the CPU (gemm)")
 
 
 def test_default_budgets_keep_one_gpu_under_three_minutes() -> None:

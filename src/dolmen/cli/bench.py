@@ -193,7 +193,7 @@ def _measure(
     names = [n for n in RUNNERS if not only or n in only]
     t0 = time.monotonic()
     with open_host(None) as host:
-        workloads = workloads_for(host, config, device, force, smoke=smoke)
+        workloads = workloads_for(host, config, device, force, smoke=smoke, label="bench")
         assert workloads is not None  # the live host
         try:
             workloads.prepare(names)

@@ -67,7 +67,13 @@ def validate_full(
 
 
 def workloads_for(
-    host: Host, config: Config, device: str | None, force: bool, *, smoke: bool = False
+    host: Host,
+    config: Config,
+    device: str | None,
+    force: bool,
+    *,
+    smoke: bool = False,
+    label: str = "full tier",
 ) -> Workloads | None:
     """The session of a full run on the live host; None on a tree or bundle (the workload
     checks then skip: "workloads run on the live host only")."""
@@ -83,9 +89,10 @@ def workloads_for(
     if chosen is None:
         chosen = "cuda" if gpus else "cpu"
         if not gpus:
+            verdict = "; the verdict cannot be healthy" if label == "full tier" else ""
             _err(
                 "no NVIDIA GPU seen: the workloads run on the CPU (--device cpu), measured "
-                "with no GPU threshold; the verdict cannot be healthy"
+                f"with no GPU threshold{verdict}"
             )
     return Workloads(
         host,
@@ -100,6 +107,7 @@ def workloads_for(
         subjects=[g.subject for g in gpus],
         scratch=[str(s) for s in config.get("workloads", "scratch", [])],
         notify=_err,
+        label=label,
     )
 
 

@@ -46,6 +46,7 @@ class Workloads:
         subjects: Iterable[str] = (),
         scratch: Iterable[str] = (),
         notify: Callable[[str], None] | None = None,
+        label: str = "full tier",
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {device!r}")
@@ -59,6 +60,7 @@ class Workloads:
         self.subjects = tuple(subjects) if device == "cuda" else ()
         self.scratch = tuple(scratch)
         self.notify = notify or (lambda line: None)
+        self.label = label  # what the announce line calls the run ("full tier", "bench")
         self._done: dict[str, Any] = {}
         self._aborted: Aborted | None = None
         self._order = list(RUNNERS)
@@ -102,7 +104,7 @@ class Workloads:
         total = self.budget_total(names)
         about = f"{round(total / 60)} min" if total >= 90 else f"{max(round(total), 1)} s"
         where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
-        return f"full tier: about {about} on {where} ({', '.join(names)}); Ctrl-C stops it"
+        return f"{self.label}: about {about} on {where} ({', '.join(names)}); Ctrl-C stops it"
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""
