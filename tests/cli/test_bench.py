@@ -147,6 +147,18 @@ def test_baseline_save_then_compare(capsys: pytest.CaptureFixture[str], state: P
     assert rc == 2 and "no bench baseline named 'after' (stored: before)" in err
 
 
+def test_a_run_that_measured_nothing_is_no_baseline(
+    capsys: pytest.CaptureFixture[str], state: Path, tmp_path: Path
+) -> None:
+    empty = json.loads(Path(CPU).read_text())
+    empty["results"], empty["errors"] = {}, {"gemm": "torch is not installed"}
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(empty))
+    rc, out, _ = _run(capsys, "--input", str(path), "--save-baseline", "nothing")
+    assert rc == 2 and "baseline 'nothing' not stored: this run measured nothing" in out
+    assert not (state / "bench" / "baselines" / "nothing.json").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [

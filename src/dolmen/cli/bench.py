@@ -157,7 +157,9 @@ def _bench(
         say(f"written: {', '.join(str(p) for p in written)}")
     if note:
         say(note)
-    if save_baseline is not None:
+    if save_baseline is not None and not doc["results"]:  # a baseline of nothing compares nothing
+        say(f"baseline {save_baseline!r} not stored: this run measured nothing")
+    elif save_baseline is not None:
         say(f"baseline {save_baseline!r} stored: {store.save_baseline(save_baseline, doc)}")
     if reference is not None:
         from dolmen.report.bench.compare import render_compare
