@@ -18,6 +18,7 @@ from dolmen.checks.runner import run_one
 from dolmen.facts.gpu import GpuFacts
 from dolmen.host.gpu.nvml import read_nvml
 from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
+from dolmen.host.gpu.nvsmi_values import sentinel
 from dolmen.host.tree import TreeHost
 from tests.checks.gpu.test_bad_counters import FIELDS, GPU0, OddNvml
 from tests.checks.gpu.trees import REGISTRY, edit_gpu, tree, xml
@@ -35,7 +36,12 @@ _junk = st.one_of(
     # Whitespace alone is a blank value (nvidia-smi's empty element), not junk: blank is a
     # documented skip for the BLANK_OK fields, so it is drawn from _blank, never from here.
     st.text(min_size=1, max_size=8).filter(
-        lambda t: t.strip() != "" and not (t.strip().isascii() and t.strip().isdigit())
+        lambda t: (
+            t.strip() != ""
+            and not (t.strip().isascii() and t.strip().isdigit())
+            # nvidia-smi's own words in any case ("n/a", "[Not Supported]") are _blank's, not junk
+            and sentinel(t) is None
+        )
     ),
 )
 TRIALS = {"xml": 0, "nvml": 0}
