@@ -28,11 +28,6 @@ UNDER_KEY = _by_reason(
 
 BARE = _by_reason(
     {
-        "single-file detection: not a file dolmen reads (text of no kind it knows)": (
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
-            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
-        ),
         "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
             "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
         ),
