@@ -42,6 +42,7 @@ KINDS: Mapping[str, Kind] = {
         Kind("nvsmi-table", "nvidia-smi", ("nvidia-smi",)),
         Kind("nvsmi-failed", "nvidia-smi's own error", ("nvidia-smi",)),
         Kind("nvlink", "nvidia-smi nvlink -s", ("nvidia-smi", "nvlink", "-s")),
+        Kind("dcgm-nvlink", "dcgmi nvlink --link-status", ("dcgmi", "nvlink", "--link-status")),
         Kind("topo", "nvidia-smi topo -m", ("nvidia-smi", "topo", "-m")),
         Kind("dcgm-diag", "dcgmi diag -j", ("dcgmi", "diag", "-j")),
         # facts.dcgm reads any "dcgmi diag ..." key, the table as well as the JSON
@@ -70,10 +71,9 @@ ACCEPTED = (
     "a host tree folder, a `dolmen snapshot` .tar.gz, a sosreport archive, "
     "nvidia-bug-report.log(.gz), or one command's output: nvidia-smi -q -x, nvidia-smi -q, "
     "nvidia-smi, nvidia-smi nvlink -s, nvidia-smi topo -m, dcgmi diag (-j or the result "
-    "table), ibstat, ibstatus, ibv_devinfo, lspci (-nn, -vvv), a kernel log (dmesg, "
-    "/dev/kmsg, journalctl -k, syslog, "
-    "journalctl -o json), or a host file: Docker's daemon.json, a CDI spec; gzip-compressed "
-    "or not"
+    "table), dcgmi nvlink --link-status, ibstat, ibstatus, ibv_devinfo, lspci (-nn, -vvv), "
+    "a kernel log (dmesg, /dev/kmsg, journalctl -k, syslog, journalctl -o json), or a host "
+    "file: Docker's daemon.json, a CDI spec; gzip-compressed or not"
 )
 
 
@@ -136,6 +136,7 @@ _BUG_REPORT = re.compile(
     r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version", re.M
 )
 _JSON_LINE = re.compile(r'^\{.*"(?:MESSAGE|__REALTIME_TIMESTAMP)"\s*:', re.M)
+_DCGM_NVLINK = re.compile(r"^\s*gpuId \d+:\s*\n\s*[UDX_](?: [UDX_])*\s*$", re.M)
 _DCGM = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
 # dcgmi diag's table: its banner, its header row, or a section row (a pasted piece of it).
 _DCGM_TABLE = re.compile(
@@ -190,6 +191,8 @@ def detect(text: str) -> Detected | None:
             return Detected(KINDS["docker-daemon"])
     if _CDI.search(head) and re.search(r"^containerEdits:|^devices:", head, re.M):
         return Detected(KINDS["cdi-spec"])
+    if "NvLink Link Status" in head or _DCGM_NVLINK.search(head):
+        return Detected(KINDS["dcgm-nvlink"], len(_DCGM_NVLINK.findall(text)), "GPU")
     if _DCGM_TABLE.search(head):
         return Detected(KINDS["dcgm-diag-text"])
     if _NVSMI_LOG in head:
