@@ -13,7 +13,8 @@ one more source, joined by :func:`seen_with_log` (the log is its own facts, read
 
 ``present`` is true when any of them shows a GPU, so "driver missing but GPU present" and
 "GPU fell off the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
-state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``.
+state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``, else
+from a recorded ``dcgmi nvlink --link-status`` (states, no speeds; gpuId is the position).
 """
 
 from __future__ import annotations
