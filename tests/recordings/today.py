@@ -14,9 +14,6 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 UNDER_KEY = _by_reason(
     {
-        "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-        ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),
@@ -28,14 +25,6 @@ UNDER_KEY = _by_reason(
 
 BARE = _by_reason(
     {
-        "single-file detection: not a file dolmen reads (text of no kind it knows)": (
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-diag",
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-55",
-            "dcgm/issues__dcgmi-diag-excerpts.md#go-dcgm-52",
-        ),
-        "issue 8 single-file formats (dcgmi): nothing reads dcgmi nvlink --link-status (all links Down)": (
-            "dcgm/issues__dcgmi-diag-excerpts.md#DCGM-198-nvlink",
-        ),
         "issue 8 evidence over absence: NVRM Xid lines name the GPU; gpu.xid skips 'no NVIDIA GPU on this host'": (
             "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
         ),

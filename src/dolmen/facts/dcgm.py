@@ -21,11 +21,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
+from urllib.parse import unquote
 
 from dolmen.frozen import frozen
-from dolmen.host import Host, RunStatus
+from dolmen.host import Host, RunStatus, command_key
 
 ARGV = ("dcgmi", "diag", "-j")
+TEXT_ARGV = ("dcgmi", "diag")  # the table's key: any dcgmi diag run, -r 2, -r 3 -g 7...
 _TOPS = ("DCGM Diagnostic", "DCGM GPU Diagnostic")
 
 
@@ -60,10 +62,31 @@ def collect(host: Host) -> DcgmFacts:
     if host.kind == "live":
         why = "not supported (dolmen does not run dcgmi diag on a live host: use the full tier)"
         return DcgmFacts(unread={"diag": why})
-    res = host.run(ARGV, timeout=5)
-    if res.stdout.strip() and res.status in (RunStatus.OK, RunStatus.FAILED):
-        return parse_dcgm_diag(res.stdout)
-    return DcgmFacts(unread={"diag": res.failure()})
+    first = host.run(ARGV, timeout=5)
+    for res in (first, *(host.run(a, timeout=5) for a in _text_argvs(host))):
+        if res.stdout.strip() and res.status in (RunStatus.OK, RunStatus.FAILED):
+            if _is_json(res.stdout):
+                return parse_dcgm_diag(res.stdout)
+            from dolmen.facts.dcgm_text import parse_dcgm_text  # dcgm_text imports this module
+
+            return parse_dcgm_text(res.stdout)
+    return DcgmFacts(unread={"diag": first.failure()})
+
+
+def _text_argvs(host: Host) -> list[tuple[str, ...]]:
+    """The other ``dcgmi diag`` runs a bundle recorded (``dcgmi diag -r 2``, a pasted table
+    under ``dcgmi diag``): the human-readable table, which people paste more than ``-j``."""
+    prefix = "commands/" + command_key(TEXT_ARGV)
+    found = []
+    for rel in host.glob(prefix + "*"):
+        argv = tuple(unquote(rel.removeprefix("commands/")).split(" "))
+        if argv[: len(TEXT_ARGV)] == TEXT_ARGV and argv != ARGV:
+            found.append(argv)
+    return found
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip("\ufeff \t\r\n").startswith("{") or any(f'"{t}"' in text for t in _TOPS)
 
 
 def parse_dcgm_diag(text: str) -> DcgmFacts:

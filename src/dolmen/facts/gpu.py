@@ -13,7 +13,8 @@ one more source, joined by :func:`seen_with_log` (the log is its own facts, read
 
 ``present`` is true when any of them shows a GPU, so "driver missing but GPU present" and
 "GPU fell off the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
-state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``.
+state comes from NVML on a live host, else from one ``nvidia-smi nvlink -s``, else
+from a recorded ``dcgmi nvlink --link-status`` (states, no speeds; gpuId is the position).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING
 
-from dolmen.facts.gpu_nvlink import NvlinkGpu, parse_nvlink_status
+from dolmen.facts.gpu_nvlink import (
+    DCGMI_ARGV,
+    NvlinkGpu,
+    parse_dcgmi_link_status,
+    parse_nvlink_status,
+)
 from dolmen.facts.pci.lspci import parse_lspci_vvv
 from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
@@ -311,10 +317,15 @@ def _nvlinks(
         return {}, {}, "missing: not run (the driver lists no GPU)"
     res = host.run(NVLINK_ARGV, timeout=NVLINK_TIMEOUT)
     if not res.ok and not (res.status is RunStatus.FAILED and "GPU " in res.stdout):
-        if gpus:
-            unread["nvlinks"] = res.failure()
-        return {}, {}, res.failure()
-    reports = parse_nvlink_status(res.stdout)
+        # A bundle may hold DCGM's view instead (gpuId = NVML index = position).
+        dcgm = host.run(DCGMI_ARGV, timeout=5) if host.kind != "live" else None
+        reports = parse_dcgmi_link_status(dcgm.stdout) if dcgm is not None and dcgm.ok else ()
+        if not reports:
+            if gpus:
+                unread["nvlinks"] = res.failure()
+            return {}, {}, res.failure()
+    else:
+        reports = parse_nvlink_status(res.stdout)
     if not gpus:
         # The bundle's nvlink output alone: its GPUs are known by position and UUID.
         only_here.extend(Gpu(position=r.position, name=r.name, uuid=r.uuid) for r in reports)

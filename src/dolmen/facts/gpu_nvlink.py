@@ -64,3 +64,33 @@ def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
         elif "does not have or support nvlink" in lower:
             note = NOT_SUPPORTED
     return NvlinkGpu(int(head[1]), head[2], head[3], tuple(links), note)
+
+
+# dcgmi nvlink --link-status: "gpuId 0:" then one letter per link, in link order.
+DCGMI_ARGV = ("dcgmi", "nvlink", "--link-status")
+_DCGMI_GPU = re.compile(r"^\s*gpuId (\d{1,4}):\s*$")
+_DCGMI_STATES = {"U": "up", "D": "down", "X": "disabled"}  # "_": not supported, no link
+
+
+def parse_dcgmi_link_status(text: str) -> tuple[NvlinkGpu, ...]:
+    """``dcgmi nvlink --link-status``: per gpuId (DCGM's GPU id, NVML's index, so the
+    ``position``), a row of link states, ``U`` up, ``D`` down, ``X`` disabled, ``_`` not
+    supported (no link there). The NvSwitches part and unknown lines are ignored; a GPU
+    whose row was cut off has no links, and one with only ``_`` has no NVLink."""
+    out: list[NvlinkGpu] = []
+    gpu: int | None = None
+    for line in text.splitlines():
+        if m := _DCGMI_GPU.match(line):
+            gpu = int(m[1])
+            out.append(NvlinkGpu(gpu))
+            continue
+        cells = line.split()
+        if gpu is None or not cells or not all(c in "UDX_" and len(c) == 1 for c in cells):
+            if line.strip():
+                gpu = None  # a row belongs right under its gpuId line
+            continue
+        links = tuple(NvLink(i, _DCGMI_STATES[c]) for i, c in enumerate(cells) if c != "_")
+        note = NOT_SUPPORTED if not links else None
+        out[-1] = NvlinkGpu(gpu, links=out[-1].links + links, note=note)
+        gpu = None
+    return tuple(out)

@@ -114,3 +114,24 @@ def test_unreadable_nvlink_is_unknown(h100: Path) -> None:
 def test_no_gpu_is_skipped_by_the_framework(tmp_path: Path) -> None:
     (f,) = _run(make_tree(tmp_path))
     assert f.status is Status.SKIP and "no NVIDIA GPU" in f.summary
+
+
+def _dcgm_block() -> str:
+    text = recording("dcgm/issues__dcgmi-diag-excerpts.md").read_text()
+    return text[text.index("+----------------------+") : text.index("dcgmi diag -r 2")]
+
+
+def test_dcgmi_link_status_all_down_fails_on_both_gpus(tmp_path: Path) -> None:
+    root = make_tree(tmp_path, commands={"dcgmi nvlink --link-status": _dcgm_block()})
+    found = _run(root)
+    assert [(f.subject, f.status) for f in found] == [
+        ("gpu:0", Status.FAIL),
+        ("gpu:1", Status.FAIL),
+    ]
+    assert "none up (18 Down)" in found[0].summary
+
+
+def test_dcgmi_link_status_only_when_nvidia_smi_has_none(h100: Path) -> None:
+    """nvidia-smi nvlink -s, where recorded, is read first (it has speeds)."""
+    (h100 / "commands/dcgmi%20nvlink%20--link-status").write_text("gpuId 0:\n    D D\n")
+    assert all(f.status is Status.PASS for f in _run(h100))

@@ -8,7 +8,9 @@ on both); ``nvidia-smi nvlink -s`` prints the signalling rate, at or above it
 
 PCIe boards have no links (``not supported``, or empty output); boards that take
 an NVLink bridge (A100/H100 PCIe, L40-class cards have none) list their links as
-inactive when no bridge is fitted, which is a build choice, not a fault.
+inactive when no bridge is fitted, which is a build choice, not a fault. Links said
+Down (``dcgmi nvlink --link-status``'s ``D``, which names no model) with none up fail:
+DCGM lists a link only where the GPU has one.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ def _judge(ctx: Context, gpu: Gpu) -> Outcome:
             return failed(s, f"all NVLinks inactive ({expected} expected up)", **ev)
         if model is not None:
             return skipped(s, f"no NVLink bridge fitted ({model.name}: every link inactive)", **ev)
+        down = [link.link for link in links if link.state == "down"]
+        if down:  # said Down (dcgmi's D), not nvidia-smi's bridge-less "<inactive>"
+            ev |= {"links_up": 0, "links_reported": len(links), "down": down}
+            return failed(s, f"all {len(links)} NVLinks reported, none up ({len(down)} Down)", **ev)
         return unknown(s, "every NVLink inactive, and the model is not in the KB", **ev)
     return _compare(s, links, up, expected, speed, ev)
 

@@ -42,8 +42,11 @@ KINDS: Mapping[str, Kind] = {
         Kind("nvsmi-table", "nvidia-smi", ("nvidia-smi",)),
         Kind("nvsmi-failed", "nvidia-smi's own error", ("nvidia-smi",)),
         Kind("nvlink", "nvidia-smi nvlink -s", ("nvidia-smi", "nvlink", "-s")),
+        Kind("dcgm-nvlink", "dcgmi nvlink --link-status", ("dcgmi", "nvlink", "--link-status")),
         Kind("topo", "nvidia-smi topo -m", ("nvidia-smi", "topo", "-m")),
         Kind("dcgm-diag", "dcgmi diag -j", ("dcgmi", "diag", "-j")),
+        # facts.dcgm reads any "dcgmi diag ..." key, the table as well as the JSON
+        Kind("dcgm-diag-text", "dcgmi diag (the result table)", ("dcgmi", "diag")),
         Kind("ibstat", "ibstat", ("ibstat",)),
         Kind("ibstatus", "ibstatus", ("ibstatus",)),
         Kind("ibv_devinfo", "ibv_devinfo", ("ibv_devinfo",)),
@@ -67,10 +70,10 @@ KINDS: Mapping[str, Kind] = {
 ACCEPTED = (
     "a host tree folder, a `dolmen snapshot` .tar.gz, a sosreport archive, "
     "nvidia-bug-report.log(.gz), or one command's output: nvidia-smi -q -x, nvidia-smi -q, "
-    "nvidia-smi, nvidia-smi nvlink -s, nvidia-smi topo -m, dcgmi diag -j, ibstat, ibstatus, "
-    "ibv_devinfo, lspci (-nn, -vvv), a kernel log (dmesg, /dev/kmsg, journalctl -k, syslog, "
-    "journalctl -o json), or a host file: Docker's daemon.json, a CDI spec; gzip-compressed "
-    "or not"
+    "nvidia-smi, nvidia-smi nvlink -s, nvidia-smi topo -m, dcgmi diag (-j or the result "
+    "table), dcgmi nvlink --link-status, ibstat, ibstatus, ibv_devinfo, lspci (-nn, -vvv), "
+    "a kernel log (dmesg, /dev/kmsg, journalctl -k, syslog, journalctl -o json), or a host "
+    "file: Docker's daemon.json, a CDI spec; gzip-compressed or not"
 )
 
 
@@ -133,7 +136,14 @@ _BUG_REPORT = re.compile(
     r"Start of NVIDIA bug report log file|^nvidia-bug-report\.sh Version", re.M
 )
 _JSON_LINE = re.compile(r'^\{.*"(?:MESSAGE|__REALTIME_TIMESTAMP)"\s*:', re.M)
+_DCGM_NVLINK = re.compile(r"^\s*gpuId \d+:\s*\n\s*[UDX_](?: [UDX_])*\s*$", re.M)
 _DCGM = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
+# dcgmi diag's table: its banner, its header row, or a section row (a pasted piece of it).
+_DCGM_TABLE = re.compile(
+    r"^Successfully ran diagnostic for group\.|^\|\s*Diagnostic\s+\|\s*Result\s+\||"
+    r"^[|+]-{3,}\s+(?:Metadata|Deployment|Integration|Hardware|Stress)\s+-+[+|]",
+    re.M,
+)
 # Docker's daemon.json: the keys the NVIDIA runtime is configured by.
 _DOCKER_DAEMON = re.compile(r'^\s*"(?:default-runtime|runtimes)"\s*:', re.M)
 _CDI = re.compile(r"^cdiVersion:\s*\S", re.M)
@@ -181,6 +191,10 @@ def detect(text: str) -> Detected | None:
             return Detected(KINDS["docker-daemon"])
     if _CDI.search(head) and re.search(r"^containerEdits:|^devices:", head, re.M):
         return Detected(KINDS["cdi-spec"])
+    if "NvLink Link Status" in head or _DCGM_NVLINK.search(head):
+        return Detected(KINDS["dcgm-nvlink"], len(_DCGM_NVLINK.findall(text)), "GPU")
+    if _DCGM_TABLE.search(head):
+        return Detected(KINDS["dcgm-diag-text"])
     if _NVSMI_LOG in head:
         return Detected(KINDS["nvsmi-q"], len(_Q_GPU.findall(text)), "GPU")
     if _TABLE_HEAD.search(head):
