@@ -56,3 +56,17 @@ def test_unreadable_or_failed_run_is_unknown(tmp_path: Path) -> None:
     rt = make_tree(tmp_path / "r", commands={"dcgmi diag -j": json.dumps(doc)})
     (g,) = run(rt, "gpu.dcgm_diag")
     assert g.status.value == "unknown" and "No GPUs found" in g.summary
+
+
+def test_a_cut_table_that_passed_what_it_shows_is_unknown_naming_the_cut(tmp_path: Path) -> None:
+    cut = (
+        "Successfully ran diagnostic for group.\n"
+        "| Diagnostic                | Result                                         |\n"
+        "|-----  Deployment  --------+------------------------------------------------|\n"
+        "| Denylist                  | Pass                                           |\n"
+        "| NVML Library              | Pass                                           |\n"
+        "| PCIe                      | Pa"
+    )
+    (f,) = run(make_tree(tmp_path / "c", commands={"dcgmi diag -r 3": cut}), "gpu.dcgm_diag")
+    assert f.status.value == "unknown" and "passed the 2 tests read" in f.summary
+    assert "cut off" in f.summary

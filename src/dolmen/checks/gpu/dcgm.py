@@ -85,6 +85,9 @@ def _judge(subject: str, results: list[DiagResult], facts: DcgmFacts) -> Outcome
         summary = f"DCGM {verb} {', '.join(r.test for r in bad)}: {said}"
         make = failed if worst.status == "fail" else warned
         return make(subject, summary, error_ids=ids, **ev)
+    cut = facts.unread.get("rest")
+    if worst.status == "pass" and cut:  # a cut table: the tests after the cut were not read
+        return unknown(subject, f"DCGM passed the {len(results)} tests read; {cut}", **ev)
     if worst.status == "pass":
         return passed(subject, f"DCGM diagnostic passed ({len(results)} tests)", **ev)
     return skipped(subject, f"DCGM ran no test here (status {worst.status!r})", **ev)
