@@ -35,10 +35,7 @@ def normalise(doc: dict[str, Any], root: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("name", scenarios.names())
 def test_scenario(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     spec = scenarios.spec(name)
-    try:
-        root = scenarios.build(name, tmp_path / name)
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    root = scenarios.build(name, tmp_path / name)
     with open_host(root) as host:
         verdict = validate(host, level=Level.STANDARD, config=scenarios.config(name))
     doc = normalise(verdict_document(verdict), root)

@@ -49,10 +49,7 @@ def hgx(cells: dict[tuple[int, int], str] | None = None, numa: dict[int, int] | 
 
 @pytest.fixture
 def h100(tmp_path: Path) -> Path:
-    try:
-        return scenarios.build("h100-hgx-healthy", tmp_path / "h100")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build("h100-hgx-healthy", tmp_path / "h100")
 
 
 def _with(root: Path, text: str, rc: int = 0) -> dict[str, Finding]:

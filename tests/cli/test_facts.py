@@ -16,10 +16,7 @@ from tests.report.contract import assert_valid
 
 
 def build(name: str, tmp: pytest.TempPathFactory) -> Path:
-    try:
-        return scenarios.build(name, tmp.mktemp(name) / "tree")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build(name, tmp.mktemp(name) / "tree")
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("lean") / "tree")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("lean") / "tree")
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str], root: Path, lean: bool) -> object:

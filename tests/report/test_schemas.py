@@ -239,10 +239,7 @@ def test_knowledge_base_documents(capsys: pytest.CaptureFixture[str], argv: tupl
 
 @pytest.fixture(scope="module")
 def healthy_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("h") / "t")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("h") / "t")
 
 
 def test_facts_document_of_a_bundle(healthy_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,10 +17,7 @@ from tests.hosts import scenarios
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return scenarios.build("h100-xid79", tmp_path_factory.mktemp("view") / "tree")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build("h100-xid79", tmp_path_factory.mktemp("view") / "tree")
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str], lean: bool) -> tuple[int, str, str]:

@@ -19,10 +19,7 @@ from tests.hosts import scenarios
 
 @pytest.fixture
 def node(tmp_path: Path) -> Path:
-    try:
-        return scenarios.build("h100-hgx-healthy", tmp_path / "node")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build("h100-hgx-healthy", tmp_path / "node")
 
 
 def _capture(tree: Path, out: Path) -> Path:

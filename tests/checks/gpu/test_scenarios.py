@@ -16,10 +16,7 @@ from tests.hosts import scenarios
 
 
 def _gpu_findings(name: str, tmp_path: Path) -> dict[str, list[Finding]]:
-    try:
-        root = scenarios.build(name, tmp_path / name)
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    root = scenarios.build(name, tmp_path / name)
     ctx = Context(TreeHost(root))
     return {cid: run_one(ctx, spec) for cid, spec in REGISTRY.items() if cid.startswith("gpu.")}
 

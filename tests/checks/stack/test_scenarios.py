@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from dolmen.checks.context import Context
 from dolmen.checks.model import Finding, Level, Status
 from dolmen.checks.runner import run_one
@@ -21,10 +19,7 @@ MINE = ("stack.", "security.")
 
 
 def _build(name: str, tmp_path: Path) -> Path:
-    try:
-        return scenarios.build(name, tmp_path / name)
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    return scenarios.build(name, tmp_path / name)
 
 
 def _mine(root: Path) -> dict[str, list[Finding]]:

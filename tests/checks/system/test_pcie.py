@@ -171,10 +171,7 @@ def test_aer_kernel_log_lines(ne: Path) -> None:
 def test_aer_gpu_lines_belong_to_gpu_checks(tmp_path: Path) -> None:
     from tests.hosts import scenarios
 
-    try:
-        node = scenarios.build("h100-hgx-healthy", tmp_path / "node")
-    except scenarios.MissingRecording as e:
-        pytest.skip(str(e))
+    node = scenarios.build("h100-hgx-healthy", tmp_path / "node")
     line = (
         "kern  :err   : 2026-10-24T09:20:00,000001+00:00 pcieport 0000:52:00.0: AER: Uncorrected "
         "(Fatal) error received: 0000:53:00.0\n"
