@@ -40,6 +40,7 @@ from dolmen.tune.journal_lines import decode
 from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
+from tests import forking
 from tests.tune.test_crash import CRASHY
 from tests.tune.trees import copy_tree, snapshot
 
@@ -55,14 +56,11 @@ def config(dolmen_dirs: Path) -> Path:
 
 def _signalled(work: Callable[[], object], sig: int, delay: float) -> None:
     """Run ``work`` in a forked child and send it ``sig`` after ``delay`` seconds."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        with contextlib.suppress(BaseException):  # a KeyboardInterrupt before apply's handlers
-            work()
-        os._exit(0)
+    pid = forking.fork(work)
     time.sleep(delay)
-    os.kill(pid, sig)
-    os.waitpid(pid, 0)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    forking.reap(pid)
 
 
 def _duration(pristine: Path, base: Path) -> float:

@@ -23,6 +23,7 @@ from dolmen.tune.engine import apply_plan, complete, rollback
 from dolmen.tune.journal import State, open_journal, tune_dir
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
+from tests import forking
 from tests.tune.trees import copy_tree, snapshot
 
 WHY = 'why = "property test"'
@@ -75,14 +76,12 @@ def profiles(draw: st.DrawFn) -> str:
 
 def _in_child(point: str, work: Callable[[], object]) -> bool:
     """Run ``work`` in a forked child with the kill point set; True when it was SIGKILLed."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.environ[ENV] = point
-            work()
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
+
+    def child() -> None:
+        os.environ[ENV] = point
+        work()
+
+    status = forking.reap(forking.fork(child))
     return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 

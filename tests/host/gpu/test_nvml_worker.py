@@ -14,6 +14,7 @@ from dolmen.host.gpu.model import GpuInventory
 from dolmen.host.gpu.nvml import read_nvml
 from dolmen.host.gpu.nvml_worker import read_nvml_bounded
 from dolmen.host.process import pid_alive
+from tests import forking
 from tests.host.gpu.test_read import FakeNvml
 
 
@@ -109,8 +110,8 @@ def test_no_worker_starts_once_the_deadline_has_passed() -> None:
 def test_the_parent_ending_takes_a_blocked_worker_along() -> None:
     """PR_SET_PDEATHSIG: a health check killed by its caller leaves no worker behind."""
     r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # an intermediate parent that starts a worker, reports its pid, then dies
+
+    def intermediate() -> None:  # starts a worker, reports its pid, then dies
         os.close(r)
         import dolmen.host.gpu.nvml_worker as nw
 
@@ -125,11 +126,12 @@ def test_the_parent_ending_takes_a_blocked_worker_along() -> None:
 
         nw.os.fork = fork  # type: ignore[attr-defined]
         read_nvml_bounded(Deadline(None), lib=Hangs("nvmlInit"), timeout=30)
-        os._exit(1)
+
+    pid = forking.fork(intermediate, code=1)
     os.close(w)
     worker = int(os.read(r, 64).split()[0])
     os.close(r)
-    os.waitpid(pid, 0)
+    forking.reap(pid)
     stop = time.monotonic() + 3
     while pid_alive(worker) and time.monotonic() < stop:
         time.sleep(0.02)
