@@ -14,22 +14,13 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
 
 UNDER_KEY = _by_reason(
     {
-        "issue 8 window (decision open): gpu.xid sees all 3 GPUs and warns Xid 94, but Xid 43 and 31 lie 9 and 4 days before the log's last line, outside the 24 h window, where the case expects warnings": (
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-        ),
         "as a bare --from FILE the verdict differs from the file under its key: AssertionError: (\"8 NDR ports and the bond ACTIVE/LinkUp; mlx5_1's link_downed reads 255 (the 8-bit counter saturated: the link went d..._overrun_errors 15 abov": (
             "sysfs/gpud__sys-class-infiniband-h100.0",
         ),
     }
 )
 
-BARE = _by_reason(
-    {
-        "issue 8 window (decision open): gpu.xid sees all 3 GPUs and warns Xid 94, but Xid 43 and 31 lie 9 and 4 days before the log's last line, outside the 24 h window, where the case expects warnings": (
-            "kernel-logs/issues__xid-excerpts.md#akash-network-support-issues-244",
-        ),
-    }
-)
+BARE = _by_reason({})
 
 DRIVER_LOADED = _by_reason({})
 
