@@ -12,13 +12,7 @@ def _by_reason(groups: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return {case: reason for reason, cases in groups.items() for case in cases}
 
 
-UNDER_KEY = _by_reason(
-    {
-        "as a bare --from FILE the verdict differs from the file under its key: AssertionError: (\"8 NDR ports and the bond ACTIVE/LinkUp; mlx5_1's link_downed reads 255 (the 8-bit counter saturated: the link went d..._overrun_errors 15 abov": (
-            "sysfs/gpud__sys-class-infiniband-h100.0",
-        ),
-    }
-)
+UNDER_KEY = _by_reason({})
 
 BARE = _by_reason({})
 
