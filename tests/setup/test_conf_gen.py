@@ -183,3 +183,26 @@ def test_node_names_are_checked(bad: str) -> None:
 
 def test_node_name_is_the_short_hostname() -> None:
     assert node_name("gpu07.cluster.example") == "gpu07"
+
+
+def test_this_machine_matches_slurmd_minus_c() -> None:
+    """slurmd -C (slurmd's own reading of this machine) is the reference node line: every
+    figure dolmen writes for the live host must be the one slurmd reports."""
+    import shutil
+    import socket
+    import subprocess
+
+    slurmd = shutil.which("slurmd") or (
+        "/usr/sbin/slurmd" if Path("/usr/sbin/slurmd").exists() else None
+    )
+    if slurmd is None:
+        pytest.skip("slurmd is not installed (apt-get install slurmd)")
+    ref = subprocess.run([slurmd, "-C"], capture_output=True, text=True, timeout=30).stdout
+    theirs = dict(w.split("=", 1) for w in ref.split() if "=" in w)
+    name = socket.gethostname().split(".", 1)[0]
+    line = node_line(node_shape(open_host(None), name))
+    ours = dict(w.split("=", 1) for w in line.split())
+    for key in ("NodeName", "CPUs", "CoresPerSocket", "ThreadsPerCore", "RealMemory"):
+        assert ours[key] == theirs[key], (key, line, ref)
+    boards = int(theirs.get("Boards", "1"))
+    assert int(ours["Sockets"]) == boards * int(theirs["SocketsPerBoard"])
