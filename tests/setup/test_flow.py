@@ -206,3 +206,48 @@ def test_kubernetes_labels_and_operator_values(
     text = values.read_text()
     assert "driver:\n  enabled: false  # the host runs driver 580.105.08" in text
     assert "mig:\n  strategy: none" in text
+
+
+class Declines(flow.Hooks):
+    """A person who answers no to every question."""
+
+    def confirm(self, step: object, plan: StepPlan) -> bool:
+        return False
+
+
+def test_a_declined_step_changes_nothing_and_is_not_remembered(h100: Path) -> None:
+    before = digest(h100)
+    report = flow.run(Context(open_host(h100), Options()), hooks=Declines(), skip=("users",))
+    got = {r.step: r.status.value for r in report.results}
+    assert got["tune"] == "skipped" and got["validate"] == "done"
+    assert digest(h100) == before  # tune declined; the scheduler wrote nothing (no file)
+    state = json.loads(state_path(open_host(h100)).read_text())
+    assert "tune" not in state["steps"]
+
+
+def test_a_part_in_the_build_but_not_wired_names_the_commands(h100: Path) -> None:
+    from dolmen.setup.steps import OptionalStep
+
+    step = OptionalStep("nothing", "A part", "dolmen.tune", "run `dolmen tune` by hand")
+    plan = step.plan(Context(open_host(h100), Options()))
+    assert plan.status is not None and plan.status.value == "unavailable"
+    assert plan.lines == (
+        "dolmen tune is in this build but not wired into setup: run `dolmen tune` by hand",
+    )
+
+
+def test_a_refused_apply_is_recorded_failed_not_interrupted(
+    h100: Path, dolmen_dirs: Path, tmp_path: Path
+) -> None:
+    from dolmen.errors import AuditUnavailable
+
+    (tmp_path / "config" / "dolmen.toml").write_text(
+        f'[audit]\npath = "{tmp_path}/blocker/audit.log"\n'
+    )
+    (tmp_path / "blocker").write_text("a file where the audit folder should be\n")
+    ctx = Context(open_host(h100), Options(slurm_conf=tmp_path / "slurm.conf"))
+    with pytest.raises(AuditUnavailable):
+        flow.run(ctx, skip=("validate", "tune", "users"))
+    assert not (tmp_path / "slurm.conf").exists()  # refused before a byte moved
+    state = json.loads(state_path(open_host(h100)).read_text())
+    assert state["steps"]["scheduler"]["status"] == "failed"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dolmen.errors import UsageError
+from dolmen.errors import DolmenError, UsageError
 from dolmen.setup import state as setup_state
 from dolmen.setup.model import Context, Status, Step, StepPlan, StepResult
 from dolmen.setup.scheduler import SchedulerStep
@@ -159,7 +159,11 @@ def _one(
     if plan.changes and not hooks.confirm(step, plan):
         return StepResult(name, Status.SKIPPED, ("declined: nothing changed",))
     st.record(name, "started")
-    result = step.apply(ctx, plan)
+    try:
+        result = step.apply(ctx, plan)
+    except DolmenError as e:  # refused (not root, audit log full...): said, not "interrupted"
+        st.record(name, Status.FAILED.value, (e.message,))
+        raise
     st.record(name, result.status.value, result.lines)
     return result
 
