@@ -124,7 +124,13 @@ def test_skip_leaves_a_step_out_of_this_run_only(
         (["--skip", "nope"], 2, "--skip 'nope': no such step"),
         (["--skip", "tune,nope"], 2, "hint: the steps: validate, stack, tune, containers"),
         (["--quota", "alice=4"], 2, "not KIND:NAME=GPUS"),
-        (["--device", "/dev/nvidia"], 2, "has no {index}"),
+        (["--device", "/dev/nvidia"], 2, "not an absolute path with {index}"),
+        (["--device", "nvidia{index}"], 2, "not an absolute path with {index}"),
+        (["--device", "/x{index}\nNodeName=evil"], 2, "not an absolute path with {index}"),
+        (["--device", "/x{index}{other}"], 2, "not an absolute path with {index}"),
+        (["--node-name", "n1 Gres=gpu:99"], 2, "is not a node name"),
+        (["--user", "bad name"], 2, "bad name"),
+        (["--quota", "user:alice=99999999"], 2, "--gpus must be between 0 and"),
         ([], 2, "not a terminal"),  # no --yes and no terminal to ask with
     ],
 )

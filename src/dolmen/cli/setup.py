@@ -50,6 +50,44 @@ def _quotas(values: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
     return tuple(out)
 
 
+def _check_names(
+    node: str | None,
+    users: tuple[tuple[str, tuple[str, ...]], ...],
+    quotas: tuple[tuple[str, str, int], ...],
+) -> None:
+    """Every name and figure refused before the first step, not after tune applied."""
+    from dolmen.jobs.quota import check_gpus, check_name
+    from dolmen.slurm.conf_gen import node_name
+
+    if node is not None:
+        try:
+            node_name(node)
+        except ValueError as e:
+            raise UsageError(f"--node-name: {e}") from None
+    for name, groups in users:
+        check_name("user", name)
+        for group in groups:
+            check_name("group", group)
+    for kind, name, gpus in quotas:
+        check_name(kind, name)
+        check_gpus(gpus)
+
+
+def _check_device(pattern: str | None) -> None:
+    """An absolute path with ``{index}``, on one line: it becomes gres.conf's File=."""
+    if pattern is None:
+        return
+    try:
+        ok = "{index}" in pattern and pattern.format(index=0).startswith("/")
+    except (KeyError, IndexError, ValueError):
+        ok = False
+    if not ok or any(c.isspace() for c in pattern):
+        raise UsageError(
+            f"--device {pattern!r}: not an absolute path with {{index}}",
+            hint="e.g. --device /dev/nvidia{index}",
+        )
+
+
 class _Terminal:
     """Hooks that print each step and ask before a change (unless --yes)."""
 
@@ -91,7 +129,11 @@ class _Terminal:
 @click.option("--slurm-conf", type=Path, default=None, help="Write the node line into FILE.")
 @click.option("--gres-conf", type=Path, default=None, help="Write gres.conf lines into FILE.")
 @click.option("--gres", "gres_mode", type=click.Choice(["explicit", "nvml"]), default="explicit")
-@click.option("--device", default="/dev/nvidia{index}", help="gres.conf File= pattern.")
+@click.option(
+    "--device",
+    default=None,
+    help="gres.conf File= pattern (default: /dev/nvidia{index} on the node).",
+)
 @click.option("--k8s-values", type=Path, default=None, help="Write gpu-operator values to FILE.")
 @click.option("--user", "users", multiple=True, metavar="NAME[:GROUPS]", help="Add a user.")
 @click.option("--quota", "quotas", multiple=True, metavar="KIND:NAME=GPUS", help="Set a quota.")
@@ -109,10 +151,9 @@ def setup(source: str | None, **kw: Any) -> None:
 
     skip = check_steps(kw["skip"])
     yes, dry_run, as_json = kw["yes"], kw["dry_run"], kw["as_json"]
-    if "{index}" not in kw["device"]:
-        raise UsageError(
-            f"--device {kw['device']!r} has no {{index}}", hint="e.g. /dev/nvidia{index}"
-        )
+    _check_device(kw["device"])
+    users, quotas = _users(kw["users"]), _quotas(kw["quotas"])
+    _check_names(kw["node_name"], users, quotas)
     for flag in ("slurm_conf", "gres_conf", "k8s_values"):
         if kw[flag] is not None:
             check_target(kw[flag], what=f"--{flag.replace('_', '-')}")
@@ -135,8 +176,8 @@ def setup(source: str | None, **kw: Any) -> None:
         gres_mode=kw["gres_mode"],
         device=kw["device"],
         k8s_values=kw["k8s_values"],
-        users=_users(kw["users"]),
-        quotas=_quotas(kw["quotas"]),
+        users=users,
+        quotas=quotas,
         quota_store=lambda: backend_from(kw).quotas(),
     )
     report = run(

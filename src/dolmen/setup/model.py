@@ -64,7 +64,7 @@ class Options:
     slurm_conf: Path | None = None
     gres_conf: Path | None = None
     gres_mode: str = "explicit"
-    device: str = "/dev/nvidia{index}"
+    device: str | None = None  # gres.conf File= pattern; None: the node's own devices
     k8s_values: Path | None = None
     users: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, groups)
     quotas: tuple[tuple[str, str, int], ...] = ()  # (user|group, name, gpus)

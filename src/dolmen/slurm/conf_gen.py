@@ -35,7 +35,9 @@ from dolmen.values.cpulist import format_cpulist
 AUTODETECT = "nvml"
 EXPLICIT = "explicit"
 GRES_MODES = (EXPLICIT, AUTODETECT)
-DEFAULT_DEVICE = "/dev/nvidia{index}"
+# The device node of GPU minor N on the node, as host paths are written (no leading
+# slash); File= gets it absolute. --device names another (a container's or a lab's).
+NVIDIA_DEVICE = "dev/nvidia{index}"
 # Slurm node names: what a hostname may hold (hostname(7)), short form.
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 _VENDOR_WORDS = {"nvidia", "tesla", "geforce", "quadro"}
@@ -201,9 +203,10 @@ def node_line(s: NodeShape, extra: Sequence[str] = ()) -> str:
     return " ".join([*words, *extra])
 
 
-def gres_conf(s: NodeShape, mode: str = EXPLICIT, device: str = DEFAULT_DEVICE) -> str:
+def gres_conf(s: NodeShape, mode: str = EXPLICIT, device: str | None = None) -> str:
     """gres.conf for this node: ``AutoDetect=nvml``, or one ``Name=gpu`` line per GPU with
-    ``File=`` (``device`` with ``{index}``: the device minor) and ``Cores=`` where known.
+    ``File=`` (``device`` with ``{index}``: the device minor; default /dev/nvidia{index})
+    and ``Cores=`` where known.
 
     Explicit lines carry ``NodeName=`` so one gres.conf can serve a whole cluster."""
     if mode not in GRES_MODES:
@@ -219,13 +222,14 @@ def gres_conf(s: NodeShape, mode: str = EXPLICIT, device: str = DEFAULT_DEVICE) 
         raise NotGenerated(
             f"the device minor (/dev/nvidiaN) of GPU {buses} was not read: no File= line"
         )
+    pattern = device or "/" + NVIDIA_DEVICE
     lines = [*head, "AutoDetect=off"]
     for g in s.gpus:
         where = f"# GPU {g.index}" + (f" at {g.bus}" if g.bus else "")
         if g.cpus is not None:
             where += f", CPUs {format_cpulist(g.cpus)}"
         lines.append(where)
-        line = f"NodeName={s.name} Name=gpu Type={g.type} File={device.format(index=g.index)}"
+        line = f"NodeName={s.name} Name=gpu Type={g.type} File={pattern.format(index=g.index)}"
         if g.cores is not None:
             line += f" Cores={format_cpulist(g.cores)}"
         lines.append(line)
@@ -242,7 +246,7 @@ class Rendered:
 
 
 def render(
-    s: NodeShape, mode: str = EXPLICIT, device: str = DEFAULT_DEVICE, extra: Sequence[str] = ()
+    s: NodeShape, mode: str = EXPLICIT, device: str | None = None, extra: Sequence[str] = ()
 ) -> Rendered:
     """``node_line`` and ``gres_conf`` together, each refusal kept as a problem line."""
     problems: list[str] = []
