@@ -23,6 +23,8 @@ from dolmen.cli.common import from_option
 from dolmen.cli.jobs import backend_from, backend_options
 from dolmen.cli.main import exit_with
 from dolmen.errors import UsageError
+from dolmen.setup.flow import Hooks
+from dolmen.setup.model import StepPlan, StepResult
 
 
 def _users(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -88,21 +90,21 @@ def _check_device(pattern: str | None) -> None:
         )
 
 
-class _Terminal:
+class _Terminal(Hooks):
     """Hooks that print each step and ask before a change (unless --yes)."""
 
     def __init__(self, yes: bool, as_json: bool) -> None:
         self.yes, self.quiet = yes, as_json
         self.shown: set[str] = set()
 
-    def planned(self, step: Any, plan: Any) -> None:
+    def planned(self, step: Any, plan: StepPlan) -> None:
         self.shown = set(plan.lines)
         if not self.quiet:
             click.echo(f"== {step.name}: {step.title}")
             for line in plan.lines:
                 click.echo(f"   {line}")
 
-    def finished(self, step: Any, result: Any) -> None:
+    def finished(self, step: Any, result: StepResult) -> None:
         shown, self.shown = self.shown, set()
         if self.quiet:
             return
@@ -111,7 +113,7 @@ class _Terminal:
             if line not in shown:
                 click.echo(f"   {line}")
 
-    def confirm(self, step: Any, plan: Any) -> bool:
+    def confirm(self, step: Any, plan: StepPlan) -> bool:
         return self.yes or click.confirm(f"Apply {step.name}?", default=False)
 
 
@@ -185,7 +187,7 @@ def setup(source: str | None, **kw: Any) -> None:
         skip=skip,
         dry_run=dry_run,
         restart=kw["restart"],
-        hooks=_Terminal(yes, as_json),  # type: ignore[arg-type]
+        hooks=_Terminal(yes, as_json),
     )
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
