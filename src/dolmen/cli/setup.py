@@ -124,13 +124,29 @@ class _Terminal(Hooks):
 @click.option("--skip", multiple=True, metavar="STEP", help="Leave STEP out (repeatable).")
 @click.option("--restart", is_flag=True, help="Run the steps already done again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the dolmen.setup/1 document.")
-@click.option("--level", type=click.Choice(["quick", "standard"]), default="standard")
+@click.option(
+    "--level",
+    type=click.Choice(["quick", "standard"]),
+    default="standard",
+    help="Validate level (default: standard).",
+)
 @click.option("--profile", default=None, help="Tune profile (default: the recommended one).")
-@click.option("--scheduler", type=click.Choice(["slurm", "kubernetes"]), default="slurm")
+@click.option(
+    "--scheduler",
+    type=click.Choice(["slurm", "kubernetes"]),
+    default="slurm",
+    help="Describe the node to Slurm (default) or Kubernetes.",
+)
 @click.option("--node-name", default=None, help="The node's scheduler name (default: hostname).")
 @click.option("--slurm-conf", type=Path, default=None, help="Write the node line into FILE.")
 @click.option("--gres-conf", type=Path, default=None, help="Write gres.conf lines into FILE.")
-@click.option("--gres", "gres_mode", type=click.Choice(["explicit", "nvml"]), default="explicit")
+@click.option(
+    "--gres",
+    "gres_mode",
+    type=click.Choice(["explicit", "nvml"]),
+    default="explicit",
+    help="gres.conf: File= and Cores= per GPU (default), or AutoDetect=nvml.",
+)
 @click.option(
     "--device",
     default=None,
