@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
+    "fleet": ("dolmen.cli.fleet:fleet", "Collect, report and validate many nodes' verdicts."),
 }
 
 _ON = ("1", "true", "yes", "on")
