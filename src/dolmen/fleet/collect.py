@@ -118,7 +118,7 @@ def expand(sources: Sequence[str]) -> list[tuple[str, str | Path | None, str | N
             continue
         path = Path(src)
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.json") if p.is_file())
+            files = sorted(p for p in path.glob("*.json") if not p.is_dir())
             if not files:
                 out.append((src, None, "a folder without *.json files"))
             out.extend((str(p), p, None) for p in files)

@@ -48,7 +48,8 @@ def parse_verdict(data: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        cut = e.pos >= len(text.rstrip())
+        # A file cut mid-write ends inside a value (or a string): name it as such.
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
         what = "cut off (truncated JSON)" if cut else f"not JSON ({e.msg})"
         raise NotAVerdict(f"{what} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
