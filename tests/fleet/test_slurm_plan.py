@@ -3,10 +3,14 @@ the tasks' labelled output split back per node."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import shlex
 import subprocess
 
-from dolmen.fleet.slurm_run import MARK, plan, remote_script, split_tasks
+import pytest
+
+from dolmen.fleet.slurm_run import MARK, decode_task, plan, remote_script, split_tasks
 from dolmen.slurm.parse import NodeInfo
 
 
@@ -36,19 +40,35 @@ def test_nothing_to_run_when_every_node_is_held() -> None:
     assert p.argv == () and p.nodes == () and p.left_out[0][0] == "n1"
 
 
-def test_the_remote_line_names_its_node_then_runs_validate(tmp_path: object) -> None:
+def test_the_remote_line_names_its_node_then_runs_validate() -> None:
     script = remote_script(("/opt/py thon", "-m", "dolmen.cli.main"), "quick", "/t/$x {node}/'")
     # run it as a task would, with a stand-in for dolmen that prints its argv
-    fake = f"echo {MARK} $SLURMD_NODENAME; exec printf '%s\\n'"
-    line = script.replace(f'echo "{MARK} $SLURMD_NODENAME"; exec', fake)
-    line = line.replace(shlex.quote("/opt/py thon"), "")
+    line = script.replace(shlex.quote("/opt/py thon") + " -m dolmen.cli.main", "printf '%s\\n'")
     out = subprocess.run(
-        ["sh", "-c", line], env={"SLURMD_NODENAME": "n7", "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, check=True,
+        ["sh", "-c", line],
+        env={"SLURMD_NODENAME": "n7", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     assert out[0] == f"{MARK} n7"
-    assert out[-2:] == ["--from", "/t/$x n7/'"]  # the pattern's text kept as written
-    assert "validate" in out and "--json" in out
+    assert all(len(x) <= 76 for x in out[1:])  # srun --label cuts lines over 1 KiB
+    argv = decode_task(out[1:]).decode().splitlines()
+    assert argv == ["validate", "--json", "--level", "quick", "--from", "/t/$x n7/'"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "why"),
+    [
+        (["not base64!"], "not the base64"),
+        ([base64.b64encode(b"plain").decode()], "not gzip"),
+        ([base64.b64encode(gzip.compress(b"x" * 1000)[:-12]).decode()], "cut off"),
+        ([base64.b64encode(gzip.compress(b"0" * 5000)).decode()], "over"),
+    ],
+)
+def test_task_output_that_is_not_a_whole_verdict(lines: list[str], why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        decode_task(lines, limit=4096)
 
 
 def test_labelled_output_is_split_per_task() -> None:

@@ -13,8 +13,11 @@ plans what to do per node: a dry run prints the plan, ``--drain`` applies it thr
 
 from __future__ import annotations
 
+import base64
+import binascii
 import shlex
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -45,13 +48,34 @@ class TaskOutput:
 
 
 def remote_script(dolmen: Sequence[str], level: str, source: str | None) -> str:
-    """The shell line each task runs: its node's name, then validate --json. ``{node}`` in
-    ``source`` becomes the node's name (a host tree per node, as the tests use)."""
+    """The shell line each task runs: its node's name, then validate --json, gzipped and
+    in base64 lines (srun --label cuts lines of over 1 KiB into labelled pieces, and a
+    verdict is ~200 KB of JSON; gzip makes it ~15 KB). ``{node}`` in ``source`` becomes
+    the node's name (a host tree per node, as the tests use)."""
     cmd = [shlex.quote(a) for a in (*dolmen, "validate", "--json", "--level", level)]
     if source:
         parts = [shlex.quote(p) if p else "" for p in source.split("{node}")]
         cmd += ["--from", '"$SLURMD_NODENAME"'.join(parts)]
-    return f'echo "{MARK} $SLURMD_NODENAME"; exec ' + " ".join(cmd)
+    return f'echo "{MARK} $SLURMD_NODENAME"; ' + " ".join(cmd) + " | gzip -c | base64 -w 76"
+
+
+def decode_task(lines: Sequence[str], limit: int = 64 << 20) -> bytes:
+    """Pure: a task's base64 lines back to the verdict bytes; ValueError naming why not
+    (the size bound stops a decompression bomb)."""
+    try:
+        packed = base64.b64decode("".join(line.strip() for line in lines), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("its output is not the base64 the task prints") from None
+    z = zlib.decompressobj(wbits=31)  # gzip framing
+    try:
+        data = z.decompress(packed, limit + 1)
+    except zlib.error as e:
+        raise ValueError(f"its output is not gzip ({e})") from None
+    if len(data) > limit:
+        raise ValueError(f"its verdict is over {limit >> 20} MiB")
+    if not z.eof:
+        raise ValueError("its output was cut off (gzip stream incomplete)")
+    return data
 
 
 def plan(

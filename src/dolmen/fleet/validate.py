@@ -17,7 +17,7 @@ from dolmen.checks.verdict import Health
 from dolmen.errors import ExitCode
 from dolmen.fleet.collect import Collection, Item, add_bytes
 from dolmen.fleet.doc import verdict_of
-from dolmen.fleet.slurm_run import Plan, partition_nodes, plan, split_tasks
+from dolmen.fleet.slurm_run import Plan, decode_task, partition_nodes, plan, split_tasks
 from dolmen.fleet.store import FleetStore, collection_id
 from dolmen.report.reason import one_line_reason
 from dolmen.slurm.client import SlurmClient
@@ -67,7 +67,17 @@ def run(
                     task.stderr[-1] if task.stderr else f"srun exit {res.rc}"
                 )
                 continue
-            add_bytes(coll, store, item, "\n".join(task.stdout).encode(), node=task.node)
+            try:
+                data = decode_task(task.stdout)
+            except ValueError as e:
+                item.error = f"no verdict: {e}" + (f"; {task.stderr[-1]}" if task.stderr else "")
+                continue
+            if not data.strip():  # validate printed nothing: its error line is on stderr
+                item.error = "validate printed no verdict: " + (
+                    task.stderr[-1] if task.stderr else f"srun exit {res.rc}"
+                )
+                continue
+            add_bytes(coll, store, item, data, node=task.node)
         srun_said = [
             ln for ln in res.stderr.splitlines() if ln.startswith("srun:") and "error" in ln
         ]
