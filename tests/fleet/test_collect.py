@@ -26,7 +26,7 @@ class Agent:
         agent = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 code, body = agent.routes.get(self.path, (404, b'{"error": "not found"}'))
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -110,7 +110,9 @@ def test_broken_sources_are_one_line_each_and_lose_nothing_else(
     store = FleetStore(tmp_path / "fleet")
     run = collect([str(src), agent.url, dead, str(tmp_path / "nope"), "ftp://x/y"], store)
     assert [i.node for i in run.stored] == ["n1"]
-    errors = {Path(i.source).name if "://" not in i.source else i.source: i.error for i in run.failed}
+    errors = {
+        Path(i.source).name if "://" not in i.source else i.source: i.error for i in run.failed
+    }
     assert "cut off (truncated JSON)" in str(errors["b-cut.json"])
     assert "not JSON" in str(errors["c-junk.json"])
     assert "unreadable" in str(errors["d-fifo.json"])

@@ -41,7 +41,10 @@ def _bytes(doc: object) -> bytes:
         (_bytes({**GOOD, "host": 7}), "no host name"),
         (_bytes({**GOOD, "status": "fine"}), "is not one of"),
         (_bytes({**GOOD, "findings": {}}), "no findings list"),
-        (_bytes({**GOOD, "findings": [{"check": "x", "status": "bad", "subject": "host"}]}), "valid status"),
+        (
+            _bytes({**GOOD, "findings": [{"check": "x", "status": "bad", "subject": "host"}]}),
+            "valid status",
+        ),
         (_bytes({**GOOD, "findings": [{"status": "pass"}]}), "no check id"),
         (_bytes({**GOOD, "findings": [{"check": "x", "status": "pass"}]}), "no subject"),
         (_bytes({**GOOD, "inventory": []}), "inventory is not an object"),

@@ -47,8 +47,16 @@ def trees(cluster: SlurmCluster, tmp_path: Path) -> Path:
 
 def _fleet(c: SlurmCluster, trees: Path, fleet: Path, *more: str) -> list[str]:
     return [
-        "fleet", "validate", "--slurm", "--prefix", str(c.client),
-        "--from", f"{trees}/{{node}}", "-o", str(fleet), *more,
+        "fleet",
+        "validate",
+        "--slurm",
+        "--prefix",
+        str(c.client),
+        "--from",
+        f"{trees}/{{node}}",
+        "-o",
+        str(fleet),
+        *more,
     ]
 
 
@@ -102,8 +110,19 @@ def test_dry_run_then_drain_the_node_with_the_xid(
 def test_an_unknown_partition_names_the_valid_ones(
     cluster: SlurmCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc = main(["fleet", "validate", "--slurm", "--prefix", str(cluster.client),
-               "--partition", "nope", "-o", str(tmp_path / "f")])
+    rc = main(
+        [
+            "fleet",
+            "validate",
+            "--slurm",
+            "--prefix",
+            str(cluster.client),
+            "--partition",
+            "nope",
+            "-o",
+            str(tmp_path / "f"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "no partition 'nope'" in err and "valid: gpu" in err
 
@@ -113,7 +132,18 @@ def test_a_dead_controller_is_one_line_and_exit_3(
 ) -> None:
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\n")
-    rc = main(["fleet", "validate", "--slurm", "--prefix", "env", "--prefix",
-               f"SLURM_CONF={conf}", "-o", str(tmp_path / "f")])
+    rc = main(
+        [
+            "fleet",
+            "validate",
+            "--slurm",
+            "--prefix",
+            "env",
+            "--prefix",
+            f"SLURM_CONF={conf}",
+            "-o",
+            str(tmp_path / "f"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 3 and err.startswith("dolmen: error:")

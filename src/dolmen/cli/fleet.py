@@ -93,6 +93,7 @@ def report(fleet_dir: str | None, as_json: bool) -> int:
 @fleet.command()
 @click.option("--slurm", is_flag=True, required=True, help="Run through Slurm (srun).")
 @click.option("--partition", metavar="P", help="The partition (default: the default one).")
+@click.option("--nodelist", metavar="N1,N2", help="Only these nodes of the partition.")
 @click.option("--level", type=click.Choice(["quick", "standard", "full"]), default="quick")
 @click.option("--drain", is_flag=True, help="Apply the drain contract (default: dry run).")
 @click.option("-o", "--output", "fleet_dir", metavar="FLEETDIR", help="The fleet store.")
@@ -127,6 +128,7 @@ def report(fleet_dir: str | None, as_json: bool) -> int:
 def validate(
     slurm: bool,
     partition: str | None,
+    nodelist: str | None,
     level: str,
     drain: bool,
     fleet_dir: str | None,
@@ -152,6 +154,7 @@ def validate(
         client,
         store,
         partition=partition,
+        only=tuple(n for n in (nodelist or "").split(",") if n),
         apply=drain,
         say=lambda line: click.echo(printable(line)),
         level=level,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dolmen.checks.verdict import Health
-from dolmen.errors import ExitCode
+from dolmen.errors import ExitCode, UsageError
 from dolmen.fleet.collect import Collection, Item, add_bytes
 from dolmen.fleet.doc import verdict_of
 from dolmen.fleet.slurm_run import Plan, decode_task, partition_nodes, plan, split_tasks
@@ -40,6 +40,7 @@ def run(
     store: FleetStore,
     *,
     partition: str | None = None,
+    only: tuple[str, ...] = (),
     apply: bool = False,
     timeout_s: float = 600.0,
     say: Callable[[str], None] = lambda line: None,
@@ -47,6 +48,14 @@ def run(
 ) -> Outcome:
     """Validate every node of ``partition`` through one srun step; see the module."""
     nodes = partition_nodes(client, partition)
+    if only:
+        unknown = sorted(set(only) - {n.name for n in nodes})
+        if unknown:
+            raise UsageError(
+                f"not nodes of the partition: {', '.join(unknown)}; "
+                f"valid: {', '.join(n.name for n in nodes)}"
+            )
+        nodes = [n for n in nodes if n.name in only]
     p = plan(nodes, partition=partition, **plan_options)
     coll = Collection(collection_id())
     out = Outcome(p, coll)
