@@ -11,9 +11,7 @@ of it.
 
 from __future__ import annotations
 
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +86,9 @@ def agent_url(source: str) -> str:
 
 def fetch_url(url: str) -> bytes:
     """GET ``url`` (bounded in time and size); OSError with a one-line reason otherwise."""
+    import urllib.error
+    import urllib.request  # 0.2 s to import: only when an agent is asked
+
     req = urllib.request.Request(url, headers={"Accept": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
