@@ -4,12 +4,16 @@ a node that is not there. tests/fleet/test_web_browser.py drives it in chromium.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
-from starlette.testclient import TestClient
+
+with warnings.catch_warnings():  # starlette 1.x prefers httpx2; httpx is what is installed
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from starlette.testclient import TestClient
 
 from dolmen.fleet.pages import COLOURS
 from dolmen.fleet.web import make_app
