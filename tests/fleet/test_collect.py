@@ -184,3 +184,15 @@ def test_cli_collect_refuses_a_store_whose_folder_does_not_exist(
     rc = main(["fleet", "collect", str(good), "-o", str(tmp_path / "no" / "such")])
     _, err = capsys.readouterr()
     assert rc != 0 and "does not exist" in err and err.count("\n") <= 2
+
+
+def test_a_file_where_the_store_should_be_is_refused(
+    tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    from dolmen.errors import InputError
+
+    good = write(tmp_path, "n1.json", as_node(verdict_texts["healthy"], "n1"))
+    (tmp_path / "fleet").write_text("someone's file")
+    with pytest.raises(InputError, match="is not a folder"):
+        collect([str(good)], FleetStore(tmp_path / "fleet"))
+    assert (tmp_path / "fleet").read_text() == "someone's file"

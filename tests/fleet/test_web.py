@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 with warnings.catch_warnings():  # starlette 1.x prefers httpx2; httpx is what is installed
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
 from dolmen.fleet.pages import COLOURS
@@ -83,6 +83,21 @@ def test_unknown_and_hostile_node_names_are_404(client: TestClient) -> None:
 def test_audit_page_lists_the_collection_and_what_failed(client: TestClient) -> None:
     html = client.get("/fleet/audit").text
     assert "Collection " in html and "cut.json" in html and "cut off" in html
+    assert html.count(">intact</span>") == 3
+
+
+def test_audit_page_shows_a_stored_verdict_changed_after_collection(
+    tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    fleet = make_store(tmp_path, verdict_texts)
+    (n2,) = (fleet / "nodes" / "n2").iterdir()
+    n2.write_text(n2.read_text().replace('"unhealthy"', '"healthy"'))  # someone edits it
+    (n3,) = (fleet / "nodes" / "n3").iterdir()
+    n3.unlink()
+    html = TestClient(make_app(fleet)).get("/audit").text
+    assert re.search(r"stored as n2 <span[^>]*>changed</span>", html)
+    assert re.search(r"stored as n3 <span[^>]*>missing</span>", html)
+    assert re.search(r"stored as n1 <span[^>]*>intact</span>", html)
 
 
 def test_an_empty_store_says_so(tmp_path: Path) -> None:

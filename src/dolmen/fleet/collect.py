@@ -11,6 +11,7 @@ of it.
 
 from __future__ import annotations
 
+import hashlib
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class Item:
     file: str | None = None
     error: str | None = None
     started: str | None = None
+    sha256: str | None = None  # of the stored bytes: the audit page checks the file still is
 
     def line(self) -> str:
         """The one line ``collect`` prints for it."""
@@ -179,6 +181,7 @@ def add_bytes(
         return
     run.docs[item.source] = doc
     item.node, item.started = node or doc["host"], str(doc.get("started") or "") or None
+    item.sha256 = hashlib.sha256(data).hexdigest()
     item.file = str(store.add(run.id, item.node, data).relative_to(store.root))
 
 

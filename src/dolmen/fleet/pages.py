@@ -8,7 +8,7 @@ from a verdict is escaped: verdicts come from other machines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -234,24 +234,29 @@ def _state(title: str, findings: Sequence[Mapping[str, Any]]) -> str:
     return f'<h2>{escape(title)}</h2><ul id="{ident}">{items}</ul>'
 
 
-def audit(manifests: Sequence[Mapping[str, Any]]) -> str:
-    """The audit trail of the store: every collection, its sources and its actions."""
+def audit(manifests: Sequence[Mapping[str, Any]], check: Callable[[str, str], str]) -> str:
+    """The audit trail of the store: every collection, its sources, whether each stored
+    file is still the one collected (``check(file, sha256)``), and its actions."""
     if not manifests:
         return "<p>No collection recorded in this store yet.</p>"
     out = []
     for m in manifests:
-        items = "".join(
-            "<li>"
-            + escape(str(i.get("source")))
-            + (
-                f": {badge('fail', 'failed')} {escape(str(i['error']))}"
-                if i.get("error")
-                else f": stored as {escape(str(i.get('node')))}"
-            )
-            + "</li>"
-            for i in m.get("items") or ()
-            if isinstance(i, dict)
-        )
+        items = []
+        for i in m.get("items") or ():
+            if not isinstance(i, dict):
+                continue
+            text = escape(str(i.get("source")))
+            if i.get("error"):
+                text += f": {badge('fail', 'failed')} {escape(str(i['error']))}"
+            else:
+                state = "unknown"
+                if isinstance(i.get("file"), str) and isinstance(i.get("sha256"), str):
+                    state = check(i["file"], i["sha256"])
+                colour = {"intact": "pass", "changed": "fail", "missing": "fail"}.get(
+                    state, "unknown"
+                )
+                text += f": stored as {escape(str(i.get('node')))} {badge(colour, state)}"
+            items.append(f"<li>{text}</li>")
         acts = "".join(
             f"<li>{escape(str(a.get('action')))}"
             f"{' (applied)' if a.get('applied') else ' (dry run)'}: "
@@ -262,11 +267,13 @@ def audit(manifests: Sequence[Mapping[str, Any]]) -> str:
         actions = f"<h3>Actions</h3><ul>{acts}</ul>" if acts else ""
         out.append(
             f'<section class="collection"><h2>Collection {escape(str(m.get("collection")))}</h2>'
-            f"<ul>{items}</ul>{actions}</section>"
+            f"<ul>{''.join(items)}</ul>{actions}</section>"
         )
     return (
-        "<p>Drains and resumes are also audit events of the node that ran them "
-        "(<code>dolmen audit show</code>).</p>" + "".join(out)
+        "<p>Each stored verdict is checked against the SHA-256 its collection recorded "
+        "(intact, changed, missing). Drains and resumes are also audit events of the "
+        "machine that ran them (<code>dolmen audit show</code>, "
+        "<code>dolmen audit verify</code>).</p>" + "".join(out)
     )
 
 

@@ -16,6 +16,7 @@ its newest collection (the later ``started`` among duplicates).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -165,6 +166,18 @@ class FleetStore:
             if isinstance(doc, dict) and doc.get("schema") == MANIFEST:
                 out.append(doc)
         return out
+
+    def check_file(self, relative: str, sha256: str) -> str:
+        """``intact``, ``changed`` or ``missing``: a stored file against the hash its
+        collection's manifest recorded (a file is never rewritten once stored)."""
+        path = self.root / relative
+        if ".." in Path(relative).parts or not path.is_file():
+            return "missing"
+        try:
+            data = read_regular(path, MAX_VERDICT_BYTES)
+        except OSError:
+            return "missing"
+        return "intact" if hashlib.sha256(data).hexdigest() == sha256 else "changed"
 
     def last_report(self) -> dict[str, Any] | None:
         """What the last report saw, or None (first report, or an unreadable file)."""

@@ -56,7 +56,9 @@ def make_app(fleet_dir: Path) -> Starlette:
         return HTMLResponse(pages.page(f"Node {name}", body, home="../"))
 
     def audit(request: Request) -> HTMLResponse:
-        return HTMLResponse(pages.page("Audit trail", pages.audit(store.manifests()), home="./"))
+        return HTMLResponse(
+            pages.page("Audit trail", pages.audit(store.manifests(), store.check_file), home="./")
+        )
 
     def healthz(request: Request) -> PlainTextResponse:
         return PlainTextResponse("ok\n")
