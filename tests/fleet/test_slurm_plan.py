@@ -24,10 +24,15 @@ def test_one_task_per_allocatable_node_and_the_others_named_with_why() -> None:
         _node("n1"),
         _node("n2", "IDLE", "DRAIN", reason="admin: fan"),
         _node("n4", "DOWN", "NOT_RESPONDING"),
+        _node("n5", "ALLOCATED"),
     ]
     p = plan(nodes, partition="gpu", dolmen=("dolmen",), source="/lab/hosts/{node}")
     assert p.nodes == ("n1", "n3")
-    assert p.left_out == (("n2", "IDLE+DRAIN (admin: fan)"), ("n4", "DOWN+NOT_RESPONDING"))
+    assert p.left_out == (
+        ("n2", "IDLE+DRAIN (admin: fan)"),
+        ("n4", "DOWN+NOT_RESPONDING"),
+        ("n5", "ALLOCATED"),
+    )
     argv = list(p.argv)
     assert argv[:4] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"]
     for flag in ("--nodelist=n1,n3", "--label", "--kill-on-bad-exit=0", "--partition=gpu"):

@@ -26,7 +26,9 @@ from dolmen.slurm.client import SlurmClient, command_error
 from dolmen.slurm.parse import NodeInfo
 
 MARK = "dolmen-fleet-node"
-ALLOCATABLE = ("IDLE", "MIXED", "ALLOCATED")
+# A node whose every CPU is allocated (ALLOCATED) cannot take the task: srun would wait
+# for it, and --immediate then fail the whole step. It is left out, named, instead.
+ALLOCATABLE = ("IDLE", "MIXED")
 
 
 @dataclass(frozen=True)
