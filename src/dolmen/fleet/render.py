@@ -34,7 +34,9 @@ def render(report: Mapping[str, Any]) -> list[str]:
         lines += [f"[{i + 1}] {c}" for i, c in enumerate(columns)]
     undecided = [r for r in rows if r["undecided"]]
     for r in undecided:
-        lines.append(f"{r['node']}: could not read: {', '.join(r['undecided'][:6])}")
+        more = len(r["undecided"]) - 6
+        tail = f" (+{more} more)" if more > 0 else ""
+        lines.append(f"{r['node']}: could not read: {', '.join(r['undecided'][:6])}{tail}")
     lines.append("")
     if report["outliers"]:
         lines.append("outliers against the fleet:")
