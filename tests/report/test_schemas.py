@@ -54,6 +54,7 @@ JSON_COMMANDS = {
     "audit verify": {"dolmen.audit.verify/1"},
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
+    "fleet report": {"dolmen.fleet.report/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

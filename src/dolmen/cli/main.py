@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
     "setup": ("dolmen.cli.setup:setup", "Guided first steps: validate, tune, scheduler, users."),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
+    "fleet": ("dolmen.cli.fleet:fleet", "Collect, report and validate many nodes' verdicts."),
 }
 
 _ON = ("1", "true", "yes", "on")

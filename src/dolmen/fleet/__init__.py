@@ -1,0 +1,10 @@
+"""The fleet view: many nodes' verdicts gathered into one store, and what they say together.
+
+``collect`` reads ``dolmen validate --json`` documents from files, folders and agents
+(``dolmen serve``'s ``GET /v1/verdict/latest``) into a store (``store``); ``report``
+puts them side by side: a nodes x failing-checks table, outliers against the fleet's
+majority (``figures``) and what changed since the last report; ``slurm_run`` runs the
+checks on every node through Slurm (one srun task per node) and applies the drain
+contract of ``dolmen.slurm.drain``; ``web`` is the dashboard ``dolmen serve --fleet``
+mounts. docs/fleet.md.
+"""

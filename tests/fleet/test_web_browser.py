@@ -1,0 +1,199 @@
+"""The dashboard in a real browser: Playwright (PyPI) driving Debian's chromium against
+``make_app`` mounted under /fleet and served by uvicorn on 127.0.0.1, as ``dolmen serve
+--fleet`` mounts it. Clicks through grid, node and audit pages; saves screenshots and
+compares them structurally (size, the boxes of the page's parts, the same after a
+reload); checks the accessibility basics in the rendered page: language, labels, table
+captions and header scopes, and the contrast of every status colour as computed."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fleet.web_store import make_store
+
+CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1280, "height": 900}
+
+pytestmark = pytest.mark.skipif(
+    not os.access(CHROMIUM, os.X_OK),
+    reason=f"{CHROMIUM} is not installed (Debian package chromium, scripts/debian-packages.txt)",
+)
+
+
+@pytest.fixture
+def base_url(tmp_path: Path, verdict_texts: dict[str, str]) -> Iterator[str]:
+    """The app under /fleet, served by uvicorn in a thread on a loopback port."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from dolmen.fleet.web import make_app
+
+    fleet = make_store(tmp_path, verdict_texts)
+    app = Starlette(routes=[Mount("/fleet", app=make_app(fleet))])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/fleet/"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    home = tmp_path / "home"  # chromium writes under HOME whatever it is told
+    home.mkdir()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox"],
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+        )
+        try:
+            yield browser.new_page(viewport=VIEWPORT)
+        finally:
+            browser.close()
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return int(width), int(height)
+
+
+def _boxes(page: Any, selector: str) -> list[tuple[int, int, int, int]]:
+    out = []
+    for el in page.locator(selector).all():
+        b = el.bounding_box()
+        out.append((round(b["x"]), round(b["y"]), round(b["width"]), round(b["height"])))
+    return out
+
+
+def _shot(page: Any, path: Path) -> None:
+    page.screenshot(path=str(path), full_page=True)
+    width, height = _png_size(path)
+    assert width == VIEWPORT["width"] and height >= 300
+
+
+_A11Y = """() => {
+  const rgb = s => s.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+  const lum = c => {
+    const l = c.map(v => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+  };
+  const ratio = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  const cells = [...document.querySelectorAll('[class*="s-"]')].map(el => {
+    const st = getComputedStyle(el);
+    return {cls: el.className, text: el.textContent.trim(),
+            ratio: ratio(lum(rgb(st.color)), lum(rgb(st.backgroundColor)))};
+  });
+  return {
+    lang: document.documentElement.lang,
+    title: document.title,
+    unlabelled: [...document.querySelectorAll('input, select, textarea')]
+      .filter(el => !el.labels || el.labels.length === 0).map(el => el.id || el.name),
+    tables_without_caption: [...document.querySelectorAll('table')].filter(t => !t.caption).length,
+    th_without_scope: [...document.querySelectorAll('th')].filter(t => !t.scope).length,
+    cells,
+    pwned: window.pwned || 0,
+  };
+}"""
+
+
+def _accessible(page: Any) -> dict[str, Any]:
+    got: dict[str, Any] = page.evaluate(_A11Y)
+    assert got["lang"] == "en" and got["title"].endswith("dolmen fleet")
+    assert got["unlabelled"] == [] and got["tables_without_caption"] == 0
+    assert got["th_without_scope"] == 0
+    assert got["cells"], "no status shown"
+    for cell in got["cells"]:
+        assert cell["text"], f"status by colour only: {cell}"
+        assert cell["ratio"] >= 4.5, cell
+    assert got["pwned"] == 0
+    return got
+
+
+def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: Path) -> None:
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    page.goto(base_url)
+    assert page.locator("h1").inner_text() == "Fleet"
+    rows = page.locator("#grid tbody tr")
+    assert rows.count() == 3
+    assert [r.get_attribute("data-status") for r in rows.all()] == [
+        "healthy",
+        "unhealthy",
+        "unhealthy",
+    ]
+    _accessible(page)
+    _shot(page, shots / "grid.png")
+    # layout: the grid is inside the viewport, rows stacked in order under the header
+    boxes = _boxes(page, "#grid tr")
+    assert len(boxes) == 4
+    assert all(b[0] >= 0 and b[0] + b[2] <= VIEWPORT["width"] for b in boxes)
+    assert [b[1] for b in boxes] == sorted(b[1] for b in boxes) and len({b[1] for b in boxes}) == 4
+    # the same structure after a reload (a screenshot compared by its parts, not pixels)
+    page.reload()
+    assert _boxes(page, "#grid tr") == boxes
+    _shot(page, shots / "grid-reload.png")
+    assert _png_size(shots / "grid.png") == _png_size(shots / "grid-reload.png")
+
+    # the one script: hide the healthy nodes
+    page.get_by_label("Show only nodes with problems").check()
+    assert [r.is_visible() for r in rows.all()] == [False, True, True]
+    page.get_by_label("Show only nodes with problems").uncheck()
+    assert all(r.is_visible() for r in rows.all())
+
+    # node page of the node with the Xid: its GPUs, the lost one failing, the Xid listed
+    page.get_by_role("link", name="n2", exact=True).first.click()
+    page.wait_for_url("**/fleet/node/n2")
+    assert page.locator("h1").inner_text() == "Node n2"
+    gpus = page.locator("#gpus tbody tr")
+    assert gpus.count() == 8
+    lost = page.locator("#gpus tbody tr", has_text="00000000:86:00.0")
+    assert lost.locator("td").nth(2).inner_text() == "fail"
+    assert "79" in page.locator("#xids tbody tr").first.inner_text()
+    _accessible(page)
+    _shot(page, shots / "node-n2.png")
+
+    # the node with hostile text in a summary: shown as text, not run
+    page.goto(base_url + "node/n3")
+    assert "<script>window.pwned" in page.locator("main").inner_text()
+    assert _accessible(page)["pwned"] == 0
+
+    # audit trail, then back to the grid through the navigation
+    page.get_by_role("link", name="Audit trail").click()
+    page.wait_for_url("**/fleet/audit")
+    assert page.locator("section.collection").count() == 1
+    assert "cut off" in page.locator("section.collection").inner_text()
+    _shot(page, shots / "audit.png")
+    page.get_by_role("link", name="Fleet", exact=True).click()
+    page.wait_for_url("**/fleet/")
+    assert page.locator("#grid tbody tr").count() == 3
+    assert sorted(p.name for p in shots.iterdir()) == [
+        "audit.png",
+        "grid-reload.png",
+        "grid.png",
+        "node-n2.png",
+    ]
