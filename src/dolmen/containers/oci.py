@@ -16,6 +16,12 @@ from dolmen.containers.plan import (
 from dolmen.containers.site import UNLIMITED, Site
 
 
+# Without CAP_SYS_RESOURCE, podman starts runc with at most this many processes whatever
+# this session's hard limit is (seen with podman 4.3 on Debian 12: 32769 is refused with
+# "error setting rlimit type 6: operation not permitted").
+PODMAN_NPROC = 32768
+
+
 def _limit(value: int) -> str:
     return "-1" if value == UNLIMITED else str(value)
 
@@ -40,7 +46,7 @@ def _ulimits(runtime: str, site: Site, notes: list[str]) -> list[str]:
         memlock = _fits(MEMLOCK, hard.get("memlock"))
         stack = _fits(STACK, hard.get("stack"))
         nofile = _fits(NOFILE, hard.get("nofile"))
-        nproc = _fits(UNLIMITED, hard.get("nproc"))
+        nproc = _fits(PODMAN_NPROC, hard.get("nproc")) if runtime == "podman" else UNLIMITED
         if memlock != MEMLOCK:
             notes.append(
                 f"memlock capped at this session's hard limit ({memlock} bytes, not unlimited):"
