@@ -53,6 +53,8 @@ JSON_COMMANDS = {
     "quota show": {"dolmen.quota/1"},
     "audit verify": {"dolmen.audit.verify/1"},
     "bench": {"dolmen.bench/1"},
+    "containers resolve": {"dolmen.containers.resolve/1"},
+    "containers run": {"dolmen.containers.plan/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

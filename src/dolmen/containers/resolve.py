@@ -6,7 +6,8 @@ built on (cuda.toml: the CUDA release notes' table, not the release notes' round
 compatibility*: the images carry the cuda-compat libraries and load them at start when
 the host driver is older, but only on the driver branches each release's notes list
 ("470.57 (or later R470), 525.85 (or later R525)..."). The driver must be in one of
-those branches and at least that release of it; any other branch must be upgraded.
+those branches and at least that release of it; any other branch must be upgraded. A
+branch list the knowledge base marks unverified is not applied.
 GeForce and workstation boards are not covered (the CUDA compatibility guide: data-center
 GPUs and select NGC Server Ready RTX SKUs only; error 804 otherwise), and a GPU dolmen
 cannot name is not assumed to be a data-center one.
@@ -146,6 +147,10 @@ def resolve(
         if drv >= need and native is None:
             native = Choice(r, NATIVE, str(need), f"driver {drv} >= {need}, CUDA {r.cuda}'s minimum")
         entry = _forward(r, drv) if datacenter else None
+        if entry is not None and "datacenter_compat_drivers" in r.unverified:
+            # a branch list the data does not hold as checked is not a reason to pull an image
+            notes.append(f"{r.release}: its compat branches are unverified; not applied")
+            entry = None
         if entry is not None and forward is None and drv < need:
             forward = Choice(
                 r,

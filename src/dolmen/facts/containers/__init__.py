@@ -18,6 +18,7 @@ The dataclasses are in ``model``, the pure parsers in ``parse`` and ``cdi``;
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
 from dolmen.facts.containers.cdi import parse_cdi_spec
@@ -35,7 +36,7 @@ from dolmen.facts.containers.parse import (
     parse_daemon_json,
     parse_tool_version,
 )
-from dolmen.facts.reading import absent, malformed, read_text
+from dolmen.facts.reading import absent, malformed, read_text, unrecorded
 from dolmen.host import Host, RunStatus
 
 __all__ = [
@@ -93,7 +94,7 @@ def collect(host: Host) -> ContainerFacts:
         if mode is None:
             unread["toolkit_mode"] = "missing: no [nvidia-container-runtime] mode (or malformed)"
     specs = tuple(
-        parse_cdi_spec(path, host.read_opt(path) or "")
+        _against_host(host, parse_cdi_spec(path, host.read_opt(path) or ""))
         for folder in CDI_DIRS
         for path in host.glob(f"{folder}/*")
         if path.endswith(_CDI_SUFFIXES)
@@ -111,6 +112,21 @@ def collect(host: Host) -> ContainerFacts:
         unread=unread,
         crio=crio,
     )
+
+
+def _against_host(host: Host, spec: CdiSpec) -> CdiSpec:
+    """The spec with the device nodes and files it names that this host lacks: a spec
+    generated before a driver update mounts libraries that are gone."""
+    missing: list[str] = []
+    unseen: list[str] = []
+    for path in (*spec.device_nodes, *spec.mounts):
+        rel = path.lstrip("/")
+        if not rel or host.exists(rel):
+            continue
+        (unseen if unrecorded(absent(host, rel)) else missing).append(path)
+    if not missing and not unseen:
+        return spec
+    return dataclasses.replace(spec, missing=tuple(missing), unseen=tuple(unseen))
 
 
 def _containerd(host: Host, unread: dict[str, str]) -> ContainerdConfig | None:

@@ -62,6 +62,8 @@ class CdiSpec:
     device_nodes: tuple[str, ...] = ()  # host device nodes it hands out (/dev/nvidia0...)
     mounts: tuple[str, ...] = ()  # host files it bind-mounts
     library_versions: tuple[str, ...] = ()  # driver versions in its lib*.so.X.Y.Z mounts
+    missing: tuple[str, ...] = ()  # device nodes and mounted files the host vouches are gone
+    unseen: tuple[str, ...] = ()  # those the bundle did not record (neither there nor gone)
 
 
 @frozen

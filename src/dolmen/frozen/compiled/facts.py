@@ -9,8 +9,8 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, _type_device_nodes, _type_mounts, _type_library_versions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _dflt_device_nodes, _dflt_mounts, _dflt_library_versions, _return_type, cls, FrozenInstanceError):
-    def __init__(self,path:_type_path,kind:_type_kind,cdi_version:_type_cdi_version,devices:_type_devices,error:_type_error=_dflt_error,driver_version:_type_driver_version=_dflt_driver_version,device_nodes:_type_device_nodes=_dflt_device_nodes,mounts:_type_mounts=_dflt_mounts,library_versions:_type_library_versions=_dflt_library_versions)->_return_type:
+def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, _type_device_nodes, _type_mounts, _type_library_versions, _type_missing, _type_unseen, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _dflt_device_nodes, _dflt_mounts, _dflt_library_versions, _dflt_missing, _dflt_unseen, _return_type, cls, FrozenInstanceError):
+    def __init__(self,path:_type_path,kind:_type_kind,cdi_version:_type_cdi_version,devices:_type_devices,error:_type_error=_dflt_error,driver_version:_type_driver_version=_dflt_driver_version,device_nodes:_type_device_nodes=_dflt_device_nodes,mounts:_type_mounts=_dflt_mounts,library_versions:_type_library_versions=_dflt_library_versions,missing:_type_missing=_dflt_missing,unseen:_type_unseen=_dflt_unseen)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
         __dataclass_builtins_object__.__setattr__(self,'cdi_version',cdi_version)
@@ -20,22 +20,24 @@ def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_ver
         __dataclass_builtins_object__.__setattr__(self,'device_nodes',device_nodes)
         __dataclass_builtins_object__.__setattr__(self,'mounts',mounts)
         __dataclass_builtins_object__.__setattr__(self,'library_versions',library_versions)
+        __dataclass_builtins_object__.__setattr__(self,'missing',missing)
+        __dataclass_builtins_object__.__setattr__(self,'unseen',unseen)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(path={self.path!r}, kind={self.kind!r}, cdi_version={self.cdi_version!r}, devices={self.devices!r}, error={self.error!r}, driver_version={self.driver_version!r}, device_nodes={self.device_nodes!r}, mounts={self.mounts!r}, library_versions={self.library_versions!r})"
+        return self.__class__.__qualname__ + f"(path={self.path!r}, kind={self.kind!r}, cdi_version={self.cdi_version!r}, devices={self.devices!r}, error={self.error!r}, driver_version={self.driver_version!r}, device_nodes={self.device_nodes!r}, mounts={self.mounts!r}, library_versions={self.library_versions!r}, missing={self.missing!r}, unseen={self.unseen!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,)==(other.path,other.kind,other.cdi_version,other.devices,other.error,other.driver_version,other.device_nodes,other.mounts,other.library_versions,)
+            return (self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,self.missing,self.unseen,)==(other.path,other.kind,other.cdi_version,other.devices,other.error,other.driver_version,other.device_nodes,other.mounts,other.library_versions,other.missing,other.unseen,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions',):
+        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions','missing','unseen',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions',):
+        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions','missing','unseen',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,))
+        return hash((self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,self.missing,self.unseen,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -1604,7 +1606,7 @@ def _dolmen_facts_tuning_model_TuningFacts(_type_cpu_governors, _type_cpu_epp, _
 
 
 RECORDS = {
-    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True;device_nodes:tuple[str, ...]:True;mounts:tuple[str, ...]:True;library_versions:tuple[str, ...]:True', _dolmen_facts_containers_model_CdiSpec, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', '_type_device_nodes', '_type_mounts', '_type_library_versions', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_dflt_device_nodes', '_dflt_mounts', '_dflt_library_versions', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True;device_nodes:tuple[str, ...]:True;mounts:tuple[str, ...]:True;library_versions:tuple[str, ...]:True;missing:tuple[str, ...]:True;unseen:tuple[str, ...]:True', _dolmen_facts_containers_model_CdiSpec, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', '_type_device_nodes', '_type_mounts', '_type_library_versions', '_type_missing', '_type_unseen', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_dflt_device_nodes', '_dflt_mounts', '_dflt_library_versions', '_dflt_missing', '_dflt_unseen', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.containers.model.ContainerFacts': ('order=False;post_init=False;docker:DockerConfig | None:False;containerd:ContainerdConfig | None:False;toolkit_config:str | None:False;toolkit_mode:str | None:False;cdi_specs:tuple[CdiSpec, ...]:False;tools:Mapping[str, Tool]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None);crio:CrioConfig | None:True', _dolmen_facts_containers_model_ContainerFacts, ('_type_docker', '_type_containerd', '_type_toolkit_config', '_type_toolkit_mode', '_type_cdi_specs', '_type_tools', '_type_unread', '_type_crio', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_dflt_crio', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.containers.model.ContainerdConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:tuple[str, ...]:False;default_runtime:str | None:False', _dolmen_facts_containers_model_ContainerdConfig, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.containers.model.CrioConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:Mapping[str, str]:False;default_runtime:str | None:False', _dolmen_facts_containers_model_CrioConfig, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
