@@ -48,22 +48,38 @@ def test_resolve_with_driver(capsys: pytest.CaptureFixture[str]) -> None:
     doc = assert_valid(json.loads(out))
     assert rc == 0 and doc["choice"]["mode"] == "forward-compat"
     assert doc["choice"]["compat_branch"] == "535.86" and doc["native"]["release"] == "23.10"
-    rc, out, err = _run(capsys, "containers", "resolve", "pytorch", "--driver", "450.80.02",
-                        "--no-datacenter")
+    rc, out, err = _run(
+        capsys, "containers", "resolve", "pytorch", "--driver", "450.80.02", "--no-datacenter"
+    )
     assert rc == 1 and "older than every pytorch release" in err
     rc, out, err = _run(capsys, "containers", "resolve", "pytorch", "--driver", "x")
     assert rc == 2
     rc, _, err = _run(capsys, "containers", "resolve", "mxnet", "--driver", "580.65.06")
     assert rc == 2 and "mxnet" in err
-    rc, _, err = _run(capsys, "containers", "resolve", "pytorch", "--driver", "580.65.06",
-                      "--cuda", "x.y")
+    rc, _, err = _run(
+        capsys, "containers", "resolve", "pytorch", "--driver", "580.65.06", "--cuda", "x.y"
+    )
     assert rc == 2 and "not a CUDA version" in err
 
 
 def test_run_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
     image = "nvcr.io/nvidia/pytorch:24.05-py3"
-    rc, out, _ = _run(capsys, "containers", "run", "--dry-run", "--runtime", "docker", "--json",
-                      "--checkpoint", "/ckpt", image, "--", "python", "-c", "print(1)")
+    rc, out, _ = _run(
+        capsys,
+        "containers",
+        "run",
+        "--dry-run",
+        "--runtime",
+        "docker",
+        "--json",
+        "--checkpoint",
+        "/ckpt",
+        image,
+        "--",
+        "python",
+        "-c",
+        "print(1)",
+    )
     doc = assert_valid(json.loads(out))
     assert doc["argv"][-4:] == [image, "python", "-c", "print(1)"]
     assert "--ipc=host" in doc["argv"] and "memlock=-1" in doc["argv"]
@@ -85,11 +101,11 @@ def test_run_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_run_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _run(capsys, "containers", "run", *argv)
+    rc, _, err = _run(capsys, "containers", "run", *argv)
     assert rc == 2 and err.startswith("dolmen: error:")
 
 
 def test_run_refuses_a_plan_with_a_problem(capsys: pytest.CaptureFixture[str]) -> None:
     """A runtime that is not here: exit 3 and nothing started, nothing audited."""
-    rc, out, err = _run(capsys, "containers", "run", "--runtime", "enroot", "some/image:1")
+    rc, _, err = _run(capsys, "containers", "run", "--runtime", "enroot", "some/image:1")
     assert rc == 3 and "cannot start the container" in err

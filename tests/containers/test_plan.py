@@ -96,7 +96,10 @@ def test_rdma_nccl_conf_and_checkpoint() -> None:
     p = plan(Request(IMAGE, runtime="docker", checkpoint="/ckpt/run1", env=("A=1",)), site)
     assert _pairs(p.argv, "--device") == list(site.rdma_devices)
     assert _pairs(p.argv, "--cap-add") == ["IPC_LOCK"]
-    assert _pairs(p.argv, "-v") == ["/etc/nccl.conf:/etc/nccl.conf:ro", "/ckpt/run1:/checkpoints:rw"]
+    assert _pairs(p.argv, "-v") == [
+        "/etc/nccl.conf:/etc/nccl.conf:ro",
+        "/ckpt/run1:/checkpoints:rw",
+    ]
     assert _pairs(p.argv, "-e") == ["DOLMEN_CHECKPOINT_DIR=/checkpoints", "A=1"]
 
 
@@ -105,13 +108,18 @@ def test_apptainer() -> None:
     assert p.argv[:3] == ("apptainer", "exec", "--nv")
     assert f"docker://{IMAGE}" in p.argv and "CUDA_VISIBLE_DEVICES=1" in p.argv
     assert _pairs(p.argv, "--bind") == ["/etc/nccl.conf:/etc/nccl.conf:ro"]
-    p = plan(Request("/images/pt.sif", runtime="singularity"), _site(installed=frozenset({"singularity"})))
+    p = plan(
+        Request("/images/pt.sif", runtime="singularity"),
+        _site(installed=frozenset({"singularity"})),
+    )
     assert p.argv[:3] == ("singularity", "run", "--nv") and p.argv[-1] == "/images/pt.sif"
 
 
 def test_enroot_and_pyxis() -> None:
     p = plan(Request(IMAGE, ("python",), "enroot"), _site())
-    assert p.problems and "enroot import 'docker://nvcr.io#nvidia/pytorch:24.05-py3'" in p.problems[0]
+    assert (
+        p.problems and "enroot import 'docker://nvcr.io#nvidia/pytorch:24.05-py3'" in p.problems[0]
+    )
     p = plan(Request("pytorch", ("python",), "enroot"), _site())
     assert not p.problems and "NVIDIA_VISIBLE_DEVICES=all" in p.argv
     p = plan(Request(IMAGE, ("python", "t.py"), checkpoint="/ckpt"), _site(in_slurm=True))
@@ -216,7 +224,11 @@ def test_gather_tree(tmp_path: Path) -> None:
     assert site.installed == {"podman", "enroot", "pyxis"}
     assert site.cdi_devices == ("nvidia.com/gpu=0", "nvidia.com/gpu=all")
     assert site.cdi_specs == ("/etc/cdi/nvidia.yaml",)
-    assert site.rdma_devices == ("/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/gdrdrv")
+    assert site.rdma_devices == (
+        "/dev/infiniband/rdma_cm",
+        "/dev/infiniband/uverbs0",
+        "/dev/gdrdrv",
+    )
     assert site.nccl_conf and site.docker_cdi is True
     assert site.hard_limits == {"memlock": 65536} and site.can_raise_limits is None
 

@@ -155,8 +155,12 @@ def test_real_run_gpu_device_checkpoint_and_limits(
 def test_real_run_exit_status_is_the_containers(podman_env: Path) -> None:
     state = Path(os.environ["DOLMEN_STATE_DIR"])
     before = len(_events(state)) if (state / "audit" / "audit.log").exists() else 0
-    rc = main(["containers", "run", "--runtime", "podman", "--network", "none", "--gpus", "none"]
-              + [IMAGE, "--", "sh", "-c", "exit 7"])
+    rc = main(
+        [
+            *("containers", "run", "--runtime", "podman", "--network", "none"),
+            *("--gpus", "none", IMAGE, "--", "sh", "-c", "exit 7"),
+        ]
+    )
     assert rc == 7
     assert _events(state)[before:] == [("unknown", "intent", None), ("failure", "outcome", 7)]
 

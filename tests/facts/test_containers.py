@@ -91,9 +91,13 @@ kind: nvidia.com/gpu
 
 
 # "Billion laughs": nine levels of aliases, each ten times the one before.
-_LAUGHS = 'kind: nvidia.com/gpu\ncdiVersion: "0.5.0"\nl0: &l0 ["lol"]\n' + "".join(
-    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)
-) + "devices: [" + ", ".join(["*l8"] * 10) + "]\n"
+_LAUGHS = (
+    'kind: nvidia.com/gpu\ncdiVersion: "0.5.0"\nl0: &l0 ["lol"]\n'
+    + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9))
+    + "devices: ["
+    + ", ".join(["*l8"] * 10)
+    + "]\n"
+)
 
 
 def _excerpts() -> list[str]:

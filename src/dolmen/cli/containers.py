@@ -143,9 +143,12 @@ def _print_resolution(r: Resolution, gpus: tuple[str, ...]) -> None:
     ]
     for label, value in rows:
         shown = value or "not recorded"
-        mark = " *" if label.lower() in rel.unverified or (
-            label == r.framework and "framework_version" in rel.unverified
-        ) else ""
+        mark = (
+            " *"
+            if label.lower() in rel.unverified
+            or (label == r.framework and "framework_version" in rel.unverified)
+            else ""
+        )
         click.echo(f"  {label:<12} {shown}{mark}")
     if rel.unverified:
         click.echo("  * recalled, not checked against the release notes")
@@ -193,7 +196,9 @@ def run(
     from dolmen.host.live import LiveHost
 
     if as_json and not dry_run:
-        raise UsageError("--json goes with --dry-run", hint="dolmen containers run --dry-run --json")
+        raise UsageError(
+            "--json goes with --dry-run", hint="dolmen containers run --dry-run --json"
+        )
     if command[:1] == ("--",):  # click keeps the separator once IMAGE ended the options
         command = command[1:]
     req = Request(image, command, runtime, gpus, shm_size, checkpoint, mounts, envs, network, name)

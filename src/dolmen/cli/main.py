@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
-    "containers": ("dolmen.cli.containers:containers", "NGC releases for this driver; GPU containers."),
+    "containers": (
+        "dolmen.cli.containers:containers",
+        "NGC releases for this driver; GPU containers.",
+    ),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
 }
 

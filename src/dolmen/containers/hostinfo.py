@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from dolmen.containers.resolve import gpu_class
@@ -31,14 +32,13 @@ def read(host: Host) -> HostGpus:
         names = [g.name for g in gpu.gpus if g.name]
         driver = gpu.driver_version
         if driver is None:
-            why = f"the driver version could not be read ({gpu.unread.get('driver_version', gpu.error or 'missing')})"
+            reason = gpu.unread.get("driver_version", gpu.error or "missing")
+            why = f"the driver version could not be read ({reason})"
     except FactError as e:
         why = f"the GPU facts could not be read ({e.message})"
     if driver is None:
-        try:
+        with contextlib.suppress(FactError):
             driver = store.get("stack").driver_version
-        except FactError:
-            pass
     classes = {gpu_class(n) for n in names}
     datacenter = None
     if names and classes == {"datacenter"}:

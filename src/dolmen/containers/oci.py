@@ -15,7 +15,6 @@ from dolmen.containers.plan import (
 )
 from dolmen.containers.site import UNLIMITED, Site
 
-
 # Without CAP_SYS_RESOURCE, podman starts runc with at most this many processes whatever
 # this session's hard limit is (seen with podman 4.3 on Debian 12: 32769 is refused with
 # "error setting rlimit type 6: operation not permitted").
@@ -68,7 +67,9 @@ def _ulimits(runtime: str, site: Site, notes: list[str]) -> list[str]:
     return out
 
 
-def _gpus(runtime: str, req: Request, site: Site, notes: list[str], problems: list[str]) -> tuple[list[str], str]:
+def _gpus(
+    runtime: str, req: Request, site: Site, notes: list[str], problems: list[str]
+) -> tuple[list[str], str]:
     if req.gpus == "none":
         return [], "none"
     wanted = gpu_list(req)

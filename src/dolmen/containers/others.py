@@ -41,7 +41,9 @@ def _apptainer(runtime: str, req: Request, site: Site, notes: list[str]) -> tupl
     return [*argv, image, *req.command], mode
 
 
-def _enroot(req: Request, site: Site, notes: list[str], problems: list[str]) -> tuple[list[str], str]:
+def _enroot(
+    req: Request, site: Site, notes: list[str], problems: list[str]
+) -> tuple[list[str], str]:
     image = req.image
     if ("/" in image or ":" in image) and not image.startswith("/") and not image.endswith(".sqsh"):
         problems.append(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dolmen.containers.site import RUNTIMES, UNLIMITED, Site
+from dolmen.containers.site import NCCL_CONF, RUNTIMES, UNLIMITED, Site
 from dolmen.errors import UsageError
 
 CHECKPOINT_MOUNT = "/checkpoints"
@@ -67,9 +67,14 @@ def _mount(spec: str) -> tuple[str, str, str]:
     parts = spec.split(":")
     if len(parts) == 2:
         parts.append("rw")
-    if len(parts) != 3 or not all(p.startswith("/") for p in parts[:2]) or parts[2] not in (
-        "ro",
-        "rw",
+    if (
+        len(parts) != 3
+        or not all(p.startswith("/") for p in parts[:2])
+        or parts[2]
+        not in (
+            "ro",
+            "rw",
+        )
     ):
         raise UsageError(f"--mount {spec!r} is not SRC:DST[:ro|rw]", hint="e.g. /data:/data:ro")
     return parts[0], parts[1], parts[2]
@@ -78,7 +83,9 @@ def _mount(spec: str) -> tuple[str, str, str]:
 def validate(req: Request) -> None:
     """UsageError for input the plan cannot use, naming the valid forms."""
     if not req.image or req.image.startswith("-"):
-        raise UsageError(f"{req.image!r} is not an image", hint="e.g. nvcr.io/nvidia/pytorch:24.05-py3")
+        raise UsageError(
+            f"{req.image!r} is not an image", hint="e.g. nvcr.io/nvidia/pytorch:24.05-py3"
+        )
     if req.runtime is not None and req.runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {req.runtime!r}", hint=f"valid: {', '.join(RUNTIMES)}")
     if not _GPUS_RE.fullmatch(req.gpus):
@@ -124,7 +131,8 @@ def plan(req: Request, site: Site) -> Plan:
 
 def mounts(req: Request, site: Site) -> list[tuple[str, str, str]]:
     """Every bind mount of the plan: nccl.conf, the checkpoint folder, the user's."""
-    out = [("/etc/nccl.conf", "/etc/nccl.conf", "ro")] if site.nccl_conf else []
+    conf = f"/{NCCL_CONF}"  # the same path inside the container
+    out = [(conf, conf, "ro")] if site.nccl_conf else []
     if req.checkpoint is not None:
         out.append((req.checkpoint, CHECKPOINT_MOUNT, "rw"))
     out += [_mount(m) for m in req.mounts]

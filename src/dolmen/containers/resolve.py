@@ -40,7 +40,7 @@ _DATACENTER_RE = re.compile(
 
 
 def gpu_class(name: str) -> str | None:
-    """"datacenter", "consumer" (GeForce, TITAN, Quadro, RTX workstation) or None (unknown)."""
+    """ "datacenter", "consumer" (GeForce, TITAN, Quadro, RTX workstation) or None (unknown)."""
     if _CONSUMER_RE.search(name):
         return "consumer"
     if _DATACENTER_RE.search(name):
@@ -145,7 +145,9 @@ def resolve(
             notes.append(f"{r.release}: no minimum driver known (CUDA {r.cuda}); skipped")
             continue
         if drv >= need and native is None:
-            native = Choice(r, NATIVE, str(need), f"driver {drv} >= {need}, CUDA {r.cuda}'s minimum")
+            native = Choice(
+                r, NATIVE, str(need), f"driver {drv} >= {need}, CUDA {r.cuda}'s minimum"
+            )
         entry = _forward(r, drv) if datacenter else None
         if entry is not None and "datacenter_compat_drivers" in r.unverified:
             # a branch list the data does not hold as checked is not a reason to pull an image

@@ -19,6 +19,7 @@ RUNTIMES = ("docker", "podman", "apptainer", "singularity", "enroot", "pyxis")
 # (uverbs0, rdma_cm, umad0, issm0); GDRCopy's node is /dev/gdrdrv.
 _RDMA = ("dev/infiniband",)
 _GDRCOPY = "dev/gdrdrv"
+NCCL_CONF = "etc/nccl.conf"  # read by NCCL at init; mounted read-only into containers
 _LIMIT_RE = re.compile(r"^Max (locked memory|stack size|open files|processes)\s+(\S+)\s+(\S+)")
 _LIMIT_NAMES = {
     "locked memory": "memlock",
@@ -97,7 +98,9 @@ def _cdi(host: Host) -> tuple[list[str], list[str]]:
             if spec.error or spec.kind != "nvidia.com/gpu":
                 continue
             specs.append(f"/{path}")
-            devices += [f"{spec.kind}={d}" for d in spec.devices if f"{spec.kind}={d}" not in devices]
+            devices += [
+                f"{spec.kind}={d}" for d in spec.devices if f"{spec.kind}={d}" not in devices
+            ]
     return devices, specs
 
 
@@ -127,7 +130,7 @@ def gather(host: Host) -> Site:
         cdi_specs=tuple(specs),
         docker_cdi=None if docker is None else docker.cdi,
         rdma_devices=tuple(rdma),
-        nccl_conf=host.exists("etc/nccl.conf"),
+        nccl_conf=host.exists(NCCL_CONF),
         hard_limits=parse_limits(host.read_opt("proc/self/limits") or ""),
         in_slurm=bool(env.get("SLURM_JOB_ID")),
         can_raise_limits=parse_cap_sys_resource(host.read_opt("proc/self/status") or ""),

@@ -9,7 +9,6 @@ outputs, proc files.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest

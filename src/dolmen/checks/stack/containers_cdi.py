@@ -39,7 +39,7 @@ def _problems(p: CdiSpec, driver: str | None, gpus: int) -> list[str]:
             f"generated for driver {p.driver_version} but driver {driver} is loaded: its "
             "library mounts name files that are gone"
         )
-    other = [v for v in p.library_versions if driver and v != driver and v != p.driver_version]
+    other = [v for v in p.library_versions if driver and v not in (driver, p.driver_version)]
     if other:
         out.append(f"mounts libraries of driver {', '.join(other)} (loaded: {driver})")
     nodes = [m for m in p.missing if m.startswith("/dev/")]
@@ -114,7 +114,9 @@ def cdi(ctx: Context) -> list[Outcome]:
                 )
             )
         elif driver is None and (p.driver_version or p.library_versions):
-            out.append(unknown(subject, "the loaded driver version is unknown: cannot compare", **ev))
+            out.append(
+                unknown(subject, "the loaded driver version is unknown: cannot compare", **ev)
+            )
         else:
             out.append(passed(subject, f"/{p.path}: {p.kind}, {len(p.devices)} device(s)", **ev))
     return out

@@ -46,7 +46,7 @@ def _load(text: str) -> tuple[Any, str | None]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader), None  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=loader), None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = "" if mark is None else f", line {mark.line + 1}"
