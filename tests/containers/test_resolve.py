@@ -69,7 +69,7 @@ def test_unknown_driver_is_refused_not_guessed(driver: str | None) -> None:
 
 def test_driver_older_than_everything() -> None:
     r = _r("pytorch", "450.80.02", True)
-    assert r.choice is None and "older than every" in (r.refused or "")
+    assert r.choice is None and r.too_old and "older than every" in (r.refused or "")
 
 
 def test_cuda_filter() -> None:

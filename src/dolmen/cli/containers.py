@@ -1,7 +1,8 @@
 """``dolmen containers``: which NGC release this host runs, and GPU containers started right.
 
 ``resolve`` exits 0 with a release, 1 when the driver is older than every release the
-knowledge base knows, 2 when it cannot decide (the driver is unknown: never guessed).
+knowledge base knows, 2 when it cannot decide (the driver is unknown: never guessed; no
+release on the ``--cuda`` asked for).
 ``run`` exits with the container's own status (2 for bad input, 3 when the plan cannot
 start, 4 when the launch cannot be audited); ``--dry-run`` prints the command only
 (exit 3 when the plan names a problem a real run would refuse).
@@ -79,7 +80,7 @@ def resolve(
     else:
         _print_resolution(r, gpus)
     if r.choice is None:
-        exit_with(2 if r.driver is None or "not a driver" in (r.refused or "") else 1)
+        exit_with(1 if r.too_old else 2)
 
 
 def _choice_doc(c: Choice | None) -> dict[str, Any] | None:

@@ -71,6 +71,7 @@ class Resolution:
     native: Choice | None  # the newest native release, when ``choice`` needs forward compat
     refused: str | None = None  # why no release is named
     notes: tuple[str, ...] = field(default_factory=tuple)
+    too_old: bool = False  # refused because the driver is older than every release
 
 
 def check_framework(framework: str) -> str:
@@ -171,7 +172,6 @@ def resolve(
         return Resolution(framework, driver, datacenter, cuda, native, None, None, tuple(notes))
     oldest = releases[-1] if releases else None
     need = None if oldest is None else ngc.min_driver(oldest, cuda_table)
-    return refuse(
-        f"driver {drv} is older than every {framework} release the knowledge base knows"
-        + ("" if oldest is None else f" (the oldest, {oldest.release}, needs {need})")
-    )
+    why = f"driver {drv} is older than every {framework} release the knowledge base knows"
+    why += "" if oldest is None else f" (the oldest, {oldest.release}, needs {need})"
+    return Resolution(framework, driver, datacenter, cuda, None, None, why, tuple(notes), True)
