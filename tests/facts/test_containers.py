@@ -90,6 +90,16 @@ kind: nvidia.com/gpu
 """
 
 
+# "Billion laughs": nine levels of aliases, each ten times the one before.
+_LAUGHS = (
+    'kind: nvidia.com/gpu\ncdiVersion: "0.5.0"\nl0: &l0 ["lol"]\n'
+    + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9))
+    + "devices: ["
+    + ", ".join(["*l8"] * 10)
+    + "]\n"
+)
+
+
 def _excerpts() -> list[str]:
     return re.findall(r"```\n(.*?)```", recording(CDI_EXCERPTS).read_text(), re.S)
 
@@ -156,10 +166,15 @@ def test_cdi_json_spec() -> None:
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("", "no kind"),
+        ("", "empty"),
+        ("# only a comment\n", "empty"),
         ("\x00\xff\x00", "not text"),
         ('{"kind": ', "not valid JSON"),
-        ("[1, 2]", "no kind"),
+        ("[1, 2]", "not a mapping"),
+        ("kind: [unclosed\n", "not valid YAML"),
+        ("kind: a\n\tcdiVersion: 1\n", "not valid YAML"),  # a tab: YAML forbids it
+        ("a: &x [1]\nb: *y\n", "not valid YAML"),  # an undefined alias
+        ("[" * 100000 + "]" * 100000, "malformed"),  # deeper than the parser allows
         ('{"a":' * 50000 + "1" + "}" * 50000, "not valid JSON"),  # deeper than json allows
         ("kind: nvidia.com/gpu\n", "no cdiVersion"),
         (CDI_FULL[: len(CDI_FULL) // 2], "no kind"),
@@ -168,6 +183,28 @@ def test_cdi_json_spec() -> None:
 def test_cdi_malformed(text: str, error: str) -> None:
     spec = parse_cdi_spec("x.yaml", text)
     assert spec.error is not None and error in spec.error
+
+
+def test_cdi_aliases_fanning_out() -> None:
+    """A billion-laughs spec is read in bounded time: the walk never expands nested lists
+    (a device that is not a mapping names nothing)."""
+    spec = parse_cdi_spec("x.yaml", _LAUGHS)
+    assert (spec.kind, spec.devices, spec.device_nodes, spec.error) == (
+        "nvidia.com/gpu",
+        (),
+        (),
+        None,
+    )
+
+
+def test_cdi_nodes_mounts_and_libraries() -> None:
+    spec = parse_cdi_spec("etc/cdi/nvidia.yaml", CDI_FULL)
+    assert spec.device_nodes == ("/dev/nvidia-modeset", "/dev/nvidia0")
+    second = _excerpts()[1]
+    old = parse_cdi_spec("b.yaml", second)
+    assert old.library_versions == ("460.91.03",)
+    assert "/usr/lib/x86_64-linux-gnu/libcuda.so.460.91.03" in old.mounts
+    assert old.device_nodes[:2] == ("/dev/nvidia-modeset", "/dev/nvidiactl")
 
 
 @pytest.mark.parametrize(
@@ -227,7 +264,7 @@ def test_collect_gpu_container_host(tmp_path: Path) -> None:
     assert tools["nvidia-ctk"].version == "1.17.8"
     assert tools["podman"].installed and tools["podman"].detail.startswith("command failed")
     assert tools["enroot"].installed is False
-    assert facts.unread == {}
+    assert facts.unread == {"crio": "missing: etc/crio/crio.conf"}
     json.dumps(to_jsonable(facts))
 
 
@@ -235,7 +272,7 @@ def test_collect_empty_tree(tmp_path: Path) -> None:
     """An empty tree recorded nothing: every source is 'not in this bundle', no tool is
     said to be absent."""
     facts = containers.collect(TreeHost(make_tree(tmp_path)))
-    for key in ("docker", "containerd", "toolkit_mode", "cdi_specs"):
+    for key in ("docker", "containerd", "crio", "toolkit_mode", "cdi_specs"):
         assert facts.unread[key].startswith("not in this bundle: etc/"), key
     assert facts.docker is None and facts.containerd is None and facts.toolkit_mode is None
     assert facts.cdi_specs == ()
@@ -246,7 +283,7 @@ def test_collect_host_without_runtimes(tmp_path: Path) -> None:
     """A tree that recorded etc/ and its commands, with none of the runtimes: absent."""
     root = make_tree(tmp_path, files={"etc/hostname": "n1\n"}, commands={"uname -r": "6.8\n"})
     facts = containers.collect(TreeHost(root))
-    for key in ("docker", "containerd", "toolkit_mode"):
+    for key in ("docker", "containerd", "crio", "toolkit_mode"):
         assert facts.unread[key].startswith("missing: etc/"), key
     assert "cdi_specs" not in facts.unread and facts.cdi_specs == ()
     assert not any(t.installed for t in facts.tools.values())

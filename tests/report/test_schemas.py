@@ -55,6 +55,8 @@ JSON_COMMANDS = {
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},
+    "containers resolve": {"dolmen.containers.resolve/1"},
+    "containers run": {"dolmen.containers.plan/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

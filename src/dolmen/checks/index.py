@@ -39,6 +39,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.security.posture": 4,
     "dolmen.checks.security.taint": 2,
     "dolmen.checks.stack.containers": 2,
+    "dolmen.checks.stack.containers_cdi": 2,
     "dolmen.checks.stack.cuda": 1,
     "dolmen.checks.stack.driver": 1,
     "dolmen.checks.stack.environment": 1,

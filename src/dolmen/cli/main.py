@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
     "setup": ("dolmen.cli.setup:setup", "Guided first steps: validate, tune, scheduler, users."),
+    "containers": (
+        "dolmen.cli.containers:containers",
+        "NGC releases for this driver; GPU containers.",
+    ),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
     "fleet": ("dolmen.cli.fleet:fleet", "Collect, report and validate many nodes' verdicts."),
 }

@@ -1,7 +1,10 @@
-"""NGC PyTorch container releases: the CUDA, cuDNN, NCCL and TensorRT each one ships.
+"""NGC framework container releases: the CUDA, cuDNN, NCCL and TensorRT each one ships.
 
 Data: ``kb/data/ngc.toml``. A release's minimum driver is the CUDA table's
 minimum for its toolkit (``NgcTable.min_driver``), not a number copied twice.
+PyTorch rows are ``NgcTable.releases`` (what ``dolmen kb ngc`` lists); the other
+frameworks' rows (``framework = "tensorflow" | "jax" | "tritonserver"``) are
+``NgcTable.containers``; ``NgcTable.of(framework)`` gives either, oldest first.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from dolmen.kb.cuda import CudaTable, DriverVersion
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _RELEASE_RE = re.compile(r"\d{2}\.\d{2}")
+
+FRAMEWORKS = ("pytorch", "tensorflow", "jax", "tritonserver")
+
+# The tag each framework's images carry on nvcr.io ("tf2": NGC's TensorFlow 2 images).
+_TAGS = {"tensorflow": "{release}-tf2-py3"}
 
 
 @frozen
@@ -32,18 +40,33 @@ class NgcRelease:
     verified: bool
     unverified: tuple[str, ...]
     note: str = ""
+    framework: str = "pytorch"
+    framework_version: str | None = None  # the framework's own version (pytorch: ``pytorch``)
 
     @property
     def image(self) -> str:
         """The image reference on nvcr.io."""
-        return f"nvcr.io/nvidia/pytorch:{self.release}-py3"
+        tag = _TAGS.get(self.framework, "{release}-py3").format(release=self.release)
+        return f"nvcr.io/nvidia/{self.framework}:{tag}"
+
+    @property
+    def version(self) -> str | None:
+        """The framework version the image ships (PyTorch's commit build, Triton's 2.x...)."""
+        return self.pytorch if self.framework == "pytorch" else self.framework_version
 
 
 @frozen
 class NgcTable:
-    """NGC PyTorch releases, oldest first."""
+    """NGC PyTorch releases (``releases``) and other frameworks' (``containers``), oldest first."""
 
     releases: tuple[NgcRelease, ...]
+    containers: tuple[NgcRelease, ...] = ()
+
+    def of(self, framework: str) -> tuple[NgcRelease, ...]:
+        """The releases of one framework (one of ``FRAMEWORKS``), oldest first."""
+        if framework == "pytorch":
+            return self.releases
+        return tuple(r for r in self.containers if r.framework == framework)
 
     def names(self) -> list[str]:
         """Every release name ("24.05"...), newest first."""
@@ -75,6 +98,8 @@ _SCHEMA = {
         "ubuntu": Field(str),
         "driver": Field(str),
         "datacenter_compat_drivers": Field(list),
+        "framework": Field(str),
+        "framework_version": Field(str),
     }
 }
 
@@ -84,6 +109,19 @@ def load_ngc(text: str | None = None) -> NgcTable:
     rows = read_tables("ngc.toml", _SCHEMA, text=text)["release"]
     out: list[NgcRelease] = []
     for i, row in enumerate(rows, start=1):
+        framework = row.get("framework", "pytorch")
+        if framework not in FRAMEWORKS:
+            raise KbDataError(
+                f"[[release]] row {i}: framework {framework!r} is not one of "
+                f"{', '.join(FRAMEWORKS)}",
+                path="ngc.toml",
+            )
+        for drv in row.get("datacenter_compat_drivers", ()):
+            if DriverVersion.parse(str(drv)) is None:
+                raise KbDataError(
+                    f"[[release]] row {i}: compat driver {drv!r} is not a driver version",
+                    path="ngc.toml",
+                )
         for name in row["releases"]:
             if not isinstance(name, str) or not _RELEASE_RE.fullmatch(name):
                 raise KbDataError(f"[[release]] row {i}: {name!r} is not YY.MM", path="ngc.toml")
@@ -102,7 +140,12 @@ def load_ngc(text: str | None = None) -> NgcTable:
                     verified=row.get("verified", True),
                     unverified=tuple(row.get("unverified", ())),
                     note=row.get("note", ""),
+                    framework=framework,
+                    framework_version=row.get("framework_version"),
                 )
             )
-    out.sort(key=lambda r: r.release)
-    return NgcTable(tuple(out))
+    out.sort(key=lambda r: (r.framework, r.release))
+    return NgcTable(
+        tuple(r for r in out if r.framework == "pytorch"),
+        tuple(r for r in out if r.framework != "pytorch"),
+    )

@@ -1,4 +1,4 @@
-"""stack.container.nvidia_runtime and stack.container.cdi on host trees.
+"""stack.container.nvidia_runtime on host trees (stack.container.cdi: test_containers_cdi.py).
 
 Real inputs: a Docker daemon.json with the nvidia runtime (microsoft/pai) and CDI specs
 quoted in GitHub issues (driver 575.57.08, cut before its kind; driver 460.91.03 with its
@@ -9,7 +9,6 @@ outputs, proc files.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -162,53 +161,3 @@ def test_runtime_and_cdi_not_in_the_bundle(tmp_path: Path) -> None:
     )
     [f] = run(podman, CDI)
     assert f.status is Status.UNKNOWN and f.summary == "not in this bundle: etc/cdi"
-
-
-# --- stack.container.cdi --------------------------------------------------------------------
-
-
-def test_cdi_pass(tmp_path: Path) -> None:
-    spec = _spec("575.57.08", ("0", "1", "all"))
-    [f] = run(_host(tmp_path, {"etc/cdi/nvidia.yaml": spec}, {}), CDI)
-    assert f.status is Status.PASS and f.subject == "cdi:/etc/cdi/nvidia.yaml"
-    assert f.evidence["spec_driver"] == "575.57.08"
-
-
-def test_cdi_stale_spec(tmp_path: Path) -> None:
-    """Generated for 570.124.06 and one GPU; the host now runs 575.57.08 with two."""
-    spec = _spec("570.124.06", ("0", "all"))
-    files = {"var/run/cdi/nvidia.yaml": spec}
-    [f] = run(_host(tmp_path / "a", files, {}), CDI)
-    assert f.status is Status.WARN
-    assert "generated for driver 570.124.06 but driver 575.57.08" in f.summary
-    assert "lists 1 GPU(s), the host has 2" in f.summary
-    assert f.remedy and "nvidia-ctk cdi generate" in f.remedy
-    cdi_mode = {
-        **files,
-        "etc/nvidia-container-runtime/config.toml": TOOLKIT_TOML.format(mode="cdi"),
-    }
-    [f] = run(_host(tmp_path / "b", cdi_mode, {}), CDI)
-    assert f.status is Status.FAIL  # in CDI mode every GPU container uses the spec
-
-
-def test_cdi_real_excerpts(tmp_path: Path) -> None:
-    """The 575 excerpt lost its kind (unusable); the 460 one names driver 460.91.03 and no
-    device, on a host running 575.57.08."""
-    first, second = re.findall(r"```\n(.*?)```", recording(EXCERPTS).read_text(), re.S)[:2]
-    files = {"etc/cdi/a.yaml": first, "etc/cdi/b.yaml": second}
-    found = by_subject(run(_host(tmp_path, files, {}), CDI))
-    a, b = found["cdi:/etc/cdi/a.yaml"], found["cdi:/etc/cdi/b.yaml"]
-    assert a.status is Status.WARN and "unusable: malformed: no kind" in a.summary
-    assert b.status is Status.WARN and b.evidence["spec_driver"] == "460.91.03"
-    assert "lists 0 GPU(s), the host has 2" in b.summary
-
-
-def test_cdi_absent(tmp_path: Path) -> None:
-    [f] = run(_host(tmp_path / "a", {}, {}), CDI)
-    assert f.status is Status.SKIP
-    podman = {"podman --version": "podman version 5.4.2\n"}
-    [f] = run(_host(tmp_path / "b", {}, podman), CDI)
-    assert f.status is Status.WARN and "podman uses CDI" in f.summary
-    mode = {"etc/nvidia-container-runtime/config.toml": TOOLKIT_TOML.format(mode="cdi")}
-    [f] = run(_host(tmp_path / "c", mode, {}), CDI)
-    assert f.status is Status.FAIL and "CDI mode" in f.summary

@@ -1,5 +1,5 @@
-"""Container runtimes and the NVIDIA Container Toolkit: GPU containers can start, and CDI
-specs describe the driver and the GPUs the host has now."""
+"""Container runtimes and the NVIDIA Container Toolkit: Docker, containerd and CRI-O can
+start GPU containers (the CDI specs: containers_cdi.py)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,6 @@ from dolmen.facts.containers import ContainerFacts, Tool
 from dolmen.facts.reading import unrecorded
 
 SOURCE = "NVIDIA Container Toolkit install guide: nvidia-ctk runtime configure, nvidia-ctk cdi"
-CDI_REMEDY = (
-    "Regenerate the spec after every driver or GPU change: sudo nvidia-ctk cdi generate "
-    "--output=/etc/cdi/nvidia.yaml (toolkit 1.18+ does it at boot: systemctl enable --now "
-    "nvidia-cdi-refresh.path), then nvidia-ctk cdi list."
-)
 
 
 def _tool(c: ContainerFacts, name: str) -> Tool | None:
@@ -76,7 +71,7 @@ def _configure(runtime: str) -> str:
 
 @check(
     "stack.container.nvidia_runtime",
-    title="Docker and containerd can start GPU containers through the NVIDIA runtime",
+    title="Docker, containerd and CRI-O can start GPU containers through the NVIDIA runtime",
     level=Level.STANDARD,
     needs=("containers", "os"),
     when=("nvidia_gpu",),
@@ -84,12 +79,14 @@ def _configure(runtime: str) -> str:
     source=SOURCE,
 )
 def nvidia_runtime(ctx: Context) -> list[Outcome]:
-    """Reads etc/docker/daemon.json, containerd's config.toml and conf.d drop-ins,
-    etc/nvidia-container-runtime/config.toml and which container tools are installed."""
+    """Reads etc/docker/daemon.json, containerd's config.toml and conf.d drop-ins, CRI-O's
+    crio.conf and crio.conf.d, etc/nvidia-container-runtime/config.toml and which container
+    tools are installed."""
     c = ctx.containers
     docker = _installed(c, "docker") or c.docker is not None
     containerd = _installed(c, "containerd") or c.containerd is not None
-    if not docker and not containerd:
+    crio = c.crio is not None or (c.unread.get("crio") or "").startswith("malformed")
+    if not docker and not containerd and not crio:
         unseen = _unseen(c, ("docker", "containerd"))
         if unseen:  # the bundle did not record them: "not installed" would be a guess
             return [skipped("host", f"not in this bundle: {', '.join(unseen)}")]
@@ -103,6 +100,10 @@ def nvidia_runtime(ctx: Context) -> list[Outcome]:
         out.append(o)
     if containerd:
         o = _containerd(ctx, c, toolkit, docker)
+        configured = configured or o.evidence.get("nvidia_runtime") is True
+        out.append(o)
+    if crio:
+        o = _crio(ctx, c, toolkit)
         configured = configured or o.evidence.get("nvidia_runtime") is True
         out.append(o)
     if configured:
@@ -200,60 +201,27 @@ def _containerd(ctx: Context, c: ContainerFacts, toolkit: bool, docker: bool) ->
     )
 
 
-@check(
-    "stack.container.cdi",
-    title="CDI specs for NVIDIA GPUs parse and describe the loaded driver and every GPU",
-    level=Level.STANDARD,
-    needs=("containers", "stack", "gpu"),
-    when=("nvidia_gpu",),
-    remedy=CDI_REMEDY,
-    source=SOURCE + " (Container Device Interface specs in /etc/cdi and /var/run/cdi)",
-)
-def cdi(ctx: Context) -> list[Outcome]:
-    """Reads the CDI specs (etc/cdi, var/run/cdi), the toolkit's mode, podman's presence, the
-    loaded driver version and the GPU count."""
-    c, s, g = ctx.containers, ctx.stack, ctx.gpu
-    cdi_mode = c.toolkit_mode == "cdi"
-    podman = _installed(c, "podman")
-    bad = failed if cdi_mode else warned  # in CDI mode every GPU container depends on the spec
-    specs = [p for p in c.cdi_specs if p.error or (p.kind or "").startswith("nvidia.com/")]
-    if not specs:
-        if (cdi_mode or podman) and unrecorded(c.unread.get("cdi_specs")):
-            return [unknown("host", c.unread["cdi_specs"])]
-        if cdi_mode or podman:
-            user = "the toolkit runs in CDI mode" if cdi_mode else "podman uses CDI for GPUs"
-            return [
-                bad("host", f"{user} but there is no NVIDIA CDI spec in /etc/cdi or /var/run/cdi")
-            ]
-        return [skipped("host", "no NVIDIA CDI spec, and nothing here requires one")]
-    driver = s.driver_version or g.driver_version
-    gpus = len(g.gpus) or len(g.pci_gpus)
-    out: list[Outcome] = []
-    for p in specs:
-        subject = f"cdi:/{p.path}"
-        if p.error:
-            out.append(bad(subject, f"/{p.path} is unusable: {p.error}", error=p.error))
-            continue
-        indexed = [d for d in p.devices if d.isdigit()]
-        by_uuid = [d for d in p.devices if d.startswith(("GPU-", "MIG-")) and ":" not in d]
-        listed = max(len(indexed), len([d for d in by_uuid if d.startswith("GPU-")]))
-        ev: dict[str, Any] = {
-            "kind": p.kind,
-            "devices": list(p.devices),
-            "spec_driver": p.driver_version,
-            "driver": driver,
-            "gpus": gpus,
-        }
-        problems = []
-        if p.driver_version and driver and p.driver_version != driver:
-            problems.append(
-                f"generated for driver {p.driver_version} but driver {driver} is loaded: its "
-                "library mounts name files that are gone"
-            )
-        if p.kind == "nvidia.com/gpu" and gpus and listed < gpus:
-            problems.append(f"lists {listed} GPU(s), the host has {gpus}")
-        if problems:
-            out.append(bad(subject, f"/{p.path} " + "; ".join(problems), **ev))
-        else:
-            out.append(passed(subject, f"/{p.path}: {p.kind}, {len(p.devices)} device(s)", **ev))
-    return out
+def _crio(ctx: Context, c: ContainerFacts, toolkit: bool) -> Outcome:
+    subject = "runtime:crio"
+    why = c.unread.get("crio", "")
+    if c.crio is None:
+        return failed(
+            subject,
+            f"CRI-O's configuration does not parse ({why}): crio will not start",
+            remedy=f"Fix the TOML (crio config shows the error), then {_configure('crio')}.",
+        )
+    ev: dict[str, Any] = {
+        "nvidia_runtime": "nvidia" in c.crio.runtimes,
+        "runtimes": dict(c.crio.runtimes),
+        "default_runtime": c.crio.default_runtime,
+        "files": [f"/{f}" for f in c.crio.files],
+    }
+    if "nvidia" in c.crio.runtimes:
+        return passed(subject, "CRI-O has the nvidia runtime", **ev)
+    return warned(
+        subject,
+        "CRI-O has no nvidia runtime: Kubernetes pods on it cannot request nvidia.com/gpu "
+        "(unless the GPU Operator installs it)",
+        remedy=_configure("crio") if toolkit else _install(ctx, "crio"),
+        **ev,
+    )

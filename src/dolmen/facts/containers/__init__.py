@@ -1,38 +1,42 @@
-"""Container facts: Docker and containerd runtimes, the NVIDIA Container Toolkit, CDI specs,
-and which container tools are installed.
+"""Container facts: Docker, containerd and CRI-O runtimes, the NVIDIA Container Toolkit,
+CDI specs, and which container tools are installed.
 
 Sources: ``etc/docker/daemon.json``, ``etc/containerd/config.toml`` and its
 ``conf.d/*.toml`` drop-ins (nvidia-ctk writes ``99-nvidia.toml`` there),
+``etc/crio/crio.conf`` and ``crio.conf.d/*`` (TOML),
 ``etc/nvidia-container-runtime/config.toml``, CDI specs in ``etc/cdi`` and
 ``var/run/cdi`` (``*.yaml``, ``*.yml``, ``*.json``), and ``<tool> --version``
 for docker, containerd, podman, enroot, apptainer, singularity, nvidia-ctk and
 nvidia-container-cli (tree keys ``docker%20--version``...).
 
-CDI specs are YAML; PyYAML is not a dependency, so ``parse_cdi_spec`` reads the
-three things dolmen needs (``kind``, ``cdiVersion``, device names) line by line
-from the block style nvidia-ctk writes, and parses JSON specs with ``json``.
+CDI specs are read with PyYAML (``cdi.py``): device names, device nodes, mounts and
+the driver version the spec was generated for.
 
-The dataclasses are in ``model``, the pure parsers in ``parse``; ``collect`` reads.
+The dataclasses are in ``model``, the pure parsers in ``parse`` and ``cdi``;
+``collect`` reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
+from dolmen.facts.containers.cdi import parse_cdi_spec
 from dolmen.facts.containers.model import (
     CdiSpec,
     ContainerdConfig,
     ContainerFacts,
+    CrioConfig,
     DockerConfig,
     Tool,
 )
 from dolmen.facts.containers.parse import (
     containerd_runtimes,
-    parse_cdi_spec,
+    crio_runtimes,
     parse_daemon_json,
     parse_tool_version,
 )
-from dolmen.facts.reading import absent, malformed, read_text
+from dolmen.facts.reading import absent, malformed, read_text, unrecorded
 from dolmen.host import Host, RunStatus
 
 __all__ = [
@@ -41,10 +45,12 @@ __all__ = [
     "CdiSpec",
     "ContainerFacts",
     "ContainerdConfig",
+    "CrioConfig",
     "DockerConfig",
     "Tool",
     "collect",
     "containerd_runtimes",
+    "crio_runtimes",
     "parse_cdi_spec",
     "parse_daemon_json",
     "parse_tool_version",
@@ -76,6 +82,7 @@ def collect(host: Host) -> ContainerFacts:
     elif (docker := parse_daemon_json(r.text)) is None:
         unread["docker"] = malformed(r.text)
     containerd = _containerd(host, unread)
+    crio = _crio(host, unread)
     toolkit_config = mode = None
     r = read_text(host, "etc/nvidia-container-runtime/config.toml")
     if r.text is None:
@@ -87,7 +94,7 @@ def collect(host: Host) -> ContainerFacts:
         if mode is None:
             unread["toolkit_mode"] = "missing: no [nvidia-container-runtime] mode (or malformed)"
     specs = tuple(
-        parse_cdi_spec(path, host.read_opt(path) or "")
+        _against_host(host, parse_cdi_spec(path, host.read_opt(path) or ""))
         for folder in CDI_DIRS
         for path in host.glob(f"{folder}/*")
         if path.endswith(_CDI_SUFFIXES)
@@ -103,7 +110,23 @@ def collect(host: Host) -> ContainerFacts:
         cdi_specs=specs,
         tools={name: _tool(host, name) for name in TOOLS},
         unread=unread,
+        crio=crio,
     )
+
+
+def _against_host(host: Host, spec: CdiSpec) -> CdiSpec:
+    """The spec with the device nodes and files it names that this host lacks: a spec
+    generated before a driver update mounts libraries that are gone."""
+    missing: list[str] = []
+    unseen: list[str] = []
+    for path in (*spec.device_nodes, *spec.mounts):
+        rel = path.lstrip("/")
+        if not rel or host.exists(rel):
+            continue
+        (unseen if unrecorded(absent(host, rel)) else missing).append(path)
+    if not missing and not unseen:
+        return spec
+    return dataclasses.replace(spec, missing=tuple(missing), unseen=tuple(unseen))
 
 
 def _containerd(host: Host, unread: dict[str, str]) -> ContainerdConfig | None:
@@ -124,6 +147,26 @@ def _containerd(host: Host, unread: dict[str, str]) -> ContainerdConfig | None:
         names.extend(n for n in found if n not in names)
         default = dflt or default  # drop-ins are merged after the main file
     return ContainerdConfig(tuple(files), tuple(names), default)
+
+
+def _crio(host: Host, unread: dict[str, str]) -> CrioConfig | None:
+    files = [p for p in ["etc/crio/crio.conf"] if host.exists(p)]
+    files += sorted(host.glob("etc/crio/crio.conf.d/*"))
+    if not files:
+        unread["crio"] = absent(host, "etc/crio/crio.conf")
+        return None
+    runtimes: dict[str, str] = {}
+    default = None
+    for path in files:  # CRI-O reads the drop-ins in lexical order, each overriding
+        try:
+            doc = tomllib.loads(host.read(path))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            unread["crio"] = f"malformed: {path} ({e})"
+            return None
+        found, dflt = crio_runtimes(doc)
+        runtimes.update(found)
+        default = dflt or default
+    return CrioConfig(tuple(files), runtimes, default)
 
 
 def _toolkit_mode(text: str) -> str | None:

@@ -23,6 +23,7 @@ class DockerConfig:
 
     default_runtime: str | None
     runtimes: Mapping[str, str]  # name -> path of the runtime binary ("" when not given)
+    cdi: bool | None = None  # "features": {"cdi": true} (Docker 25+; the default from 28.2)
 
     @property
     def nvidia_default(self) -> bool:
@@ -40,6 +41,15 @@ class ContainerdConfig:
 
 
 @frozen
+class CrioConfig:
+    """Runtimes declared in CRI-O's configuration (crio.conf and its drop-ins)."""
+
+    files: tuple[str, ...]
+    runtimes: Mapping[str, str]  # name -> runtime_path ("" when not given)
+    default_runtime: str | None
+
+
+@frozen
 class CdiSpec:
     """One CDI spec file; ``error`` says why it is unusable (truncated, no kind...)."""
 
@@ -49,6 +59,11 @@ class CdiSpec:
     devices: tuple[str, ...]
     error: str | None = None
     driver_version: str | None = None  # the driver it was generated for, when it names one
+    device_nodes: tuple[str, ...] = ()  # host device nodes it hands out (/dev/nvidia0...)
+    mounts: tuple[str, ...] = ()  # host files it bind-mounts
+    library_versions: tuple[str, ...] = ()  # driver versions in its lib*.so.X.Y.Z mounts
+    missing: tuple[str, ...] = ()  # device nodes and mounted files the host vouches are gone
+    unseen: tuple[str, ...] = ()  # those the bundle did not record (neither there nor gone)
 
 
 @frozen
@@ -62,3 +77,4 @@ class ContainerFacts:
     cdi_specs: tuple[CdiSpec, ...]
     tools: Mapping[str, Tool]
     unread: Mapping[str, str] = field(default_factory=dict)
+    crio: CrioConfig | None = None

@@ -1,5 +1,5 @@
-"""Pure parsers of the container sources: daemon.json, containerd's runtimes, CDI specs
-(YAML read line by line, see the package docstring) and ``<tool> --version``."""
+"""Pure parsers of the container sources: daemon.json, containerd's and CRI-O's runtimes
+and ``<tool> --version`` (CDI specs: ``cdi.py``)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dolmen.facts.containers.model import CdiSpec, DockerConfig
+from dolmen.facts.containers.model import DockerConfig
 
 _VERSION_RE = re.compile(r"\b(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.]+)?)")
-
-_TOP_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$")
-
-_NAME_RE = re.compile(r"^(\s*)(?:-\s+)?name:\s*(.*?)\s*$")
-
-# The driver a spec was generated for: nvidia-ctk >= 1.17 passes it to the enable-cuda-compat
-# hook; every spec mounts the driver's versioned libraries (libcuda.so.580.95.05).
-_CDI_DRIVER_RE = re.compile(
-    r"--host-driver-version=(\d+(?:\.\d+){1,2})\b|lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)\b"
-)
 
 
 def parse_daemon_json(text: str) -> DockerConfig | None:
@@ -38,7 +28,34 @@ def parse_daemon_json(text: str) -> DockerConfig | None:
             path = spec.get("path") if isinstance(spec, dict) else None
             runtimes[str(name)] = path if isinstance(path, str) else ""
     default = doc.get("default-runtime")
-    return DockerConfig(default if isinstance(default, str) else None, runtimes)
+    features = doc.get("features")
+    cdi = features.get("cdi") if isinstance(features, dict) else None
+    return DockerConfig(
+        default if isinstance(default, str) else None,
+        runtimes,
+        cdi if isinstance(cdi, bool) else None,
+    )
+
+
+def crio_runtimes(doc: Mapping[str, Any]) -> tuple[dict[str, str], str | None]:
+    """Runtimes (name -> runtime_path) and the default of one CRI-O TOML file.
+
+    ``nvidia-ctk runtime configure --runtime=crio`` writes
+    ``[crio.runtime.runtimes.nvidia] runtime_path = "/usr/bin/nvidia-container-runtime"``
+    (in crio.conf or a drop-in of crio.conf.d).
+    """
+    crio = doc.get("crio")
+    runtime = crio.get("runtime") if isinstance(crio, dict) else None
+    if not isinstance(runtime, dict):
+        return {}, None
+    out: dict[str, str] = {}
+    table = runtime.get("runtimes")
+    if isinstance(table, dict):
+        for name, spec in table.items():
+            path = spec.get("runtime_path") if isinstance(spec, dict) else None
+            out[str(name)] = path if isinstance(path, str) else ""
+    default = runtime.get("default_runtime")
+    return out, default if isinstance(default, str) and default else None
 
 
 def containerd_runtimes(doc: Mapping[str, Any]) -> tuple[list[str], str | None]:
@@ -65,84 +82,6 @@ def _tables(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     for value in doc.values():
         if isinstance(value, dict):
             yield from _tables(value)
-
-
-def parse_cdi_spec(path: str, text: str) -> CdiSpec:
-    """kind, cdiVersion and device names of a CDI spec (YAML block style or JSON)."""
-    if "\x00" in text:
-        return CdiSpec(path, None, None, (), "malformed: not text")
-    if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            return CdiSpec(path, None, None, (), f"malformed: not valid JSON ({e.msg})")
-        except (ValueError, RecursionError):  # nesting deeper than the parser allows
-            return CdiSpec(path, None, None, (), "malformed: not valid JSON")
-        if not isinstance(doc, dict):
-            return CdiSpec(path, None, None, (), "malformed: not a JSON object")
-        devices = doc.get("devices")
-        names = (
-            tuple(str(d["name"]) for d in devices or () if isinstance(d, dict) and "name" in d)
-            if isinstance(devices, list)
-            else ()
-        )
-        kind, version = doc.get("kind"), doc.get("cdiVersion")
-        return _spec(
-            path,
-            kind if isinstance(kind, str) else None,
-            None if version is None else str(version),
-            names,
-            text,
-        )
-    top: dict[str, str] = {}
-    names_list: list[str] = []
-    in_devices = False
-    item_indent: int | None = None
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or line.startswith(("---", "...")):
-            continue
-        key = _TOP_KEY_RE.match(line)
-        if key is not None:  # a top-level key (column 0) ends any block
-            top.setdefault(key[1], _unquote(key[2]))
-            in_devices, item_indent = key[1] == "devices", None
-            continue
-        if not in_devices:
-            continue
-        stripped = line.lstrip()
-        indent = len(line) - len(stripped)
-        if stripped.startswith("- ") and item_indent is None:
-            item_indent = indent
-        if item_indent is None:
-            continue
-        m = _NAME_RE.match(line)
-        if m is None:
-            continue
-        dash = stripped.startswith("- ")
-        if (dash and indent == item_indent) or (not dash and indent == item_indent + 2):
-            names_list.append(_unquote(m[2]))
-    return _spec(
-        path, top.get("kind") or None, top.get("cdiVersion") or None, tuple(names_list), text
-    )
-
-
-def _spec(
-    path: str, kind: str | None, version: str | None, names: tuple[str, ...], text: str
-) -> CdiSpec:
-    error = None
-    if kind is None:
-        error = "malformed: no kind (truncated?)"
-    elif version is None:
-        error = "malformed: no cdiVersion"
-    found = _CDI_DRIVER_RE.search(text)
-    driver = None if found is None else found[1] or found[2]
-    return CdiSpec(path, kind, version, names, error, driver)
-
-
-def _unquote(value: str) -> str:
-    value = value.split(" #", maxsplit=1)[0].strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
 
 
 def parse_tool_version(text: str) -> str | None:

@@ -9,35 +9,40 @@ dolmen/frozen/__init__.py). Do not edit; a conformance test says when this file 
 PYTHON = (3, 11)
 
 
-def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _return_type, cls, FrozenInstanceError):
-    def __init__(self,path:_type_path,kind:_type_kind,cdi_version:_type_cdi_version,devices:_type_devices,error:_type_error=_dflt_error,driver_version:_type_driver_version=_dflt_driver_version)->_return_type:
+def _dolmen_facts_containers_model_CdiSpec(_type_path, _type_kind, _type_cdi_version, _type_devices, _type_error, _type_driver_version, _type_device_nodes, _type_mounts, _type_library_versions, _type_missing, _type_unseen, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_error, _dflt_driver_version, _dflt_device_nodes, _dflt_mounts, _dflt_library_versions, _dflt_missing, _dflt_unseen, _return_type, cls, FrozenInstanceError):
+    def __init__(self,path:_type_path,kind:_type_kind,cdi_version:_type_cdi_version,devices:_type_devices,error:_type_error=_dflt_error,driver_version:_type_driver_version=_dflt_driver_version,device_nodes:_type_device_nodes=_dflt_device_nodes,mounts:_type_mounts=_dflt_mounts,library_versions:_type_library_versions=_dflt_library_versions,missing:_type_missing=_dflt_missing,unseen:_type_unseen=_dflt_unseen)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'path',path)
         __dataclass_builtins_object__.__setattr__(self,'kind',kind)
         __dataclass_builtins_object__.__setattr__(self,'cdi_version',cdi_version)
         __dataclass_builtins_object__.__setattr__(self,'devices',devices)
         __dataclass_builtins_object__.__setattr__(self,'error',error)
         __dataclass_builtins_object__.__setattr__(self,'driver_version',driver_version)
+        __dataclass_builtins_object__.__setattr__(self,'device_nodes',device_nodes)
+        __dataclass_builtins_object__.__setattr__(self,'mounts',mounts)
+        __dataclass_builtins_object__.__setattr__(self,'library_versions',library_versions)
+        __dataclass_builtins_object__.__setattr__(self,'missing',missing)
+        __dataclass_builtins_object__.__setattr__(self,'unseen',unseen)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(path={self.path!r}, kind={self.kind!r}, cdi_version={self.cdi_version!r}, devices={self.devices!r}, error={self.error!r}, driver_version={self.driver_version!r})"
+        return self.__class__.__qualname__ + f"(path={self.path!r}, kind={self.kind!r}, cdi_version={self.cdi_version!r}, devices={self.devices!r}, error={self.error!r}, driver_version={self.driver_version!r}, device_nodes={self.device_nodes!r}, mounts={self.mounts!r}, library_versions={self.library_versions!r}, missing={self.missing!r}, unseen={self.unseen!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,)==(other.path,other.kind,other.cdi_version,other.devices,other.error,other.driver_version,)
+            return (self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,self.missing,self.unseen,)==(other.path,other.kind,other.cdi_version,other.devices,other.error,other.driver_version,other.device_nodes,other.mounts,other.library_versions,other.missing,other.unseen,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version',):
+        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions','missing','unseen',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version',):
+        if type(self) is cls or name in ('path','kind','cdi_version','devices','error','driver_version','device_nodes','mounts','library_versions','missing','unseen',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,))
+        return hash((self.path,self.kind,self.cdi_version,self.devices,self.error,self.driver_version,self.device_nodes,self.mounts,self.library_versions,self.missing,self.unseen,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_ContainerFacts(_type_docker, _type_containerd, _type_toolkit_config, _type_toolkit_mode, _type_cdi_specs, _type_tools, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _return_type, cls, FrozenInstanceError):
-    def __init__(self,docker:_type_docker,containerd:_type_containerd,toolkit_config:_type_toolkit_config,toolkit_mode:_type_toolkit_mode,cdi_specs:_type_cdi_specs,tools:_type_tools,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+def _dolmen_facts_containers_model_ContainerFacts(_type_docker, _type_containerd, _type_toolkit_config, _type_toolkit_mode, _type_cdi_specs, _type_tools, _type_unread, _type_crio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unread, _dflt_crio, _return_type, cls, FrozenInstanceError):
+    def __init__(self,docker:_type_docker,containerd:_type_containerd,toolkit_config:_type_toolkit_config,toolkit_mode:_type_toolkit_mode,cdi_specs:_type_cdi_specs,tools:_type_tools,unread:_type_unread=_HAS_DEFAULT_FACTORY,crio:_type_crio=_dflt_crio)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'docker',docker)
         __dataclass_builtins_object__.__setattr__(self,'containerd',containerd)
         __dataclass_builtins_object__.__setattr__(self,'toolkit_config',toolkit_config)
@@ -45,22 +50,23 @@ def _dolmen_facts_containers_model_ContainerFacts(_type_docker, _type_containerd
         __dataclass_builtins_object__.__setattr__(self,'cdi_specs',cdi_specs)
         __dataclass_builtins_object__.__setattr__(self,'tools',tools)
         __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+        __dataclass_builtins_object__.__setattr__(self,'crio',crio)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(docker={self.docker!r}, containerd={self.containerd!r}, toolkit_config={self.toolkit_config!r}, toolkit_mode={self.toolkit_mode!r}, cdi_specs={self.cdi_specs!r}, tools={self.tools!r}, unread={self.unread!r})"
+        return self.__class__.__qualname__ + f"(docker={self.docker!r}, containerd={self.containerd!r}, toolkit_config={self.toolkit_config!r}, toolkit_mode={self.toolkit_mode!r}, cdi_specs={self.cdi_specs!r}, tools={self.tools!r}, unread={self.unread!r}, crio={self.crio!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,)==(other.docker,other.containerd,other.toolkit_config,other.toolkit_mode,other.cdi_specs,other.tools,other.unread,)
+            return (self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,self.crio,)==(other.docker,other.containerd,other.toolkit_config,other.toolkit_mode,other.cdi_specs,other.tools,other.unread,other.crio,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread',):
+        if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread','crio',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread',):
+        if type(self) is cls or name in ('docker','containerd','toolkit_config','toolkit_mode','cdi_specs','tools','unread','crio',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,))
+        return hash((self.docker,self.containerd,self.toolkit_config,self.toolkit_mode,self.cdi_specs,self.tools,self.unread,self.crio,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -88,26 +94,51 @@ def _dolmen_facts_containers_model_ContainerdConfig(_type_files, _type_runtimes,
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_facts_containers_model_DockerConfig(_type_default_runtime, _type_runtimes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
-    def __init__(self,default_runtime:_type_default_runtime,runtimes:_type_runtimes)->_return_type:
-        __dataclass_builtins_object__.__setattr__(self,'default_runtime',default_runtime)
+def _dolmen_facts_containers_model_CrioConfig(_type_files, _type_runtimes, _type_default_runtime, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,files:_type_files,runtimes:_type_runtimes,default_runtime:_type_default_runtime)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'files',files)
         __dataclass_builtins_object__.__setattr__(self,'runtimes',runtimes)
+        __dataclass_builtins_object__.__setattr__(self,'default_runtime',default_runtime)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(default_runtime={self.default_runtime!r}, runtimes={self.runtimes!r})"
+        return self.__class__.__qualname__ + f"(files={self.files!r}, runtimes={self.runtimes!r}, default_runtime={self.default_runtime!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.default_runtime,self.runtimes,)==(other.default_runtime,other.runtimes,)
+            return (self.files,self.runtimes,self.default_runtime,)==(other.files,other.runtimes,other.default_runtime,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('default_runtime','runtimes',):
+        if type(self) is cls or name in ('files','runtimes','default_runtime',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('default_runtime','runtimes',):
+        if type(self) is cls or name in ('files','runtimes','default_runtime',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.default_runtime,self.runtimes,))
+        return hash((self.files,self.runtimes,self.default_runtime,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_containers_model_DockerConfig(_type_default_runtime, _type_runtimes, _type_cdi, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_cdi, _return_type, cls, FrozenInstanceError):
+    def __init__(self,default_runtime:_type_default_runtime,runtimes:_type_runtimes,cdi:_type_cdi=_dflt_cdi)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'default_runtime',default_runtime)
+        __dataclass_builtins_object__.__setattr__(self,'runtimes',runtimes)
+        __dataclass_builtins_object__.__setattr__(self,'cdi',cdi)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(default_runtime={self.default_runtime!r}, runtimes={self.runtimes!r}, cdi={self.cdi!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.default_runtime,self.runtimes,self.cdi,)==(other.default_runtime,other.runtimes,other.cdi,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('default_runtime','runtimes','cdi',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('default_runtime','runtimes','cdi',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.default_runtime,self.runtimes,self.cdi,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -1575,10 +1606,11 @@ def _dolmen_facts_tuning_model_TuningFacts(_type_cpu_governors, _type_cpu_epp, _
 
 
 RECORDS = {
-    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True', _dolmen_facts_containers_model_CdiSpec, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.facts.containers.model.ContainerFacts': ('order=False;post_init=False;docker:DockerConfig | None:False;containerd:ContainerdConfig | None:False;toolkit_config:str | None:False;toolkit_mode:str | None:False;cdi_specs:tuple[CdiSpec, ...]:False;tools:Mapping[str, Tool]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_containers_model_ContainerFacts, ('_type_docker', '_type_containerd', '_type_toolkit_config', '_type_toolkit_mode', '_type_cdi_specs', '_type_tools', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.CdiSpec': ('order=False;post_init=False;path:str:False;kind:str | None:False;cdi_version:str | None:False;devices:tuple[str, ...]:False;error:str | None:True;driver_version:str | None:True;device_nodes:tuple[str, ...]:True;mounts:tuple[str, ...]:True;library_versions:tuple[str, ...]:True;missing:tuple[str, ...]:True;unseen:tuple[str, ...]:True', _dolmen_facts_containers_model_CdiSpec, ('_type_path', '_type_kind', '_type_cdi_version', '_type_devices', '_type_error', '_type_driver_version', '_type_device_nodes', '_type_mounts', '_type_library_versions', '_type_missing', '_type_unseen', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_error', '_dflt_driver_version', '_dflt_device_nodes', '_dflt_mounts', '_dflt_library_versions', '_dflt_missing', '_dflt_unseen', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.ContainerFacts': ('order=False;post_init=False;docker:DockerConfig | None:False;containerd:ContainerdConfig | None:False;toolkit_config:str | None:False;toolkit_mode:str | None:False;cdi_specs:tuple[CdiSpec, ...]:False;tools:Mapping[str, Tool]:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None);crio:CrioConfig | None:True', _dolmen_facts_containers_model_ContainerFacts, ('_type_docker', '_type_containerd', '_type_toolkit_config', '_type_toolkit_mode', '_type_cdi_specs', '_type_tools', '_type_unread', '_type_crio', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_dflt_crio', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.containers.model.ContainerdConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:tuple[str, ...]:False;default_runtime:str | None:False', _dolmen_facts_containers_model_ContainerdConfig, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.facts.containers.model.DockerConfig': ('order=False;post_init=False;default_runtime:str | None:False;runtimes:Mapping[str, str]:False', _dolmen_facts_containers_model_DockerConfig, ('_type_default_runtime', '_type_runtimes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.CrioConfig': ('order=False;post_init=False;files:tuple[str, ...]:False;runtimes:Mapping[str, str]:False;default_runtime:str | None:False', _dolmen_facts_containers_model_CrioConfig, ('_type_files', '_type_runtimes', '_type_default_runtime', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.containers.model.DockerConfig': ('order=False;post_init=False;default_runtime:str | None:False;runtimes:Mapping[str, str]:False;cdi:bool | None:True', _dolmen_facts_containers_model_DockerConfig, ('_type_default_runtime', '_type_runtimes', '_type_cdi', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cdi', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.containers.model.Tool': ('order=False;post_init=False;installed:bool | None:False;version:str | None:False;detail:str:False', _dolmen_facts_containers_model_Tool, ('_type_installed', '_type_version', '_type_detail', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.cpu.model.CpuFacts': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;sockets:int | None:False;cores:int | None:False;threads:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;online:tuple[int, ...] | None:False;isolated:tuple[int, ...] | None:False;smt_active:bool | None:False;cpufreq:tuple[CpuFreqPolicy, ...]:True;implementer:int | None:True;part:int | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_cpu_model_CpuFacts, ('_type_vendor', '_type_model_name', '_type_sockets', '_type_cores', '_type_threads', '_type_flags', '_type_hypervisor', '_type_online', '_type_isolated', '_type_smt_active', '_type_cpufreq', '_type_implementer', '_type_part', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpufreq', '_dflt_implementer', '_dflt_part', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', _dolmen_facts_cpu_model_CpuFreqPolicy, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

@@ -369,8 +369,8 @@ def _dolmen_kb_hcas_HcaTable(_type_models, MISSING, _HAS_DEFAULT_FACTORY, __data
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_ngc_NgcRelease(_type_release, _type_pytorch, _type_cuda, _type_cudnn, _type_nccl, _type_tensorrt, _type_ubuntu, _type_driver_branch, _type_datacenter_compat_drivers, _type_source, _type_verified, _type_unverified, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _return_type, cls, FrozenInstanceError):
-    def __init__(self,release:_type_release,pytorch:_type_pytorch,cuda:_type_cuda,cudnn:_type_cudnn,nccl:_type_nccl,tensorrt:_type_tensorrt,ubuntu:_type_ubuntu,driver_branch:_type_driver_branch,datacenter_compat_drivers:_type_datacenter_compat_drivers,source:_type_source,verified:_type_verified,unverified:_type_unverified,note:_type_note=_dflt_note)->_return_type:
+def _dolmen_kb_ngc_NgcRelease(_type_release, _type_pytorch, _type_cuda, _type_cudnn, _type_nccl, _type_tensorrt, _type_ubuntu, _type_driver_branch, _type_datacenter_compat_drivers, _type_source, _type_verified, _type_unverified, _type_note, _type_framework, _type_framework_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_framework, _dflt_framework_version, _return_type, cls, FrozenInstanceError):
+    def __init__(self,release:_type_release,pytorch:_type_pytorch,cuda:_type_cuda,cudnn:_type_cudnn,nccl:_type_nccl,tensorrt:_type_tensorrt,ubuntu:_type_ubuntu,driver_branch:_type_driver_branch,datacenter_compat_drivers:_type_datacenter_compat_drivers,source:_type_source,verified:_type_verified,unverified:_type_unverified,note:_type_note=_dflt_note,framework:_type_framework=_dflt_framework,framework_version:_type_framework_version=_dflt_framework_version)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'release',release)
         __dataclass_builtins_object__.__setattr__(self,'pytorch',pytorch)
         __dataclass_builtins_object__.__setattr__(self,'cuda',cuda)
@@ -384,44 +384,47 @@ def _dolmen_kb_ngc_NgcRelease(_type_release, _type_pytorch, _type_cuda, _type_cu
         __dataclass_builtins_object__.__setattr__(self,'verified',verified)
         __dataclass_builtins_object__.__setattr__(self,'unverified',unverified)
         __dataclass_builtins_object__.__setattr__(self,'note',note)
+        __dataclass_builtins_object__.__setattr__(self,'framework',framework)
+        __dataclass_builtins_object__.__setattr__(self,'framework_version',framework_version)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(release={self.release!r}, pytorch={self.pytorch!r}, cuda={self.cuda!r}, cudnn={self.cudnn!r}, nccl={self.nccl!r}, tensorrt={self.tensorrt!r}, ubuntu={self.ubuntu!r}, driver_branch={self.driver_branch!r}, datacenter_compat_drivers={self.datacenter_compat_drivers!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r})"
+        return self.__class__.__qualname__ + f"(release={self.release!r}, pytorch={self.pytorch!r}, cuda={self.cuda!r}, cudnn={self.cudnn!r}, nccl={self.nccl!r}, tensorrt={self.tensorrt!r}, ubuntu={self.ubuntu!r}, driver_branch={self.driver_branch!r}, datacenter_compat_drivers={self.datacenter_compat_drivers!r}, source={self.source!r}, verified={self.verified!r}, unverified={self.unverified!r}, note={self.note!r}, framework={self.framework!r}, framework_version={self.framework_version!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,)==(other.release,other.pytorch,other.cuda,other.cudnn,other.nccl,other.tensorrt,other.ubuntu,other.driver_branch,other.datacenter_compat_drivers,other.source,other.verified,other.unverified,other.note,)
+            return (self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,self.framework,self.framework_version,)==(other.release,other.pytorch,other.cuda,other.cudnn,other.nccl,other.tensorrt,other.ubuntu,other.driver_branch,other.datacenter_compat_drivers,other.source,other.verified,other.unverified,other.note,other.framework,other.framework_version,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note',):
+        if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note','framework','framework_version',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note',):
+        if type(self) is cls or name in ('release','pytorch','cuda','cudnn','nccl','tensorrt','ubuntu','driver_branch','datacenter_compat_drivers','source','verified','unverified','note','framework','framework_version',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,))
+        return hash((self.release,self.pytorch,self.cuda,self.cudnn,self.nccl,self.tensorrt,self.ubuntu,self.driver_branch,self.datacenter_compat_drivers,self.source,self.verified,self.unverified,self.note,self.framework,self.framework_version,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_kb_ngc_NgcTable(_type_releases, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
-    def __init__(self,releases:_type_releases)->_return_type:
+def _dolmen_kb_ngc_NgcTable(_type_releases, _type_containers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_containers, _return_type, cls, FrozenInstanceError):
+    def __init__(self,releases:_type_releases,containers:_type_containers=_dflt_containers)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'releases',releases)
+        __dataclass_builtins_object__.__setattr__(self,'containers',containers)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(releases={self.releases!r})"
+        return self.__class__.__qualname__ + f"(releases={self.releases!r}, containers={self.containers!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.releases,)==(other.releases,)
+            return (self.releases,self.containers,)==(other.releases,other.containers,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('releases',):
+        if type(self) is cls or name in ('releases','containers',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('releases',):
+        if type(self) is cls or name in ('releases','containers',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.releases,))
+        return hash((self.releases,self.containers,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -520,8 +523,8 @@ RECORDS = {
     'dolmen.kb.gpus.GpuModel': ('order=False;post_init=False;id:str:False;name:str:False;architecture:str:False;compute_capability:str | None:False;form_factor:str | None:False;patterns:tuple[str, ...]:False;bf16_tflops:float | None:False;fp16_tflops:float | None:False;fp8_tflops:float | None:False;fp32_tflops:float | None:False;tf32_tflops:float | None:False;memory_gb:float | None:False;memory_type:str | None:False;memory_bandwidth_gbs:float | None:False;nvlink_links:int | None:False;nvlink_bandwidth_gbs:float | None:False;pcie_gen:int | None:False;pcie_width:int | None:False;tdp_w:float | None:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_gpus_GpuModel, ('_type_id', '_type_name', '_type_architecture', '_type_compute_capability', '_type_form_factor', '_type_patterns', '_type_bf16_tflops', '_type_fp16_tflops', '_type_fp8_tflops', '_type_fp32_tflops', '_type_tf32_tflops', '_type_memory_gb', '_type_memory_type', '_type_memory_bandwidth_gbs', '_type_nvlink_links', '_type_nvlink_bandwidth_gbs', '_type_pcie_gen', '_type_pcie_width', '_type_tdp_w', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.hcas.HcaModel': ('order=False;post_init=False;id:str:False;name:str:False;max_gbps:float:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;note:str:True', _dolmen_kb_hcas_HcaModel, ('_type_id', '_type_name', '_type_max_gbps', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.hcas.HcaTable': ('order=False;post_init=False;models:tuple[HcaModel, ...]:False', _dolmen_kb_hcas_HcaTable, ('_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.kb.ngc.NgcRelease': ('order=False;post_init=False;release:str:False;pytorch:str | None:False;cuda:str | None:False;cudnn:str | None:False;nccl:str | None:False;tensorrt:str | None:False;ubuntu:str | None:False;driver_branch:str | None:False;datacenter_compat_drivers:tuple[str, ...]:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True', _dolmen_kb_ngc_NgcRelease, ('_type_release', '_type_pytorch', '_type_cuda', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_ubuntu', '_type_driver_branch', '_type_datacenter_compat_drivers', '_type_source', '_type_verified', '_type_unverified', '_type_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.kb.ngc.NgcTable': ('order=False;post_init=False;releases:tuple[NgcRelease, ...]:False', _dolmen_kb_ngc_NgcTable, ('_type_releases', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.ngc.NgcRelease': ('order=False;post_init=False;release:str:False;pytorch:str | None:False;cuda:str | None:False;cudnn:str | None:False;nccl:str | None:False;tensorrt:str | None:False;ubuntu:str | None:False;driver_branch:str | None:False;datacenter_compat_drivers:tuple[str, ...]:False;source:str:False;verified:bool:False;unverified:tuple[str, ...]:False;note:str:True;framework:str:True;framework_version:str | None:True', _dolmen_kb_ngc_NgcRelease, ('_type_release', '_type_pytorch', '_type_cuda', '_type_cudnn', '_type_nccl', '_type_tensorrt', '_type_ubuntu', '_type_driver_branch', '_type_datacenter_compat_drivers', '_type_source', '_type_verified', '_type_unverified', '_type_note', '_type_framework', '_type_framework_version', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_note', '_dflt_framework', '_dflt_framework_version', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.kb.ngc.NgcTable': ('order=False;post_init=False;releases:tuple[NgcRelease, ...]:False;containers:tuple[NgcRelease, ...]:True', _dolmen_kb_ngc_NgcTable, ('_type_releases', '_type_containers', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_containers', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.xids.Assessment': ('order=False;post_init=False;severity:str:False;action:str:False;meaning:str:False;entry:XidEntry | None:False', _dolmen_kb_xids_Assessment, ('_type_severity', '_type_action', '_type_meaning', '_type_entry', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.xids.XidCatalogue': ('order=False;post_init=False;xids:Mapping[int, XidEntry]:False;sxids:Mapping[int, XidEntry]:False;events:Mapping[str, XidEntry]:False', _dolmen_kb_xids_XidCatalogue, ('_type_xids', '_type_sxids', '_type_events', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.kb.xids.XidEntry': ('order=False;post_init=False;kind:str:False;code:int | None:False;name:str:False;meaning:str:False;severity:str:False;action:str:False;note:str:False;source:str:False;verified:bool:True;unverified:tuple[str, ...]:True;line_fatality:bool:True', _dolmen_kb_xids_XidEntry, ('_type_kind', '_type_code', '_type_name', '_type_meaning', '_type_severity', '_type_action', '_type_note', '_type_source', '_type_verified', '_type_unverified', '_type_line_fatality', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_verified', '_dflt_unverified', '_dflt_line_fatality', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

@@ -1,0 +1,150 @@
+"""The command that starts a GPU container, for the runtime a host has: pure.
+
+What GPU jobs need and people forget, on every runtime that takes it:
+- the GPUs: Docker's ``--gpus all`` (the toolkit's hook), CDI ``--device
+  nvidia.com/gpu=all`` where a spec names the devices (podman always; Docker where
+  daemon.json enables the ``cdi`` feature), apptainer's ``--nv``, enroot's
+  ``NVIDIA_VISIBLE_DEVICES``; pyxis takes the GPUs of the Slurm allocation;
+- shared memory: ``--ipc=host`` (PyTorch's DataLoader workers and NCCL's shared-memory
+  transport outgrow Docker's 64 MB /dev/shm), or a sized ``--shm-size`` (podman refuses
+  both at once);
+- ``--ulimit memlock=-1 --ulimit stack=67108864`` (NVIDIA's NGC run line: RDMA pins
+  memory; 64 MiB stacks). Podman applies limits itself, within this process's hard
+  limits unless it holds CAP_SYS_RESOURCE: there a limit above the hard one is capped
+  and the plan says so. Any ``--ulimit`` replaces podman's defaults, so nofile and nproc
+  are always passed with it;
+- the RDMA devices (/dev/infiniband/*, /dev/gdrdrv) with IPC_LOCK, /etc/nccl.conf
+  read-only (NCCL reads it at init), and the checkpoint folder with
+  DOLMEN_CHECKPOINT_DIR as the jobs backends set it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dolmen.containers.site import NCCL_CONF, RUNTIMES, UNLIMITED, Site
+from dolmen.errors import UsageError
+
+CHECKPOINT_MOUNT = "/checkpoints"
+MEMLOCK = UNLIMITED
+STACK = 67108864  # NGC's run line: --ulimit stack=67108864
+NOFILE = 1048576
+CDI_REMEDY = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+_ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
+_GPUS_RE = re.compile(r"all|none|[\w-]+(?:,[\w-]+)*")
+_ORDER = ("docker", "podman", "apptainer", "singularity", "enroot")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked to run."""
+
+    image: str
+    command: tuple[str, ...] = ()
+    runtime: str | None = None  # None: the first of _ORDER installed (pyxis in Slurm)
+    gpus: str = "all"  # all | none | a comma list of indices or UUIDs
+    shm_size: str | None = None  # a sized /dev/shm instead of the host's IPC namespace
+    checkpoint: str | None = None  # host folder mounted at /checkpoints
+    mounts: tuple[str, ...] = ()  # SRC:DST[:ro|rw]
+    env: tuple[str, ...] = ()  # NAME=VALUE
+    network: str | None = None  # docker/podman --network (none, host...)
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The argv to run, what it adapted (notes) and what stops it (problems)."""
+
+    runtime: str
+    argv: tuple[str, ...]
+    gpu_mode: str  # cdi | gpus-flag | nv | env | allocation | none
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def _mount(spec: str) -> tuple[str, str, str]:
+    parts = spec.split(":")
+    if len(parts) == 2:
+        parts.append("rw")
+    if (
+        len(parts) != 3
+        or not all(p.startswith("/") for p in parts[:2])
+        or parts[2]
+        not in (
+            "ro",
+            "rw",
+        )
+    ):
+        raise UsageError(f"--mount {spec!r} is not SRC:DST[:ro|rw]", hint="e.g. /data:/data:ro")
+    return parts[0], parts[1], parts[2]
+
+
+def validate(req: Request) -> None:
+    """UsageError for input the plan cannot use, naming the valid forms."""
+    if not req.image or req.image.startswith("-"):
+        raise UsageError(
+            f"{req.image!r} is not an image", hint="e.g. nvcr.io/nvidia/pytorch:24.05-py3"
+        )
+    if req.runtime is not None and req.runtime not in RUNTIMES:
+        raise UsageError(f"unknown runtime {req.runtime!r}", hint=f"valid: {', '.join(RUNTIMES)}")
+    if not _GPUS_RE.fullmatch(req.gpus):
+        raise UsageError(f"--gpus {req.gpus!r}", hint="all, none, or a list: 0,1 or GPU-<uuid>")
+    for m in req.mounts:
+        _mount(m)
+    for e in req.env:
+        if not _ENV_RE.fullmatch(e):
+            raise UsageError(f"--env {e!r} is not NAME=VALUE")
+    if req.checkpoint is not None and not req.checkpoint.startswith("/"):
+        raise UsageError(f"--checkpoint {req.checkpoint!r} must be an absolute path")
+    if req.shm_size is not None and not re.fullmatch(r"\d+[bkmgBKMG]?", req.shm_size):
+        raise UsageError(f"--shm-size {req.shm_size!r}", hint="e.g. 16g")
+
+
+def pick_runtime(req: Request, site: Site) -> str:
+    """The runtime asked for, else pyxis inside a Slurm allocation, else the first found."""
+    if req.runtime is not None:
+        return req.runtime
+    if site.in_slurm and "pyxis" in site.installed:
+        return "pyxis"
+    for name in _ORDER:
+        if name in site.installed:
+            return name
+    raise UsageError(
+        "no container runtime found on the PATH (docker, podman, apptainer, singularity, enroot)",
+        hint="install one (apt-get install podman), or name it with --runtime",
+    )
+
+
+def plan(req: Request, site: Site) -> Plan:
+    """The command for ``req`` on ``site`` (``validate(req)`` first)."""
+    validate(req)
+    runtime = pick_runtime(req, site)
+    if runtime in ("docker", "podman"):
+        from dolmen.containers.oci import plan_oci
+
+        return plan_oci(runtime, req, site)
+    from dolmen.containers.others import plan_other
+
+    return plan_other(runtime, req, site)
+
+
+def mounts(req: Request, site: Site) -> list[tuple[str, str, str]]:
+    """Every bind mount of the plan: nccl.conf, the checkpoint folder, the user's."""
+    conf = f"/{NCCL_CONF}"  # the same path inside the container
+    out = [(conf, conf, "ro")] if site.nccl_conf else []
+    if req.checkpoint is not None:
+        out.append((req.checkpoint, CHECKPOINT_MOUNT, "rw"))
+    out += [_mount(m) for m in req.mounts]
+    return out
+
+
+def env(req: Request) -> list[str]:
+    """The environment the container gets (DOLMEN_CHECKPOINT_DIR with a checkpoint)."""
+    out = [f"DOLMEN_CHECKPOINT_DIR={CHECKPOINT_MOUNT}"] if req.checkpoint is not None else []
+    return out + list(req.env)
+
+
+def gpu_list(req: Request) -> list[str]:
+    """The requested GPUs as a list ([] for all or none)."""
+    return [] if req.gpus in ("all", "none") else req.gpus.split(",")
