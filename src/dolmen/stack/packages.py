@@ -145,7 +145,7 @@ def manager_argv(host: Host, argv: list[str]) -> list[str]:
     # apt-get never asks (a debconf prompt would hang the apply until its timeout).
     env = ["DEBIAN_FRONTEND=noninteractive"] if tool == "apt-get" else []
     if tool in ("apt-get", "apt-mark", "apt-cache") and root != "/":
-        conf = f"{root.rstrip('/')}/etc/apt/apt.conf"
+        conf = str(host.path("etc/apt/apt.conf"))
         if not host.exists("etc/apt/apt.conf"):
             raise ValueError(f"{conf} is absent: apt would change this machine, not {root}")
         env.append(f"APT_CONFIG={conf}")
