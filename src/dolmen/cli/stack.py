@@ -225,7 +225,12 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
     import hashlib
 
     digest = hashlib.sha256(read_regular(Path(lockfile), 4 << 20)).hexdigest()
-    extra = {"kind": "stack", "lock": str(Path(lockfile).resolve()), "lock_sha256": digest}
+    extra = {
+        "kind": "stack",
+        "lock": str(Path(lockfile).resolve()),
+        "lock_sha256": digest,
+        "previous": {p.name: p.current for p in result.changes},  # also journaled, exactly
+    }
     res = apply_plan(host, tplan, folder, extra=extra)
     _finish(res.to_json(), as_json, res.ok, res.state_error, res.interrupted)
 

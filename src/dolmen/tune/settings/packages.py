@@ -165,19 +165,18 @@ class Packages(Setting):
         back = {n: str(p["version"]) for n, p in before.items() if p.get("version")}
         gone = sorted(n for n, p in before.items() if not p.get("version"))
         held = sorted(n for n, p in before.items() if p.get("version") and p.get("held"))
-        free = sorted(n for n, p in before.items() if p.get("version") and not p.get("held"))
-        steps = commands(manager, back, hold=False) if back else []
-        if gone:
-            steps.append(
-                ["apt-get", "remove", "-y", *gone]
-                if manager == "apt"
-                else ["dnf", "remove", "-y", *gone]
-            )
+        # Holds first: apt refuses to downgrade or remove a held package (apply held them).
         if manager == "apt":
-            steps += [["apt-mark", "unhold", *free]] if free else []
-            steps += [["apt-mark", "hold", *held]] if held else []
+            steps = [["apt-mark", "unhold", *sorted(before)]]
         else:
-            steps += [["dnf", "versionlock", "delete", *free]] if free else []
+            steps = [["dnf", "versionlock", "delete", *sorted(before)]]
+        steps += commands(manager, back, hold=False) if back else []
+        if gone:
+            remove = ["apt-get", "remove", "-y"] if manager == "apt" else ["dnf", "remove", "-y"]
+            steps.append([*remove, *gone])
+        if held:
+            lock = ["apt-mark", "hold"] if manager == "apt" else ["dnf", "versionlock", "add"]
+            steps.append([*lock, *(held if manager == "apt" else [f"{n}-{back[n]}" for n in held])])
         for argv in steps:
             _run(host, argv)
 
