@@ -84,14 +84,16 @@ def compiled(kind: str, manager: str) -> tuple[re.Pattern[str], ...]:
 
 
 def parse_modinfo(text: str) -> dict[str, str]:
-    """``key: value`` fields of ``modinfo`` (first of each; ``sig_key`` keeps its colons)."""
+    """``key: value`` fields of ``modinfo`` (first of each; ``sig_key`` keeps its colons);
+    {} for text that names no module file or version."""
     out: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         key = key.strip()
         if sep and re.fullmatch(r"[a-z_]+", key) and value.strip():
             out.setdefault(key, value.strip())
-    return out
+    # modinfo's own complaints ("modinfo: ERROR: Module nvidia not found.") are no module.
+    return out if "filename" in out or "version" in out else {}
 
 
 def module_flavour(license_text: str | None) -> str | None:
