@@ -39,11 +39,18 @@ def status(packages: dict[str, str], held: tuple[str, ...] = ()) -> str:
     )
 
 
-def node(dest: Path, packages: dict[str, str] | None = None, *, scenario: str = "h100-hgx-healthy",
-         held: tuple[str, ...] = ()) -> Path:
+def node(
+    dest: Path,
+    packages: dict[str, str] | None = None,
+    *,
+    scenario: str = "h100-hgx-healthy",
+    held: tuple[str, ...] = (),
+) -> Path:
     """The scenario tree with a dpkg database (``packages``, default PACKAGES) and modinfo."""
     build(scenario, dest)
     pkgs = PACKAGES if packages is None else packages
-    files = {"var/lib/dpkg/status": status(pkgs, held),
-             "lib/modules/5.15.0-126-generic/updates/dkms/nvidia.ko": b"\x7fELF nvidia"}
+    files = {
+        "var/lib/dpkg/status": status(pkgs, held),
+        "lib/modules/5.15.0-126-generic/updates/dkms/nvidia.ko": b"\x7fELF nvidia",
+    }
     return make_tree(dest, files=files, commands={"modinfo nvidia": MODINFO})

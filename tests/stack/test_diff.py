@@ -26,7 +26,9 @@ def test_the_node_whose_nccl_differs(tmp_path: Path) -> None:
     other = node(tmp_path / "odd", {**PACKAGES, "libnccl2": "2.26.2-1+cuda12.8"})
     result = diff(lock, observe(TreeHost(other)))
     assert [(e.id, e.status) for e in result.drifted] == [("nccl", "changed")]
-    assert result.drifted[0].differences == ("package libnccl2 2.27.7-1+cuda13.0 -> 2.26.2-1+cuda12.8",)
+    assert result.drifted[0].differences == (
+        "package libnccl2 2.27.7-1+cuda13.0 -> 2.26.2-1+cuda12.8",
+    )
     assert result.exit_code == 1
 
 
@@ -44,9 +46,17 @@ def test_missing_where_the_host_vouches_unknown_where_it_does_not(tmp_path: Path
 
 
 def test_extra_components() -> None:
-    lock = Lock("a", None, None, None, None, (Component("nccl", "nccl", None, reason="missing: none"),))
-    here = Lock("b", None, None, None, None,
-                (Component("nccl", "nccl", "2.21.5", "x"), Component("dcgm", "dcgm", "3.3.5", "y")))
+    lock = Lock(
+        "a", None, None, None, None, (Component("nccl", "nccl", None, reason="missing: none"),)
+    )
+    here = Lock(
+        "b",
+        None,
+        None,
+        None,
+        None,
+        (Component("nccl", "nccl", "2.21.5", "x"), Component("dcgm", "dcgm", "3.3.5", "y")),
+    )
     result = diff(lock, here)
     assert [(e.id, e.status) for e in result.entries] == [("nccl", "extra"), ("dcgm", "extra")]
     assert result.exit_code == 1

@@ -19,13 +19,26 @@ LOCK = Lock(
     "x86_64",
     "apt",
     (
-        Component("driver", "driver", "550.127.05", "proc/driver/nvidia/version",
-                  details={"branch": "550", "flavour": "open"},
-                  packages=(Package("nvidia-driver-550-open", "550.127.05-0ubuntu1", "apt"),),
-                  files=(FileHash("/lib/x86_64-linux-gnu/libcuda.so.1", "a" * 64),)),
-        Component("cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "/usr/local/cuda-12.4/version.json"),
+        Component(
+            "driver",
+            "driver",
+            "550.127.05",
+            "proc/driver/nvidia/version",
+            details={"branch": "550", "flavour": "open"},
+            packages=(Package("nvidia-driver-550-open", "550.127.05-0ubuntu1", "apt"),),
+            files=(FileHash("/lib/x86_64-linux-gnu/libcuda.so.1", "a" * 64),),
+        ),
+        Component(
+            "cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "/usr/local/cuda-12.4/version.json"
+        ),
         Component("tensorrt", "tensorrt", None, reason="missing: no header or library found"),
-        Component("vbios:0000:9b:00.0", "vbios", "96.00.99.00.01", "nvml", details={"model": "NVIDIA H100"}),
+        Component(
+            "vbios:0000:9b:00.0",
+            "vbios",
+            "96.00.99.00.01",
+            "nvml",
+            details={"model": "NVIDIA H100"},
+        ),
     ),
     ("Hopper",),
     ("a note",),
@@ -57,11 +70,23 @@ def test_load_a_file_and_its_refusals(tmp_path: Path) -> None:
         ("schema = 'dolmen.stack.lock/9'\n", "schema is"),
         ("", "schema is None"),
         ('schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "bogus"\n', "kind 'bogus'"),
-        ('schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nstate = "known"\n', "known component"),
-        ('schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = 3\n', "must be a string"),
+        (
+            'schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nstate = "known"\n',
+            "known component",
+        ),
+        (
+            'schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = 3\n',
+            "must be a string",
+        ),
         ('schema = "dolmen.stack.lock/1"\ncomponents = 5\n', "components must be a table"),
-        ('schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = "1"\npackages = [1]\n', "list of tables"),
-        ('schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = "1"\nfiles = [{path = "/x"}]\n', "string sha256"),
+        (
+            'schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = "1"\npackages = [1]\n',
+            "list of tables",
+        ),
+        (
+            'schema = "dolmen.stack.lock/1"\n[components.x]\nkind = "nccl"\nversion = "1"\nfiles = [{path = "/x"}]\n',
+            "string sha256",
+        ),
     ],
 )
 def test_malformed_and_hostile(text: str, match: str) -> None:

@@ -20,10 +20,16 @@ from tests.stack.nodes import node
 def test_hgx_node_every_component_with_its_sources(tmp_path: Path) -> None:
     lock = observe(TreeHost(node(tmp_path / "n")))
     c = lock.by_id()
-    assert c["driver"].version == "580.105.08" and c["driver"].details == {"branch": "580", "flavour": "open"}
+    assert c["driver"].version == "580.105.08" and c["driver"].details == {
+        "branch": "580",
+        "flavour": "open",
+    }
     assert [p.name for p in c["driver"].packages] == ["nvidia-driver-580-open"]
     assert c["module"].details["signer"] == "h100-node-01 Secure Boot Module Signature key"
-    assert c["module"].files[0].path.endswith("dkms/nvidia.ko") and len(c["module"].files[0].sha256) == 64
+    assert (
+        c["module"].files[0].path.endswith("dkms/nvidia.ko")
+        and len(c["module"].files[0].sha256) == 64
+    )
     assert c["kernel"].packages[0].name == "linux-image-5.15.0-126-generic"
     assert c["nccl"].version == "2.27.7" and c["nccl"].packages[0].version == "2.27.7-1+cuda13.0"
     assert c["fabric-manager"].version == "580.105.08"
@@ -32,7 +38,9 @@ def test_hgx_node_every_component_with_its_sources(tmp_path: Path) -> None:
     assert toolkit.version == "13.0.2" and toolkit.packages[0].name == "cuda-toolkit-13-0"
     # The real nvidia-smi XML of an 8x H100 node and its real /sys/class/infiniband tree.
     vbios = [x for x in lock.components if x.kind == "vbios"]
-    assert len(vbios) == 8 and all(v.version for v in vbios) and lock.gpu_architectures == ("Hopper",)
+    assert (
+        len(vbios) == 8 and all(v.version for v in vbios) and lock.gpu_architectures == ("Hopper",)
+    )
     nics = {x.id: x for x in lock.components if x.kind == "nic-firmware"}
     assert "nic-firmware:mlx5_0" in nics and nics["nic-firmware:mlx5_0"].version
     assert nics["nic-firmware:mlx5_0"].source == "sys/class/infiniband/mlx5_0/fw_ver"

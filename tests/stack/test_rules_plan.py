@@ -25,17 +25,36 @@ def _lock(*comps: Component, archs: tuple[str, ...] = ("Hopper",), manager: str 
 
 
 def _driver(version: str, flavour: str = "open") -> Component:
-    return Component("driver", "driver", version, "x", details={"branch": version.split(".")[0], "flavour": flavour},
-                     packages=(Package("nvidia-driver-550", f"{version}-0ubuntu1", "apt"),))
+    return Component(
+        "driver",
+        "driver",
+        version,
+        "x",
+        details={"branch": version.split(".")[0], "flavour": flavour},
+        packages=(Package("nvidia-driver-550", f"{version}-0ubuntu1", "apt"),),
+    )
 
 
 @pytest.mark.parametrize(
     ("lock", "rule"),
     [
-        (_lock(_driver("470.256.02"), Component("cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "x")), "minor-version"),
-        (_lock(_driver("570.86.15", "proprietary"), archs=("Blackwell",)), "open-modules-blackwell"),
-        (_lock(_driver("570.86.15"), Component("fabric-manager", "fabric-manager", "570.124.06", "x")),
-         "fabricmanager-equals-driver"),
+        (
+            _lock(
+                _driver("470.256.02"), Component("cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "x")
+            ),
+            "minor-version",
+        ),
+        (
+            _lock(_driver("570.86.15", "proprietary"), archs=("Blackwell",)),
+            "open-modules-blackwell",
+        ),
+        (
+            _lock(
+                _driver("570.86.15"),
+                Component("fabric-manager", "fabric-manager", "570.124.06", "x"),
+            ),
+            "fabricmanager-equals-driver",
+        ),
     ],
 )
 def test_each_rule_refuses_an_impossible_lock(lock: Lock, rule: str) -> None:
@@ -49,8 +68,11 @@ def test_each_rule_refuses_an_impossible_lock(lock: Lock, rule: str) -> None:
 
 
 def test_a_possible_lock_passes_and_says_what_it_could_not_check() -> None:
-    lock = _lock(_driver("550.127.05"), Component("cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "x"),
-                 Component("fabric-manager", "fabric-manager", "550.127.05", "x"))
+    lock = _lock(
+        _driver("550.127.05"),
+        Component("cuda:/usr/local/cuda-12.4", "cuda", "12.4.1", "x"),
+        Component("fabric-manager", "fabric-manager", "550.127.05", "x"),
+    )
     violations, notes = check_lock(lock, load_kb())
     assert violations == [] and notes == []
     unsure = _lock(Component("driver", "driver", "570.86.15", "x"), archs=("Blackwell",))
@@ -76,17 +98,39 @@ def test_dnf_plan_enables_the_driver_stream(tmp_path: Path) -> None:
     rpm = "nvidia-driver\t3:550.127.05-1.el9\nlibnccl\t0:2.21.5-1+cuda12.4\n"
     tree = make_tree(
         tmp_path / "rhel",
-        files={"etc/os-release": 'ID="rhel"\nVERSION_ID="9.4"\n', "etc/yum.repos.d/cuda-rhel9.repo":
-               "baseurl=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64\n"},
+        files={
+            "etc/os-release": 'ID="rhel"\nVERSION_ID="9.4"\n',
+            "etc/yum.repos.d/cuda-rhel9.repo": "baseurl=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64\n",
+        },
         commands={"rpm -qa --qf %{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n": rpm},
     )
     host = TreeHost(tree)
     here = observe(host)
     lock = _lock(_driver("550.127.05"), manager="dnf")
-    lock = Lock(lock.host, "rhel", "9.4", "x86_64", "dnf",
-                (Component("driver", "driver", "550.127.05", "x", details={"branch": "550", "flavour": "open"},
-                           packages=(Package("nvidia-driver", "3:550.127.05-1.el9", "dnf"),)),
-                 Component("nccl", "nccl", "2.21.5", "x", packages=(Package("libnccl", "2.21.5-1+cuda12.4", "dnf"),))))
+    lock = Lock(
+        lock.host,
+        "rhel",
+        "9.4",
+        "x86_64",
+        "dnf",
+        (
+            Component(
+                "driver",
+                "driver",
+                "550.127.05",
+                "x",
+                details={"branch": "550", "flavour": "open"},
+                packages=(Package("nvidia-driver", "3:550.127.05-1.el9", "dnf"),),
+            ),
+            Component(
+                "nccl",
+                "nccl",
+                "2.21.5",
+                "x",
+                packages=(Package("libnccl", "2.21.5-1+cuda12.4", "dnf"),),
+            ),
+        ),
+    )
     plan = build_plan(lock, here, read_packages(host), read_sources(host), load_kb())
     assert plan.manager == "dnf" and plan.module_stream == "nvidia-driver:550-open"
     assert plan.repository == () and {p.action for p in plan.packages} == {"hold"}

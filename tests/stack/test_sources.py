@@ -25,9 +25,9 @@ supported:      external
 license:        Dual MIT/GPL
 firmware:       nvidia/550.127.05/gsp_ga10x.bin
 srcversion:     3F1E04C6E2AB4E34B7C0A1D
-depends:        
+depends:
 name:           nvidia
-vermagic:       6.8.0-45-generic SMP preempt mod_unload modversions 
+vermagic:       6.8.0-45-generic SMP preempt mod_unload modversions
 sig_id:         PKCS#7
 signer:         gpu-node-01 Secure Boot Module Signature key
 sig_key:        4A:CF:62:1B:0D:92:7E:60:11:28
@@ -40,7 +40,7 @@ filename:       /lib/modules/5.15.0-126-generic/kernel/drivers/video/nvidia.ko
 version:        535.183.01
 license:        NVIDIA
 name:           nvidia
-vermagic:       5.15.0-126-generic SMP mod_unload modversions 
+vermagic:       5.15.0-126-generic SMP mod_unload modversions
 """
 
 
@@ -56,13 +56,19 @@ def test_modinfo_proprietary_unsigned_and_junk() -> None:
     info = parse_modinfo(MODINFO_PROPRIETARY_UNSIGNED)
     assert module_flavour(info["license"]) == "proprietary" and "signer" not in info
     assert parse_modinfo("modinfo: ERROR: Module nvidia not found.\n") == {}
-    assert parse_modinfo("") == {} and module_flavour(None) is None and module_flavour("BSD") is None
+    assert (
+        parse_modinfo("") == {} and module_flavour(None) is None and module_flavour("BSD") is None
+    )
 
 
 @pytest.mark.parametrize(
     ("parse", "text", "want"),
     [
-        (parse_ctk_version, "NVIDIA Container Toolkit CLI version 1.14.6\ncommit: 5605d19\n", "1.14.6"),
+        (
+            parse_ctk_version,
+            "NVIDIA Container Toolkit CLI version 1.14.6\ncommit: 5605d19\n",
+            "1.14.6",
+        ),
         (parse_ctk_version, "nvidia-ctk: command not found", None),
         (parse_fm_version, "Fabric Manager version is : 550.54.15\n", "550.54.15"),
         (parse_fm_version, "Fabric Manager version is", None),

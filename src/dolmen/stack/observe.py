@@ -3,44 +3,38 @@
 ``observe(host)`` is what ``dolmen stack lock`` writes and what ``stack diff`` and the
 ``stack.lock`` check compare a lock with. Each component takes its version from the
 best source the host has (the loaded driver before the driver package, a toolkit's
-``version.json`` before its package) and records the others as where it came from.
+``version.json`` before its package) and records the others as where it came from;
+the builders of each kind are in ``components``, what they read in ``reading``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-from dolmen.facts import FactError, FactStore
+from dolmen.facts import FactStore
 from dolmen.host import Host
-from dolmen.stack import sources as src
-from dolmen.stack.model import Component, FileHash, Lock, Package
-from dolmen.stack.packages import PackageDb, read_packages, upstream
-
-_APT_LIKE = ("debian", "ubuntu")
-_DNF_LIKE = ("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn")
+from dolmen.stack import components as build
+from dolmen.stack.model import Component, Lock
+from dolmen.stack.packages import read_packages
+from dolmen.stack.reading import Ctx, facts_of, manager_of
 
 
 def observe(host: Host, store: FactStore | None = None) -> Lock:
     """The stack of ``host`` (module docstring); never raises on what a host lacks."""
     store = store or FactStore(host)
-    facts = {n: _facts(store, n) for n in ("os", "stack", "gpu", "infiniband")}
+    facts = {n: facts_of(store, n) for n in ("os", "stack", "gpu", "infiniband")}
     db = read_packages(host)
     os_facts = facts["os"]
     dist = getattr(os_facts, "distribution", None)
-    manager = db.manager or _manager_of(dist)
-    ctx = _Ctx(host, db, manager or "", facts)
+    manager = db.manager or manager_of(dist)
+    ctx = Ctx(host, db, manager or "", facts)
     comps: list[Component] = [
-        _kernel(ctx),
-        _driver(ctx),
-        _module(ctx),
-        *_toolkits(ctx),
-        *(_library(ctx, k) for k in ("cudnn", "nccl", "tensorrt")),
-        *(_tool(ctx, k) for k in ("container-toolkit", "fabric-manager", "dcgm", "doca")),
-        *_vbios(ctx),
-        *_nic_firmware(ctx),
+        build.kernel(ctx),
+        build.driver(ctx),
+        build.module(ctx),
+        *build.toolkits(ctx),
+        *(build.library(ctx, k) for k in ("cudnn", "nccl", "tensorrt")),
+        *(build.tool(ctx, k) for k in ("container-toolkit", "fabric-manager", "dcgm", "doca")),
+        *build.vbios(ctx),
+        *build.nic_firmware(ctx),
     ]
     gpus = getattr(facts["gpu"], "gpus", ()) or ()
     archs = sorted({g.architecture for g in gpus if g.architecture})
@@ -55,298 +49,3 @@ def observe(host: Host, store: FactStore | None = None) -> Lock:
         gpu_architectures=tuple(archs),
         notes=(f"packages: {db.reason}",) if db.manager is None else (),
     )
-
-
-class _Ctx:
-    """What every component builder reads: the host, its package database, its facts."""
-
-    def __init__(self, host: Host, db: PackageDb, manager: str, facts: Mapping[str, Any]):
-        self.host, self.db, self.manager, self.facts = host, db, manager, facts
-
-    def fact(self, subsystem: str, name: str) -> Any:
-        return getattr(self.facts[subsystem], name, None)
-
-    def unread(self, subsystem: str, key: str) -> str:
-        f = self.facts[subsystem]
-        if isinstance(f, _Unread):
-            return f.reason
-        return str(getattr(f, "unread", {}).get(key, "")) or f"missing: no {key}"
-
-    def packages(self, kind: str) -> tuple[Package, ...]:
-        out: dict[str, Package] = {}
-        for pat in src.compiled(kind, self.manager):
-            out |= {p.name: p for p in self.db.matching(pat)}
-        return tuple(out[n] for n in sorted(out))
-
-    def primary(self, kind: str) -> Package | None:
-        pats = src.compiled(kind, self.manager)
-        hits = self.db.matching(pats[0]) if pats else ()
-        return hits[-1] if hits else None
-
-    def package_reason(self, kind: str) -> str:
-        if self.db.manager is None:  # the whole story is in the lock's notes
-            return self.db.reason.split(" (", 1)[0]
-        return f"missing: no {kind} package in {self.db.source}"
-
-    def run(self, argv: list[str], parse: Callable[[str], Any]) -> tuple[Any, str]:
-        res = self.host.run(argv)
-        if not res.ok:
-            return None, res.failure()
-        value = parse(res.stdout)
-        return value, "" if value is not None else f"malformed: {' '.join(argv)} output"
-
-    def hashed(self, *paths: str | None) -> tuple[FileHash, ...]:
-        out = []
-        for p in paths:
-            if p and (h := file_hash(self.host, p)) is not None:
-                out.append(h)
-        return tuple(out)
-
-
-class _Unread:
-    """Facts that could not be collected: every field reads None, with one reason."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def __getattr__(self, name: str) -> Any:
-        return None
-
-
-def _facts(store: FactStore, name: str) -> Any:
-    try:
-        return store.get(name)
-    except FactError as e:
-        return _Unread(f"unreadable: {name} facts: {e}")
-
-
-def _manager_of(dist: Any) -> str | None:
-    names = {getattr(dist, "id", None), *(getattr(dist, "id_like", ()) or ())}
-    if names & set(_APT_LIKE):
-        return "apt"
-    return "dnf" if names & set(_DNF_LIKE) else None
-
-
-def file_hash(host: Host, path: str) -> FileHash | None:
-    """SHA-256 of a host file (streamed; links followed inside the host), or None."""
-    rel = path.lstrip("/")
-    digest = hashlib.sha256()
-    try:
-        for chunk in host.read_chunks(rel):
-            digest.update(chunk)
-    except (OSError, ValueError):
-        return None
-    return FileHash("/" + rel, digest.hexdigest())
-
-
-def unknown(cid: str, kind: str, reasons: Iterable[str], **kw: Any) -> Component:
-    """An unknown component. Its reason leads with ``missing`` only when every source
-    vouches for absence; any source not read or not recorded leads instead, so the diff
-    says "unknown here", never "missing", for a host that merely did not show it."""
-    why = [r for r in dict.fromkeys(reasons) if r]
-    why.sort(key=lambda r: r.startswith("missing"))  # stable: the unvouched ones first
-    return Component(cid, kind, None, reason="; ".join(why) or "unreadable: no source", **kw)
-
-
-def _kernel(c: _Ctx) -> Component:
-    release = c.fact("os", "kernel_release")
-    if release is None:
-        return unknown("kernel", "kernel", [c.unread("os", "kernel_release")])
-    names = (f"linux-image-{release}", f"linux-image-unsigned-{release}")
-    pkgs = [p for n, p in sorted(c.db.installed.items()) if n in names]
-    if c.manager == "dnf":
-        pkgs = [
-            p
-            for n, p in sorted(c.db.installed.items())
-            if n in ("kernel", "kernel-core") and release.startswith(p.version.split(":")[-1])
-        ]
-    files = c.hashed(f"boot/vmlinuz-{release}")
-    return Component(
-        "kernel", "kernel", release, "proc/sys/kernel/osrelease", packages=tuple(pkgs), files=files
-    )
-
-
-def _driver(c: _Ctx) -> Component:
-    pkgs = c.packages("driver")
-    version, source = c.fact("stack", "driver_version"), "proc/driver/nvidia/version"
-    if version is None and c.fact("gpu", "driver_version"):
-        version, source = c.fact("gpu", "driver_version"), str(c.fact("gpu", "source"))
-    primary = c.primary("driver")
-    if version is None and primary is not None:
-        version, source = upstream(primary.version), f"{c.db.source}: {primary.name}"
-    if version is None:
-        why = [c.unread("stack", "driver_version"), c.package_reason("driver")]
-        return unknown("driver", "driver", why)
-    details = {"branch": version.split(".")[0]}
-    flavour = c.fact("stack", "driver_flavour")
-    if flavour is None and primary is not None and "open" in primary.name:
-        flavour = "open"
-    if flavour:
-        details["flavour"] = flavour
-    libs = {lib.name: lib.path for lib in c.fact("stack", "libraries") or ()}
-    return Component(
-        "driver",
-        "driver",
-        version,
-        source,
-        details=details,
-        packages=pkgs,
-        files=c.hashed(libs.get("libcuda.so.1")),
-    )
-
-
-def _module(c: _Ctx) -> Component:
-    info, why = c.run(["modinfo", "nvidia"], src.parse_modinfo)
-    info = info or {}
-    version = c.fact("stack", "module_version") or info.get("version")
-    source = "sys/module/nvidia/version" if c.fact("stack", "module_version") else "modinfo nvidia"
-    if version is None:
-        return unknown("module", "module", [c.unread("stack", "module_version"), why])
-    details: dict[str, str] = {}
-    flavour = c.fact("stack", "driver_flavour") or src.module_flavour(info.get("license"))
-    if flavour:
-        details["flavour"] = flavour
-    taints = (c.fact("stack", "module_taints") or {}).get("nvidia", "")
-    if info.get("signer"):
-        details["signer"] = info["signer"]
-        details["sig_hashalgo"] = info.get("sig_hashalgo", "")
-    elif info:
-        details["signer"] = "unsigned"  # modinfo shows no signature
-    elif "E" in taints:
-        details["signer"] = "unsigned"  # taint E: an unsigned module was loaded
-    else:
-        details["signature"] = f"unknown: {why}"
-    if taints:
-        details["taints"] = taints
-    filename = info.get("filename", "")
-    files = c.hashed(filename) if filename.startswith("/") else ()
-    return Component("module", "module", version, source, details=details, files=files)
-
-
-def _toolkits(c: _Ctx) -> list[Component]:
-    out: list[Component] = []
-    default = c.fact("stack", "cuda_default")
-    for tk in c.fact("stack", "toolkits") or ():
-        cid = f"cuda:/{tk.path}"
-        mm = re.match(r"(\d+)\.(\d+)", tk.version or tk.path.rsplit("-", 1)[-1])
-        pkgs: tuple[Package, ...] = ()
-        if mm:
-            pat = re.compile(rf"cuda-(toolkit|cudart|nvcc)-{mm[1]}-{mm[2]}")
-            pkgs = c.db.matching(pat)
-        details = {"default": "yes"} if default == f"/{tk.path}" else {}
-        if tk.version is None:
-            why = f"malformed: no version in /{tk.path} (version.json, version.txt, include/cuda.h)"
-            out.append(unknown(cid, "cuda", [why], packages=pkgs))
-            continue
-        files = c.hashed(tk.version_source)
-        out.append(
-            Component(cid, "cuda", tk.version, f"/{tk.version_source}", "", details, pkgs, files)
-        )
-    if not out:
-        why = c.unread("stack", "toolkits")
-        out.append(
-            unknown(
-                "cuda",
-                "cuda",
-                [why if "no toolkits" not in why else "missing: no usr/local/cuda* folder"],
-            )
-        )
-    return out
-
-
-def _library(c: _Ctx, kind: str) -> Component:
-    comp = c.fact("stack", kind)
-    pkgs = c.packages(kind)
-    if comp is not None:
-        source = "/" + comp.source.lstrip("/")
-        return Component(
-            kind, kind, comp.version, source, packages=pkgs, files=c.hashed(comp.source)
-        )
-    primary = c.primary(kind)
-    if primary is not None:
-        return Component(
-            kind, kind, upstream(primary.version), f"{c.db.source}: {primary.name}", packages=pkgs
-        )
-    return unknown(kind, kind, [c.unread("stack", kind), c.package_reason(kind)])
-
-
-_TOOLS: dict[str, tuple[list[str], Callable[[str], Any]]] = {
-    "container-toolkit": (["nvidia-ctk", "--version"], src.parse_ctk_version),
-    "fabric-manager": (["nv-fabricmanager", "--version"], src.parse_fm_version),
-    "dcgm": (["dcgmi", "--version"], src.parse_dcgmi_version),
-    "doca": (["ofed_info", "-s"], src.parse_ofed_info),
-}
-
-
-def _tool(c: _Ctx, kind: str) -> Component:
-    pkgs = c.packages(kind)
-    files = c.hashed(src.BINARIES.get(kind))
-    primary = c.primary(kind)
-    if primary is not None:
-        version = upstream(primary.version)
-        return Component(
-            kind, kind, version, f"{c.db.source}: {primary.name}", packages=pkgs, files=files
-        )
-    argv, parse = _TOOLS[kind]
-    value, why = c.run(argv, parse)
-    reasons = [c.package_reason(kind), why]
-    if value is None and kind == "fabric-manager":
-        log = c.host.read_opt("var/log/fabricmanager.log")
-        value = None if log is None else src.parse_fm_version(log)
-        argv = ["var/log/fabricmanager.log"] if value else argv
-    if value is None:
-        return unknown(kind, kind, reasons, packages=pkgs)
-    details: dict[str, str] = {}
-    if isinstance(value, tuple):
-        details["flavour"], value = value
-    return Component(
-        kind, kind, str(value), " ".join(argv), details=details, packages=pkgs, files=files
-    )
-
-
-def _vbios(c: _Ctx) -> list[Component]:
-    out = []
-    for g in c.fact("gpu", "gpus") or ():
-        bus = g.pci_address or g.bus_id or str(g.position)
-        details = {"model": g.name} if g.name else {}
-        source = str(c.fact("gpu", "source"))
-        if g.vbios:
-            out.append(Component(f"vbios:{bus}", "vbios", g.vbios, source, details=details))
-        else:
-            why = g.unread.get("vbios") or f"not shown: {source} gives no VBIOS"
-            out.append(unknown(f"vbios:{bus}", "vbios", [why], details=details))
-    if not out:
-        err = c.fact("gpu", "error") or (
-            c.facts["gpu"].reason if isinstance(c.facts["gpu"], _Unread) else ""
-        )
-        present = c.fact("gpu", "present")
-        why = err or (
-            "missing: no NVIDIA GPU on this host"
-            if present is False
-            else "unreadable: no GPU listed"
-        )
-        out.append(unknown("vbios", "vbios", [why]))
-    return out
-
-
-def _nic_firmware(c: _Ctx) -> list[Component]:
-    seen: dict[str, Component] = {}
-    for port in c.fact("infiniband", "ports") or ():
-        if port.device in seen:
-            continue
-        details = {k: v for k, v in (("board_id", port.board_id), ("hca_type", port.hca_type)) if v}
-        source = (
-            f"sys/class/infiniband/{port.device}/fw_ver" if port.source == "sysfs" else port.source
-        )
-        cid = f"nic-firmware:{port.device}"
-        if port.fw_version:
-            seen[port.device] = Component(
-                cid, "nic-firmware", port.fw_version, source, details=details
-            )
-        else:
-            seen[port.device] = unknown(
-                cid, "nic-firmware", [f"not shown: {port.source} gives no firmware"]
-            )
-    if not seen:
-        return [unknown("nic-firmware", "nic-firmware", [c.unread("infiniband", "ports")])]
-    return list(seen.values())

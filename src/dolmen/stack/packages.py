@@ -132,8 +132,9 @@ def read_packages(host: Host) -> PackageDb:
 def manager_argv(host: Host, argv: list[str]) -> list[str]:
     """``argv`` of a package tool, pointed at the host's root.
 
-    The live host at ``/`` runs the tools as they are. A live host at another root (a
-    private root: a chroot being built, the tests' generated apt repository) points each
+    The live host at ``/`` (and a host tree, the record of one) runs the tools as they
+    are. A live host at another root (a private root: a chroot being built, the tests'
+    generated apt repository) points each
     tool there: dpkg with ``--admindir``, rpm with ``--root``, dnf with ``--installroot``,
     and apt through ``APT_CONFIG=<root>/etc/apt/apt.conf`` (read before the host's own
     /etc/apt, so that file's ``Dir`` and ``DPkg::Options`` decide everything: a
@@ -141,7 +142,8 @@ def manager_argv(host: Host, argv: list[str]) -> list[str]:
     ValueError when that file is absent: apt would otherwise change the machine's own
     packages for a host that is not it.
     """
-    root, tool = str(host.root), argv[0]
+    # A tree or bundle records a host at /: its commands are that host's, as they are.
+    root, tool = (str(host.root) if host.kind == "live" else "/"), argv[0]
     # apt-get never asks (a debconf prompt would hang the apply until its timeout).
     env = ["DEBIAN_FRONTEND=noninteractive"] if tool == "apt-get" else []
     if tool in ("apt-get", "apt-mark", "apt-cache") and root != "/":
