@@ -14,7 +14,7 @@ host's package database was read; a file the lock hashed and this host could not
 is a note, not a drift (a bundle may not carry ``/usr/include``).
 
 Exit codes of ``stack diff``: 0 no drift, 1 a drift (changed, missing, extra), 2 only
-``unknown-here`` (could not decide) or a bad lock, 3 the host could not be read.
+``unknown-here`` (could not decide), or a bad lock.
 """
 
 from __future__ import annotations
