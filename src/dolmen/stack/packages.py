@@ -5,8 +5,8 @@ Sources, best first:
 - ``var/lib/dpkg/status`` (Debian, Ubuntu): RFC-822 stanzas; a package counts when its
   ``Status`` is ``<selection> ok installed``; ``hold`` as the selection is an
   ``apt-mark hold``.
-- ``dpkg -l`` output (a sosreport's ``sos_commands/dpkg/dpkg_-l``, a tree's
-  ``commands/dpkg%20-l``): ``ii``/``hi`` rows.
+- ``dpkg -l`` output recorded in a tree (``commands/dpkg%20-l``; what a sosreport's dpkg
+  plugin keeps, once a bundle maps it there): ``ii``/``hi`` rows.
 - ``rpm -qa --qf '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n'`` (RHEL, Rocky, Alma),
   recorded under that argv; epoch 0 is dropped as rpm prints it.
 
