@@ -11,6 +11,7 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     expected_ib_rate = 400        # Gb/s every InfiniBand port links at (the fabric's rate)
     disable = ["tuning.thp"]      # check ids or categories not to run
     baseline = "/etc/dolmen/baseline.json"
+    stack_lock = "/etc/dolmen/stack.toml"  # stack.lock: this node runs the fleet's stack
 
     [slurm]
     hook_timeout = "45s"          # bounds each Slurm hook's checks (slurmd kills it at 60 s)
@@ -55,6 +56,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "expected_ib_rate": (int, float),
         "disable": list,
         "baseline": str,
+        "stack_lock": str,  # checks/stack/lock.py: the fleet's stack lock (docs/stack.md)
         "xid_window_hours": (int, float),
         "slurm_drain": bool,
     },
@@ -144,6 +146,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "expected_ib_rate": _between(0, 3200, above=True),
         "disable": _names,
         "baseline": _name,
+        "stack_lock": _name,
         "xid_window_hours": _between(0, _HOURS_MAX, above=True),
         "slurm_drain": _refused(
             "not be set: it is not implemented (run `dolmen validate --slurm`, which drains "

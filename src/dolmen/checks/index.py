@@ -45,6 +45,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.stack.environment": 1,
     "dolmen.checks.stack.install": 4,
     "dolmen.checks.stack.libraries": 1,
+    "dolmen.checks.stack.lock": 2,
     "dolmen.checks.stack.modules": 1,
     "dolmen.checks.storage.io_errors": 1,
     "dolmen.checks.storage.mounts": 1,

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("dolmen.cli.logs:logs", "Explain XID/SXID/IB events in kernel logs."),
     "kb": ("dolmen.cli.kb:kb", "Query the knowledge base (CUDA, GPUs, XIDs)."),
     "tune": ("dolmen.cli.tune:tune", "Plan, apply, verify and roll back performance profiles."),
+    "stack": ("dolmen.cli.stack:stack", "Lock, diff, plan and apply the exact software stack."),
     "audit": ("dolmen.cli.audit:audit", "Show, verify and export the audit trail."),
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),

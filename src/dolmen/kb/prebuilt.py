@@ -304,6 +304,18 @@ def cuda() -> CudaTable:
                 source="kb-sources.md (recalled; third-party report of error 804 on GeForce)",
                 verified=False,
             ),
+            CompatRule(
+                id="open-modules-blackwell",
+                text="Blackwell GPUs (and Grace Hopper) run only with the open GPU kernel modules (nvidia-open, nvidia-driver-<branch>-open, the -open dnf streams); the proprietary modules do not support them.",
+                source="NVIDIA Driver Installation Guide, 'Kernel Modules' (recalled: open modules required for Grace Hopper and Blackwell; default since R560)",
+                verified=False,
+            ),
+            CompatRule(
+                id="fabricmanager-equals-driver",
+                text="On NVSwitch systems the nvidia-fabricmanager version must equal the NVIDIA driver version (same branch and release); Fabric Manager does not start on a mismatch.",
+                source="NVIDIA Fabric Manager User Guide, 'Installation' (recalled: the package version must match the driver's)",
+                verified=False,
+            ),
         ),
     )
 

@@ -17,6 +17,7 @@ from dolmen.tune.settings.gpu import GpuPersistence
 from dolmen.tune.settings.hugepages import HugePages
 from dolmen.tune.settings.irq import Irq
 from dolmen.tune.settings.limits import Limits
+from dolmen.tune.settings.packages import Packages
 from dolmen.tune.settings.services import Services
 from dolmen.tune.settings.sysctl import Sysctl
 from dolmen.tune.settings.sysfs import Sysfs
@@ -32,6 +33,7 @@ SETTINGS: Mapping[str, Setting] = {
         Services(),
         Irq(),
         Limits(),
+        Packages(),
         Cmdline(),
         BootFiles(),
     )
