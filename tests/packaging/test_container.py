@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,19 +97,13 @@ def _wheel(out: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     done = subprocess.run(
-        [sys_python(), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(out / "dist"), str(src)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     [wheel] = (out / "dist").glob("dolmen-*.whl")
     return wheel
-
-
-def sys_python() -> str:
-    import sys
-
-    return sys.executable
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,6 @@ PROFILE = "ai-training-multinode"
 
 
 def _env(tmp_path: Path, tree: Path) -> dict[str, str]:
-    import sys
-
     return {
         **os.environ,
         "DOLMEN": str(dolmen_program(tmp_path)),
