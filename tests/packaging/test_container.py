@@ -1,0 +1,229 @@
+"""packaging/container/Containerfile built and run with a real podman, offline.
+
+The base is made here (tests/packaging/image.py: this machine's Debian Python, busybox and
+the test virtualenv's dependencies, ``podman import``ed: no registry is reachable), the
+wheel is built from this checkout, and the Containerfile's build step runs unchanged with
+``PIP_FLAGS="--no-index --no-deps"``. Podman runs with private configuration and storage
+under tmp_path (runc: crun cannot run on these hybrid-cgroup machines), no network.
+
+The running image must: judge a host tree mounted into it; read the host through the mounts
+docs/deploy.md lists (/proc by --pid host, /sys, /dev, the host's os-release) on a read-only
+root with only the state volume writable; and find nvidia-smi under the GPU operator's
+driver root (/run/nvidia/driver/usr/bin), here a stand-in replaying a recorded
+``nvidia-smi -q -x`` of an 8x H100 node."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dolmen import demo
+from dolmen.host.command import command_key
+from dolmen.report.schemas import load as load_schema
+from tests.packaging import image
+from tests.packaging.common import PACKAGING, REPO
+
+pytestmark = pytest.mark.slow
+
+PODMAN = shutil.which("podman")
+RUNC = shutil.which("runc")
+TAG = "localhost/dolmen-agent:test"
+BASE = "localhost/dolmen-base:test"
+
+
+class Podman:
+    """podman with its configuration, storage and temporaries under ``work``."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        conf, storage = work / "containers.conf", work / "storage.conf"
+        conf.write_text(
+            "[containers]\n"
+            'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n'
+            'netns = "none"\n'
+            "[engine]\n"
+            'runtime = "runc"\n'
+            'cgroup_manager = "cgroupfs"\n'
+            'events_logger = "file"\n'
+            f'events_logfile_path = "{work}/events.log"\n'
+            f'tmp_dir = "{work}/tmp"\n'
+            "[network]\n"
+            f'network_config_dir = "{work}/networks"\n'
+        )
+        storage.write_text(
+            f'[storage]\ndriver = "overlay"\nrunroot = "{work}/runroot"\ngraphroot = "{work}/root"\n'
+        )
+        self.env = {
+            **os.environ,
+            "CONTAINERS_CONF": str(conf),
+            "CONTAINERS_STORAGE_CONF": str(storage),
+            "TMPDIR": str(work / "tmp"),
+        }
+        (work / "tmp").mkdir()
+
+    def __call__(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+        """podman in a private mount namespace whose /var/lib/containers is a folder of
+        ours: podman writes its blob-info cache there whatever storage.conf says (podman
+        issue 15398), and the machine's copy must not change."""
+        assert PODMAN is not None
+        (self.work / "var-lib-containers").mkdir(exist_ok=True)
+        if Path("/var/lib/containers").is_dir():
+            target, source = "/var/lib/containers", str(self.work / "var-lib-containers")
+            cover = f"mount --bind {source} {target}"
+        else:  # no mount point to cover: a tmpfs over /var/lib, which podman needs no more
+            cover = "mount -t tmpfs -o size=16m tmpfs /var/lib"
+        return subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             f'{cover} && exec "$0" "$@"', PODMAN, *args],
+            env=self.env, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self("run", "--rm", "--network", "none", *args)
+
+
+def _wheel(out: Path) -> Path:
+    """The dolmen wheel of this checkout, built from a copy (a build never writes into it)."""
+    src = out / "src-copy"
+    shutil.copytree(REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(out / "dist"), str(src)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [wheel] = (out / "dist").glob("dolmen-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
+    if PODMAN is None or RUNC is None:
+        pytest.skip("podman or runc is not installed (Debian: podman, runc)")
+    why = image.missing()
+    if why:
+        pytest.skip(f"cannot build the offline base image: {why}")
+    work = tmp_path_factory.mktemp("podman")
+    p = Podman(work)
+    try:
+        tar = image.rootfs_tar(image.build_rootfs(work / "rootfs"), work / "rootfs.tar")
+        shutil.rmtree(work / "rootfs")
+        done = p("import", str(tar), BASE)
+        assert done.returncode == 0, done.stderr
+        tar.unlink()
+        ctx = work / "context"
+        ctx.mkdir()
+        _wheel(ctx)
+        done = p(
+            "build", "--network", "none", "-f", str(PACKAGING / "container/Containerfile"),
+            "--build-arg", f"BASE={BASE}", "--build-arg", "PIP_FLAGS=--no-index --no-deps",
+            "-t", TAG, str(ctx),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        yield p
+    finally:
+        p("rm", "--all", "--force")
+        p("rmi", "--all", "--force")
+        p("system", "reset", "--force")
+
+
+def test_the_image_holds_this_dolmen(podman: Podman) -> None:
+    done = podman.run(TAG, "--version")
+    assert done.returncode == 0 and done.stdout.strip() == "dolmen, version 0.1.0", done.stderr
+    meta = json.loads(podman("image", "inspect", TAG).stdout)[0]["Config"]
+    assert meta["Entrypoint"] == ["/opt/dolmen/bin/dolmen"]
+    assert meta["Cmd"] == ["serve", "--state", "/var/lib/dolmen"]
+    assert "/var/lib/dolmen" in meta["Volumes"]
+
+
+def test_judges_a_host_tree_mounted_into_it(podman: Podman, tmp_path: Path) -> None:
+    tree = demo.build_sample("hgx-h100-xid79", tmp_path / "xid79")
+    done = podman.run(
+        "--read-only", "-v", f"{tree}:/tree:ro", TAG, "validate", "--from", "/tree", "--json"
+    )
+    assert done.returncode == 1, done.stderr  # unhealthy: GPU 3 fell off the bus
+    import jsonschema
+
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, load_schema("verdict"))
+    assert verdict["status"] == "unhealthy"
+
+
+def _driver_root(tmp_path: Path) -> Path:
+    """A stand-in driver root: usr/bin/nvidia-smi replays the sample node's recorded XML."""
+    tree = demo.build_sample("hgx-h100", tmp_path / "hgx")
+    root = tmp_path / "driver"
+    (root / "usr/bin").mkdir(parents=True)
+    shutil.copy2(tree / "commands" / command_key(["nvidia-smi", "-q", "-x"]), root / "q-x.xml")
+    smi = root / "usr/bin/nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\ncase "$*" in\n  "-q -x") exec cat /run/nvidia/driver/q-x.xml ;;\n'
+        '  *) echo "stand-in nvidia-smi: only -q -x" >&2; exit 9 ;;\nesac\n'
+    )
+    smi.chmod(0o755)
+    return root
+
+
+def _live(podman: Podman, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    return podman.run(
+        "--read-only", "--pid", "host",
+        "-v", "/sys:/sys:ro", "-v", "/dev:/dev:ro",
+        "-v", f"{_driver_root(tmp_path)}:/run/nvidia/driver:ro",
+        "-v", "/etc/os-release:/etc/os-release:ro",
+        "-v", f"{state}:/var/lib/dolmen",
+        TAG, *args,
+    )  # fmt: skip
+
+
+def _json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def test_finds_nvidia_smi_under_the_driver_root(podman: Podman, tmp_path: Path) -> None:
+    done = _live(podman, tmp_path, "facts", "--only", "gpu", "--json")
+    assert done.returncode == 0, done.stderr
+    gpus = _json(done)["gpu"]["gpus"]
+    assert len(gpus) == 8 and {g["name"] for g in gpus} == {"NVIDIA H100 80GB HBM3"}
+
+
+def test_reads_the_host_through_its_mounts(podman: Podman, tmp_path: Path) -> None:
+    done = _live(podman, tmp_path, "facts", "--only", "os", "--only", "cpu", "--json")
+    assert done.returncode == 0, done.stderr
+    facts = _json(done)
+    host_os = dict(
+        line.split("=", 1)
+        for line in Path("/etc/os-release").read_text().split("\n")
+        if "=" in line
+    )  # the image's own says "dolmen test base"
+    assert facts["os"]["distribution"]["pretty_name"] == host_os["PRETTY_NAME"].strip('"')
+    online = Path("/sys/devices/system/cpu/online").read_text().strip()
+    expected = [
+        n
+        for part in online.split(",")
+        for n in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)
+    ]
+    assert facts["cpu"]["online"] == expected  # /sys of the host, mounted
+
+
+def test_validates_live_on_a_read_only_root(podman: Podman, tmp_path: Path) -> None:
+    """A verdict comes out (the stand-in GPUs: no NVML, so some signals are unknown); the
+    exit code is one of the documented three, never a crash of the read-only image."""
+    done = _live(podman, tmp_path, "validate", "--level", "quick", "--json")
+    assert done.returncode in (0, 1, 2), done.stderr
+    verdict = _json(done)
+    assert verdict["level"] == "quick" and verdict["status"] in (
+        "healthy", "degraded", "unhealthy", "undecided",
+    )  # fmt: skip
