@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
+    "serve": ("dolmen.cli.serve:serve", "Run the node agent: API, /metrics, warm quick checks."),
 }
 
 _ON = ("1", "true", "yes", "on")
@@ -53,6 +54,12 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
             from dolmen.cli.lean import parse
 
             quick = parse(args)
+        if quick is not None and quick["level"] == "quick":  # a warm answer, when an agent runs
+            from dolmen.serve.client import answer_validate
+
+            warm = answer_validate(quick)
+            if warm is not None:
+                return warm
         if quick is not None:
             from dolmen.cli.validate_run import run_validate
             from dolmen.quickstart import skip_final_collection
