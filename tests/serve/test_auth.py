@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from dolmen.serve.auth import Authenticator, TokenFile, allows
+from tests.report.contract import assert_valid
 from tests.serve.conftest import dolmen
 
 
@@ -30,7 +31,7 @@ def test_tokens_are_stored_hashed_and_listed_without_secrets(home: Path) -> None
     assert (home / "state" / "serve" / "tokens.json").stat().st_mode & 0o777 == 0o600
     listed = dolmen(home, "serve", "token", "list", "--json")
     doc = json.loads(listed.stdout)
-    assert doc["schema"] == "dolmen.serve.tokens/1"
+    assert_valid(doc)  # dolmen schema serve.tokens
     (row,) = doc["tokens"]
     assert row["principal"] == "alice" and row["role"] == "operator" and "sha256" not in row
     gone = dolmen(home, "serve", "token", "revoke", row["id"])

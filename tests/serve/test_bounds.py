@@ -42,7 +42,7 @@ class FastHeaders(BoundedH11):
 
 def _server(home: Path, agent: Agent, **more: Any) -> InProcess:
     auth = Authenticator(TokenFile(home / "state" / "serve" / "tokens.json"))
-    return InProcess(make_app(ServeState(agent, auth, True, None, "node-1")), **more)
+    return InProcess(make_app(ServeState(agent, auth, open_reads=True)), **more)
 
 
 @pytest.fixture

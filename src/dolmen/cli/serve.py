@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from typing import Any
 
@@ -77,7 +76,7 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
         config=config,
     )
     auth = Authenticator(TokenFile(settings.folder / "tokens.json"))
-    state = ServeState(agent, auth, settings.open_reads, None, socket.gethostname())
+    state = ServeState(agent, auth, settings.open_reads)
     app = make_app(state, fleet=settings.fleet)
     scheme = "https" if settings.listen.tls_cert else "http"
     click.echo(

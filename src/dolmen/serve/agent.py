@@ -49,7 +49,9 @@ class Agent:
         self.config = config or Config()
         self._host_factory = host_factory or (lambda: open_host(source))
         self.verdict: Verdict | None = None
-        self.verdict_json = ""  # its render_json, served while the store cannot be written
+        self.verdict_json = ""  # its render_json (/v1/verdict/latest, verbatim)
+        self.metrics_block = ""  # its Prometheus series (serve/metrics.py)
+        self.run_id: int | None = None  # its row in the history; None: not stored
         self._finished = 0.0  # monotonic time of the verdict's end
         self.runs_total = 0
         self.failures_total = 0
@@ -82,7 +84,7 @@ class Agent:
         from dolmen.checks.model import Level
         from dolmen.checks.suite import validate
         from dolmen.report.json import render_json, verdict_document
-        from dolmen.report.prometheus import render_prometheus
+        from dolmen.serve.metrics import verdict_block
 
         self.running_since = time.monotonic()
         try:
@@ -101,8 +103,10 @@ class Agent:
         finished = time.monotonic()
         text = render_json(verdict)
         # stored first: once /readyz says ready, /v1/verdict/latest has it too
-        self.store.add(verdict_document(verdict), text, render_prometheus(verdict))
-        self.verdict, self.verdict_json, self._finished = verdict, text, finished
+        block = verdict_block(verdict)
+        run_id = self.store.add(verdict_document(verdict), text, block)
+        self.verdict, self.verdict_json, self.metrics_block = verdict, text, block
+        self.run_id, self._finished = run_id, finished
         self.runs_total += 1
         self.last_error = None
         return verdict

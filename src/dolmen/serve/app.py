@@ -45,7 +45,6 @@ class ServeState:
     auth: Authenticator
     open_reads: bool = True
     jobs_state: str | None = None
-    hostname: str = ""
 
 
 def _error(status: int, why: str, **more: Any) -> JSONResponse:
@@ -123,15 +122,17 @@ async def readyz(request: Request, _t: Token | None) -> Response:
 # --- reads ----------------------------------------------------------------------------
 @guarded("viewer")
 async def metrics(request: Request, _t: Token | None) -> Response:
-    st = _state(request)
-    text = await blocking(lambda: render_metrics(st.agent, st.hostname), READ_SECONDS)
-    return Response(text, media_type=PROMETHEUS)
+    agent = _state(request).agent
+    stored = None
+    if not agent.metrics_block:  # before this process's first run: the history's newest
+        run = await blocking(agent.store.latest, READ_SECONDS)
+        stored = run.prometheus if run is not None else None
+    return Response(render_metrics(agent, stored), media_type=PROMETHEUS)
 
 
 @guarded("viewer")
 async def verdict_latest(request: Request, _t: Token | None) -> Response:
-    agent = _state(request).agent
-    text, run_id = await blocking(lambda: _latest(agent), READ_SECONDS)
+    text, run_id = await _latest(_state(request).agent)
     return Response(text, media_type="application/json", headers={"X-Dolmen-Run": run_id})
 
 
@@ -158,17 +159,16 @@ async def verdicts(request: Request, _t: Token | None) -> Response:
 
 @guarded("viewer")
 async def findings(request: Request, _t: Token | None) -> Response:
-    agent = _state(request).agent
-    text, _id = await blocking(lambda: _latest(agent), READ_SECONDS)
+    text, _id = await _latest(_state(request).agent)
     return JSONResponse(reads.findings(text, request.query_params))
 
 
-def _latest(agent: Agent) -> tuple[str, str]:
-    """The latest verdict's JSON and its run id: the history's newest, or (the store
-    degraded) the agent's own, newer than anything stored, with run id ``unstored``."""
-    if agent.store.degraded and agent.verdict_json:
-        return agent.verdict_json, "unstored"
-    run = agent.store.latest()
+async def _latest(agent: Agent) -> tuple[str, str]:
+    """The latest verdict's JSON and its run id: the agent's own (the newest; run id
+    ``unstored`` when the store could not keep it), else the history's newest."""
+    if agent.verdict_json:
+        return agent.verdict_json, "unstored" if agent.run_id is None else str(agent.run_id)
+    run = await blocking(agent.store.latest, READ_SECONDS)
     if run is None:
         raise reads.Absent("no verdict yet: the agent's first run has not ended")
     return run.verdict, str(run.id)

@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 MAX_BODY = 64 * 1024
 REQUEST_SECONDS = 10.0
-SLOW_AT_ONCE = 4
+SLOW_AT_ONCE = 16
 
 
 class TooLarge(Exception):

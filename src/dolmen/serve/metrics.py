@@ -7,29 +7,37 @@ every series of a GPU with ``Hostname`` too, so that ``on(Hostname, gpu)`` joins
 without a ``label_replace``; a file for node_exporter gets its instance from the scrape,
 but an agent's series are joined with dcgm-exporter's on the node name, so here every
 series that carries ``UUID`` or ``gpu`` gets ``Hostname`` as well. Before the first run
-``dolmen_build_info`` is written here (after it, the verdict's block carries it).
+``dolmen_build_info`` is written here (after it, the verdict's block carries it). The
+verdict's block is rendered once per run (``verdict_block``), so a scrape costs a string
+join: fifty scrapers a second are nothing to the node.
 """
 
 from __future__ import annotations
 
 import platform
+from typing import TYPE_CHECKING
 
 from dolmen import __version__
+from dolmen.checks.verdict import Verdict
 from dolmen.report.prometheus import render_prometheus
-from dolmen.serve.agent import Agent
+
+if TYPE_CHECKING:
+    from dolmen.serve.agent import Agent
 
 
-def render_metrics(agent: Agent, hostname: str) -> str:
-    """The whole exposition text, ending with a newline."""
-    verdict = agent.verdict
-    if verdict is not None:
-        block = render_prometheus(verdict)
-    else:
-        stored = agent.store.latest()
-        block = stored.prometheus if stored is not None else _build_info()
-    lines = [_with_hostname(line, hostname) for line in block.splitlines()]
+def verdict_block(verdict: Verdict) -> str:
+    """``render_prometheus`` of one verdict, with ``Hostname`` (the verdict's host) on
+    every series about a GPU: made once per run, served to every scrape."""
+    lines = [_with_hostname(line, verdict.host) for line in render_prometheus(verdict).splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def render_metrics(agent: Agent, stored: str | None = None) -> str:
+    """The whole exposition text: the latest verdict's block (the agent's, else the
+    ``stored`` one of the history, else ``dolmen_build_info`` alone) and the agent's."""
+    block = agent.metrics_block or stored or _build_info()
     age = agent.age()
-    lines += [
+    lines = [
         "# HELP dolmen_agent_up 1 while dolmen serve answers.",
         "# TYPE dolmen_agent_up gauge",
         "dolmen_agent_up 1",
@@ -53,7 +61,7 @@ def render_metrics(agent: Agent, hostname: str) -> str:
             "# TYPE dolmen_agent_verdict_age_seconds gauge",
             f"dolmen_agent_verdict_age_seconds {age:.3f}",
         ]
-    return "\n".join(lines) + "\n"
+    return block + "\n".join(lines) + "\n"
 
 
 def _build_info() -> str:
