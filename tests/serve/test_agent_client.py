@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from dolmen.serve.answer import parse_request
-from dolmen.serve.client import ask, request_for, socket_path
+from dolmen.serve.client import ask, decode, encode, request_for, socket_path
+from dolmen.serve.unixsock import frame
 from tests.serve.conftest import dolmen
 
 AGE_LINE = "answered by the local agent"
@@ -104,8 +105,8 @@ def test_junk_on_the_socket_is_refused_and_the_agent_goes_on(
             c.connect(path)
             c.sendall(junk)
             c.shutdown(socket.SHUT_WR)
-            answer = json.loads(c.recv(1 << 20) or b"{}")
-            assert "rc" not in answer, junk[:20]
+            answer = c.recv(1 << 20)
+            assert answer.startswith(b"refused bad request"), (junk[:20], answer)
     assert ask({"mode": "npd", "source": str(xid79)}, path)["rc"] == 1
 
 
@@ -162,3 +163,29 @@ def test_which_invocations_ask_the_agent(
     assert (request_for(_args(**kw)) is not None) is asks
     monkeypatch.setenv("DOLMEN_AGENT", "off")
     assert request_for(_args(**kw)) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"", b"ok", b"ok 1 2 3 4", b"ok 1 0.5 3 0\nab", b"ok 1 0.5 1 0\nab", b"ok x 0.5 0 0\n",
+        b"ok 1 nan-ish 0 0\n", b"ok -1 0 0 0\n", b"ok 300 0 0 0\n", b"ok 1 0 -1 1\n",
+        b"refused no verdict yet\n", b"OK 1 0 0 0\n", b"ok 1 0 2 0\n\xff\xfe", b"\x00" * 50,
+    ],
+)  # fmt: skip
+def test_decode_refuses_cut_junk_and_hostile_answers(data: bytes) -> None:
+    assert decode(data) is None
+
+
+def test_frame_and_decode_round_trip() -> None:
+    answer = {"rc": 2, "stdout": "dolmen: undecided: ü\n", "stderr": "x\ny\n", "age_s": 1.5}
+    assert decode(frame(answer)) == answer
+    assert decode(frame({"refused": "stale"})) is None
+
+
+@pytest.mark.parametrize(
+    "value", ["/plain/path", 'quo"te', "back\\slash", "new\nline", "\x00\x1f\x7f", "ünï", ""]
+)
+def test_encode_is_json(value: str) -> None:
+    doc = {"mode": "npd", "source": value, "slurm": True, "verbose": False, "timeout": None}
+    assert json.loads(encode(doc)) == doc

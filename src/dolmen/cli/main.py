@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from dolmen.errors import DolmenError, ExitCode
+
+TYPE_CHECKING = False  # typing and collections.abc cost the warm validate path 5 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 # command name -> ("module:attribute", help line); the modules import only when their
 # command runs (cli/group.py).

@@ -21,7 +21,7 @@ from dolmen.checks.verdict import Verdict
 from dolmen.config import Config
 from dolmen.errors import DolmenError
 from dolmen.host import Host, open_host
-from dolmen.serve.answer import Request, render
+from dolmen.serve.answer import Request, age_line, render
 from dolmen.serve.store import Store
 
 STUCK_GRACE = 30.0  # seconds past run_timeout before a run counts as stuck
@@ -57,6 +57,7 @@ class Agent:
         self.failures_total = 0
         self.last_error: str | None = None
         self.running_since: float | None = None  # monotonic
+        self._answers: dict[Any, Any] = {}  # "verdict" -> the verdict; (mode, verbose) -> answer
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -139,12 +140,32 @@ class Agent:
         limit = min(self.max_age, req.max_age) if req.max_age is not None else self.max_age
         if age > limit:
             return {"refused": f"verdict {age:.0f} s old, older than {limit:g} s"}
-        host = open_host(self.source) if req.slurm else None
-        try:
-            return render(req, verdict, host, age)
-        finally:
-            if host is not None:
-                host.close()
+        if req.slurm:  # a drain or resume each time: never cached
+            with open_host(self.source) as host:
+                return render(req, verdict, host, age)
+        return _aged(self._rendered(req, verdict), age)
+
+    def _rendered(self, req: Request, verdict: Verdict) -> dict[str, Any]:
+        """The answer for ``req`` rendered once per verdict (the age line is added later)."""
+        cache = self._answers
+        if cache.get("verdict") is not verdict:
+            cache.clear()
+            cache["verdict"] = verdict
+        key = (req.mode, req.verbose)
+        if key not in cache:
+            cache[key] = render(req, verdict, None, 0.0)
+        done: dict[str, Any] = cache[key]
+        return done
+
+    def cached_answer(self, req: Request) -> dict[str, Any] | None:
+        """The answer when it was rendered for this verdict already (the event loop serves
+        it without a worker thread), else None."""
+        verdict = self.verdict
+        if req.slurm or verdict is None or self._answers.get("verdict") is not verdict:
+            return None
+        if (req.mode, req.verbose) not in self._answers:
+            return None
+        return self.answer(req)
 
     def status(self) -> dict[str, Any]:
         """``GET /v1/agent``: the loop's state."""
@@ -162,3 +183,9 @@ class Agent:
             "stuck_s": self.stuck(),
             "store": {"path": str(self.store.path), "degraded": self.store.degraded},
         }
+
+
+def _aged(answer: dict[str, Any], age: float) -> dict[str, Any]:
+    """A rendered answer with this request's age line (the last line of stderr)."""
+    err = answer["stderr"].rsplit("dolmen: answered by", 1)[0]
+    return answer | {"stderr": err + age_line(age), "age_s": age}

@@ -90,7 +90,7 @@ def render(req: Request, verdict: Verdict, host: Host | None, age_s: float) -> d
         out = io.StringIO()
         err.write(f"dolmen: error: {e.message}\n" + (f"hint: {e.hint}\n" if e.hint else ""))
         rc = int(e.exit_code)
-    err.write(f"dolmen: answered by the local agent (dolmen serve): verdict {age_s:.0f} s old\n")
+    err.write(age_line(age_s))
     return {"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue(), "age_s": age_s}
 
 
@@ -99,3 +99,8 @@ def _slurm(host: Host | None, verdict: Verdict) -> str:
     from dolmen.slurm.drain import drain_if_unhealthy
 
     return drain_if_unhealthy(host or open_host(None), verdict)
+
+
+def age_line(age_s: float) -> str:
+    """The stderr line that says the answer is the agent's, and how old its verdict is."""
+    return f"dolmen: answered by the local agent (dolmen serve): verdict {age_s:.0f} s old\n"

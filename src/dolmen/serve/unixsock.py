@@ -20,6 +20,7 @@ import stat
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from dolmen.serve.agent import Agent
 from dolmen.serve.answer import parse_request
@@ -42,8 +43,7 @@ async def serve_socket(agent: Agent) -> Callable[[], Awaitable[None]]:
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            answer = await _answer(agent, reader)
-            writer.write(json.dumps(answer).encode())
+            writer.write(frame(await _answer(agent, reader)))
             await asyncio.wait_for(writer.drain(), READ_SECONDS)
         except (OSError, TimeoutError):
             pass  # the client went away: nothing to tell it
@@ -65,16 +65,28 @@ async def _nothing() -> None:
     return None
 
 
-async def _answer(agent: Agent, reader: asyncio.StreamReader) -> dict[str, object]:
+async def _answer(agent: Agent, reader: asyncio.StreamReader) -> dict[str, Any]:
     try:
         line = await asyncio.wait_for(reader.readline(), READ_SECONDS)
         req = parse_request(json.loads(line))
     except (TimeoutError, ValueError, asyncio.LimitOverrunError) as e:
         return {"refused": f"bad request: {e or e.__class__.__name__}"}
+    cached = agent.cached_answer(req)  # rendered before for this verdict: no thread
+    if cached is not None:
+        return cached
     try:
         return await blocking(lambda: agent.answer(req), ANSWER_SECONDS)
     except (Busy, Slow):
         return {"refused": "the agent is busy"}
+
+
+def frame(answer: dict[str, Any]) -> bytes:
+    """The answer as the client reads it (serve/client.py ``decode``)."""
+    if "refused" in answer:
+        return f"refused {answer['refused']}\n".encode(errors="replace")
+    out, err = str(answer["stdout"]).encode(), str(answer["stderr"]).encode()
+    head = f"ok {int(answer['rc'])} {float(answer['age_s']):.3f} {len(out)} {len(err)}\n"
+    return head.encode() + out + err
 
 
 def _unusable(path: Path) -> str | None:
