@@ -290,6 +290,17 @@ def _live(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         return fn(host, *args)
 
 
+def _fleet(folder: Path) -> Any:
+    """The fleet dashboard of ``folder`` (dolmen.fleet.web, iface of issue 14)."""
+    from dolmen.errors import UsageError
+
+    try:
+        from dolmen.fleet.web import make_app as fleet_app  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as e:
+        raise UsageError(f"--fleet: the fleet dashboard is not in this dolmen ({e})") from None
+    return fleet_app(folder)
+
+
 def make_app(state: ServeState, *, fleet: Path | None = None, start_agent: bool = True) -> Bounded:
     """The ASGI application: the routes, the agent started with it, every request bounded."""
 
@@ -329,7 +340,6 @@ def make_app(state: ServeState, *, fleet: Path | None = None, start_agent: bool 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.serve = state
     if fleet is not None:
-        from dolmen.fleet.web import make_app as fleet_app  # type: ignore[import-not-found,unused-ignore]
+        app.mount("/fleet", _fleet(fleet))
 
-        app.mount("/fleet", fleet_app(fleet))
     return Bounded(app)
