@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dolmen.errors import InputError, UsageError
+from dolmen.errors import EnvironmentProblem, InputError, UsageError
 from dolmen.fsutil import atomic_write, read_regular
 
 ROLES = ("viewer", "operator", "admin")
@@ -81,7 +81,13 @@ class TokenFile:
 
     def _save(self, tokens: list[Token]) -> None:
         doc = {"schema": "dolmen.serve.tokens/1", "tokens": [t.__dict__ for t in tokens]}
-        atomic_write(self.path, (json.dumps(doc, indent=2) + "\n").encode(), mode=0o600)
+        try:
+            atomic_write(self.path, (json.dumps(doc, indent=2) + "\n").encode(), mode=0o600)
+        except OSError as e:
+            raise EnvironmentProblem(
+                f"cannot write the token file {self.path}: {e.strerror or e}",
+                hint="run it as the user dolmen serve runs as (root), or give --state",
+            ) from None
 
     def add(self, principal: str, role: str) -> tuple[Token, str]:
         """A new token for ``principal``; returns its row and the token (shown once)."""
