@@ -106,8 +106,8 @@ class Agent:
         # stored first: once /readyz says ready, /v1/verdict/latest has it too
         block = verdict_block(verdict)
         run_id = self.store.add(verdict_document(verdict), text, block)
+        self._finished, self.run_id = finished, run_id  # the age is never of another verdict
         self.verdict, self.verdict_json, self.metrics_block = verdict, text, block
-        self.run_id, self._finished = run_id, finished
         self.runs_total += 1
         self.last_error = None
         return verdict

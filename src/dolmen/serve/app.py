@@ -1,19 +1,16 @@
-"""The Starlette application of ``dolmen serve``: routes, roles, errors as JSON.
+"""The Starlette application of ``dolmen serve``: the routes, the read handlers, the
+agent and its socket started with it (roles and errors: serve/guard.py; the writes:
+serve/write_routes.py).
 
-Reads (``/metrics``, ``GET /v1/...``) need a viewer token unless ``open_reads`` (the
-default when listening on loopback only: whoever reaches 127.0.0.1 is on the node
-already); ``/healthz`` and ``/readyz`` are always open (kubelet probes carry no token).
-Writes need an operator token, admin the token list. Every handler that reads the disk
-or the host runs in a worker with a deadline (serve/bounds.py); errors are one JSON
-object ``{"error": ...}`` with the status that says what kind of error it was.
+Every handler that reads the disk or the host runs in a worker with a deadline
+(serve/bounds.py); what the agent holds in memory (the latest verdict, its metrics) is
+served from the event loop.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,80 +19,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from dolmen.errors import AuditUnavailable, DolmenError, EnvironmentProblem
-from dolmen.host import open_host
-from dolmen.serve import reads, writes
+from dolmen.serve import reads
 from dolmen.serve.agent import Agent
-from dolmen.serve.auth import Authenticator, Token, allows
-from dolmen.serve.bounds import Bounded, Busy, Slow, TooLarge, blocking
+from dolmen.serve.auth import Token
+from dolmen.serve.bounds import Bounded, blocking
+from dolmen.serve.guard import ServeState, guarded, state_of
 from dolmen.serve.metrics import render_metrics
+from dolmen.serve.write_routes import drain, job_cancel, resume, tune_apply
 
 READ_SECONDS = 8.0  # inside the request bound of bounds.REQUEST_SECONDS
-WRITE_SECONDS = 60.0  # a cancel waits for the job's grace; a tune apply writes files
 PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-@dataclass
-class ServeState:
-    """What the handlers share."""
-
-    agent: Agent
-    auth: Authenticator
-    open_reads: bool = True
-    jobs_state: str | None = None
-
-
-def _error(status: int, why: str, **more: Any) -> JSONResponse:
-    return JSONResponse({"error": why, **more}, status_code=status)
-
-
-def _state(request: Request) -> ServeState:
-    state: ServeState = request.app.state.serve
-    return state
-
-
-def guarded(
-    role: str | None,
-) -> Callable[[Callable[[Request, Token | None], Awaitable[Response]]], Handler]:
-    """The handler behind a role check (None: open) and the error mapping."""
-
-    def wrap(fn: Callable[[Request, Token | None], Awaitable[Response]]) -> Handler:
-        async def handler(request: Request) -> Response:
-            st = _state(request)
-            token = st.auth.check(request.headers.get("authorization"))
-            needed = role
-            if role == "viewer" and st.open_reads:
-                needed = None
-            if needed is not None and token is None:
-                return _error(401, "a bearer token is needed", needs=needed)
-            if needed is not None and token is not None and not allows(token.role, needed):
-                return _error(403, f"role {token.role} may not do this", needs=needed)
-            try:
-                return await fn(request, token)
-            except reads.BadQuery as e:
-                return _error(400, str(e))
-            except reads.Absent as e:
-                return _error(404, str(e))
-            except TooLarge:
-                return _error(413, "request body too large")
-            except Busy:
-                return _error(503, "too many slow reads in flight; retry")
-            except Slow:
-                return _error(504, "the read ran past its deadline (a hung device or disk?)")
-            except writes.Conflict as e:
-                return _error(409, e.message)
-            except AuditUnavailable as e:
-                return _error(503, f"refused, the audit log cannot be written: {e.message}")
-            except EnvironmentProblem as e:
-                return _error(503, e.message, hint=e.hint)
-            except DolmenError as e:
-                return _error(400, e.message, hint=e.hint)
-
-        return handler
-
-    return wrap
+__all__ = ["ServeState", "make_app"]
 
 
 # --- open ---------------------------------------------------------------------------
@@ -106,7 +40,7 @@ async def healthz(request: Request, _t: Token | None) -> Response:
 
 @guarded(None)
 async def readyz(request: Request, _t: Token | None) -> Response:
-    agent = _state(request).agent
+    agent = state_of(request).agent
     why = None
     if agent.store.degraded:
         why = f"read-only degraded mode: {agent.store.degraded}"
@@ -122,7 +56,7 @@ async def readyz(request: Request, _t: Token | None) -> Response:
 # --- reads ----------------------------------------------------------------------------
 @guarded("viewer")
 async def metrics(request: Request, _t: Token | None) -> Response:
-    agent = _state(request).agent
+    agent = state_of(request).agent
     stored = None
     if not agent.metrics_block:  # before this process's first run: the history's newest
         run = await blocking(agent.store.latest, READ_SECONDS)
@@ -132,7 +66,7 @@ async def metrics(request: Request, _t: Token | None) -> Response:
 
 @guarded("viewer")
 async def verdict_latest(request: Request, _t: Token | None) -> Response:
-    text, run_id = await _latest(_state(request).agent)
+    text, run_id = await _latest(state_of(request).agent)
     return Response(text, media_type="application/json", headers={"X-Dolmen-Run": run_id})
 
 
@@ -141,7 +75,7 @@ async def verdict_one(request: Request, _t: Token | None) -> Response:
     text = request.path_params["run_id"]
     if not text.isdigit():
         raise reads.BadQuery(f"run id must be a number, not {text!r}")
-    run = await blocking(lambda: _state(request).agent.store.get(int(text)), READ_SECONDS)
+    run = await blocking(lambda: state_of(request).agent.store.get(int(text)), READ_SECONDS)
     if run is None:
         raise reads.Absent(f"no run {text} in the history")
     return Response(run.verdict, media_type="application/json")
@@ -149,7 +83,7 @@ async def verdict_one(request: Request, _t: Token | None) -> Response:
 
 @guarded("viewer")
 async def verdicts(request: Request, _t: Token | None) -> Response:
-    store = _state(request).agent.store
+    store = state_of(request).agent.store
     limit = reads.limit_of(request.query_params)
     before = reads.cursor_of(request.query_params, "before")
     runs = await blocking(lambda: store.page(limit, before), READ_SECONDS)
@@ -159,7 +93,7 @@ async def verdicts(request: Request, _t: Token | None) -> Response:
 
 @guarded("viewer")
 async def findings(request: Request, _t: Token | None) -> Response:
-    text, _id = await _latest(_state(request).agent)
+    text, _id = await _latest(state_of(request).agent)
     return JSONResponse(reads.findings(text, request.query_params))
 
 
@@ -178,7 +112,7 @@ def _on_host(
     fn: Callable[..., dict[str, Any]], *args: Any
 ) -> Callable[[Request, Token | None], Awaitable[Response]]:
     async def handler(request: Request, _t: Token | None) -> Response:
-        agent = _state(request).agent
+        agent = state_of(request).agent
 
         def read() -> dict[str, Any]:
             with agent.open_host() as host:
@@ -196,7 +130,7 @@ tune = guarded("viewer")(_on_host(reads.tune))
 
 @guarded("viewer")
 async def jobs(request: Request, _t: Token | None) -> Response:
-    state = _state(request).jobs_state
+    state = state_of(request).jobs_state
     return JSONResponse(
         await blocking(lambda: reads.jobs(state, request.query_params), READ_SECONDS)
     )
@@ -209,85 +143,17 @@ async def audit(request: Request, _t: Token | None) -> Response:
 
 @guarded("viewer")
 async def agent_status(request: Request, _t: Token | None) -> Response:
-    return JSONResponse(_state(request).agent.status())
+    return JSONResponse(state_of(request).agent.status())
 
 
 @guarded("admin")
 async def tokens(request: Request, _t: Token | None) -> Response:
     from dolmen.serve.auth import public_rows
 
-    auth = _state(request).auth
+    auth = state_of(request).auth
     return JSONResponse(
         {"items": await blocking(lambda: public_rows(auth.tokens.load()), READ_SECONDS)}
     )
-
-
-# --- writes ---------------------------------------------------------------------------
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw:
-        return {}
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        raise reads.BadQuery("the body is not JSON") from None
-    if not isinstance(doc, dict):
-        raise reads.BadQuery("the body is a JSON object")
-    return doc
-
-
-def _principal(token: Token | None) -> str:
-    assert token is not None  # guarded("operator") let no request without one through
-    return f"serve:{token.principal}"
-
-
-@guarded("operator")
-async def drain(request: Request, token: Token | None) -> Response:
-    doc = await _body(request)
-    reason = doc.get("reason")
-    if not isinstance(reason, str):
-        raise reads.BadQuery('give {"reason": "why a person drains this node"}')
-    who = _principal(token)
-    return JSONResponse(await blocking(lambda: _live(writes.drain, reason, who), WRITE_SECONDS))
-
-
-@guarded("operator")
-async def resume(request: Request, token: Token | None) -> Response:
-    who = _principal(token)
-    return JSONResponse(await blocking(lambda: _live(writes.resume, who), WRITE_SECONDS))
-
-
-@guarded("operator")
-async def job_cancel(request: Request, token: Token | None) -> Response:
-    job_id, state, who = (
-        request.path_params["job_id"],
-        _state(request).jobs_state,
-        _principal(token),
-    )
-    return JSONResponse(
-        await blocking(lambda: writes.cancel_job(state, job_id, who), WRITE_SECONDS)
-    )
-
-
-@guarded("operator")
-async def tune_apply(request: Request, token: Token | None) -> Response:
-    doc = await _body(request)
-    profile = doc.get("profile")
-    if not isinstance(profile, str) or not profile:
-        raise reads.BadQuery('give {"profile": "<name>"} (`dolmen tune profiles` lists them)')
-    agent, who = _state(request).agent, _principal(token)
-
-    def apply() -> dict[str, Any]:
-        with agent.open_host() as host:
-            return writes.tune_apply(host, profile, who)
-
-    return JSONResponse(await blocking(apply, WRITE_SECONDS))
-
-
-def _live(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """Slurm's commands run on this machine, whatever host the agent reads (drain.py)."""
-    with open_host(None) as host:
-        return fn(host, *args)
 
 
 def _fleet(folder: Path) -> Any:
