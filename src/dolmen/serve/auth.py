@@ -69,6 +69,11 @@ class TokenFile:
             raw = read_regular(self.path, TOKENS_MAX)
         except FileNotFoundError:
             return []
+        except OSError as e:
+            raise EnvironmentProblem(
+                f"cannot read the token file {self.path}: {e.strerror or e}",
+                hint="check the state folder (--state) and its permissions",
+            ) from None
         try:
             doc = json.loads(raw)
             return [Token(**row) for row in doc["tokens"]]
@@ -133,8 +138,8 @@ class Authenticator:
         try:
             st = self.tokens.path.stat()
             stamp = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            stamp = (0, 0)
+        except OSError:
+            stamp = (0, 0)  # load() says what is wrong, or finds no file
         if stamp != self._stamp:
             self._by_id = {t.id: t for t in self.tokens.load()}
             self._stamp = stamp
@@ -149,7 +154,7 @@ class Authenticator:
         tid = value[len(PREFIX) :].split("_", 1)[0]
         try:
             self._refresh()
-        except InputError:
+        except (InputError, EnvironmentProblem):
             return None  # a file broken while running: nobody gets in until it is fixed
         token = self._by_id.get(tid)
         if token is None or not hmac.compare_digest(token.sha256, _digest(value)):
