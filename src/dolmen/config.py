@@ -84,6 +84,11 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "slurm_log_dir": str,  # a folder every node sees (job output, per rank)
         "slurm_python": str,  # the Python with dolmen installed, on every node
     },
+    "serve": {  # dolmen serve (serve/settings.py)
+        **dict.fromkeys(("listen", "interval", "run_timeout", "max_age", "state", "fleet"), str),
+        **dict.fromkeys(("tls_cert", "tls_key", "tls_client_ca"), str),
+        "open_reads": bool,
+    },
 }
 FREE_SECTIONS = {"thresholds"}  # validated against the check registry: check_thresholds
 
@@ -176,6 +181,12 @@ RULES: dict[str, dict[str, Rule]] = {
         "default_gpus_per_node": _between(0, 1024),
         "slurm_log_dir": _name,
         "slurm_python": _name,
+    },
+    "serve": {
+        **dict.fromkeys(("interval", "run_timeout", "max_age"), _duration),
+        **dict.fromkeys(
+            ("listen", "state", "fleet", "tls_cert", "tls_key", "tls_client_ca"), _name
+        ),
     },
 }
 

@@ -62,6 +62,7 @@ JSON_COMMANDS = {
     "fleet report": {"dolmen.fleet.report/1"},
     "containers resolve": {"dolmen.containers.resolve/1"},
     "containers run": {"dolmen.containers.plan/1"},
+    "serve token list": {"dolmen.serve.tokens/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

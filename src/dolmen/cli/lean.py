@@ -14,8 +14,10 @@ A test runs a table of invocations both ways and compares output and exit codes.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the warm path (serve/client.py) 5 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 LEVELS = ("quick", "standard", "full")
 # option -> run_validate argument; click's definitions are in cli/validate.py

@@ -1,0 +1,87 @@
+"""The role check and the error mapping every handler of ``dolmen serve`` goes through,
+and the state the handlers share.
+
+Reads need a viewer token unless ``open_reads`` (the default when listening on loopback
+only: whoever reaches 127.0.0.1 is on the node already); ``/healthz`` and ``/readyz``
+are always open (kubelet probes carry no token). Writes need an operator token, admin
+the token list. Errors are one JSON object ``{"error": ...}`` with the status that says
+what kind of error it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from dolmen.errors import AuditUnavailable, DolmenError, EnvironmentProblem
+from dolmen.serve import reads, writes
+from dolmen.serve.agent import Agent
+from dolmen.serve.auth import Authenticator, Token, allows
+from dolmen.serve.bounds import Busy, Slow, TooLarge
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass
+class ServeState:
+    """What the handlers share."""
+
+    agent: Agent
+    auth: Authenticator
+    open_reads: bool = True
+    jobs_state: str | None = None
+
+
+def error(status: int, why: str, **more: Any) -> JSONResponse:
+    return JSONResponse({"error": why, **more}, status_code=status)
+
+
+def state_of(request: Request) -> ServeState:
+    state: ServeState = request.app.state.serve
+    return state
+
+
+def guarded(
+    role: str | None,
+) -> Callable[[Callable[[Request, Token | None], Awaitable[Response]]], Handler]:
+    """The handler behind a role check (None: open) and the error mapping."""
+
+    def wrap(fn: Callable[[Request, Token | None], Awaitable[Response]]) -> Handler:
+        async def handler(request: Request) -> Response:
+            st = state_of(request)
+            token = st.auth.check(request.headers.get("authorization"))
+            needed = role
+            if role == "viewer" and st.open_reads:
+                needed = None
+            if needed is not None and token is None:
+                return error(401, "a bearer token is needed", needs=needed)
+            if needed is not None and token is not None and not allows(token.role, needed):
+                return error(403, f"role {token.role} may not do this", needs=needed)
+            try:
+                return await fn(request, token)
+            except reads.BadQuery as e:
+                return error(400, str(e))
+            except reads.Absent as e:
+                return error(404, str(e))
+            except TooLarge:
+                return error(413, "request body too large")
+            except Busy:
+                return error(503, "too many slow reads in flight; retry")
+            except Slow:
+                return error(504, "the read ran past its deadline (a hung device or disk?)")
+            except writes.Conflict as e:
+                return error(409, e.message)
+            except AuditUnavailable as e:
+                return error(503, f"refused, the audit log cannot be written: {e.message}")
+            except EnvironmentProblem as e:
+                return error(503, e.message, hint=e.hint)
+            except DolmenError as e:
+                return error(400, e.message, hint=e.hint)
+
+        return handler
+
+    return wrap
