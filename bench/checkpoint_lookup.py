@@ -82,9 +82,9 @@ def main() -> None:
         med = {k: statistics.median(v) for k, v in runs.items()}
         for label, value in med.items():
             print(f"  {label:<24} median {value * 1000:9.2f} ms over {args.rounds} lookups")
-        old = med["one-writer hash (old)"]
+        old, one = med["one-writer hash (old)"], med["one-writer size"]
         print(
-            f"ratio old full-hash / new size-only lookup: one-writer {old / med['one-writer size']:.0f}x,"
+            f"ratio old full-hash / new size-only lookup: one-writer {old / one:.0f}x,"
             f" dcp {old / med['dcp size']:.0f}x ({total} MiB a step, page cache warm)"
         )
     finally:

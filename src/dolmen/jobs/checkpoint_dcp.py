@@ -21,6 +21,7 @@ import json
 import os
 import pickle
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,9 +83,10 @@ def save(
 
 def load(ckpt: Checkpoint, state_dict: dict[str, Any]) -> None:
     """Load ``ckpt`` into ``state_dict`` in place (every rank calls it, as ``dcp.load``)."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
+    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
-    dcp.load(state_dict, storage_reader=dcp.FileSystemReader(str(ckpt.path)))
+    dcp_load(state_dict, storage_reader=FileSystemReader(str(ckpt.path)))
 
 
 def read_dcp(path: Path, step: int) -> Checkpoint | None:
@@ -95,7 +97,7 @@ def read_dcp(path: Path, step: int) -> Checkpoint | None:
         return None
     try:
         st = os.fstat(fd)
-        if not (st.st_mode & 0o170000 == 0o100000) or st.st_size > MAX_METADATA:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_METADATA:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
             raw = f.read(MAX_METADATA + 1)
@@ -125,7 +127,7 @@ def parse_metadata(raw: bytes) -> dict[str, int] | None:
                 return None
             sizes[name] = max(end, sizes.get(name, 0))
         return sizes or None
-    except Exception:  # noqa: BLE001 - any malformed pickle is "not a checkpoint"
+    except Exception:  # any malformed pickle is "not a checkpoint", whatever it raised
         return None
 
 
