@@ -58,7 +58,8 @@ def save(
     ``FileSystemWriter`` (``single_file_per_rank=False``: one file per tensor).
     """
     import torch.distributed as dist
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.filesystem import FileSystemWriter
+    from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
     path = step_dir(directory, step)
     rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
@@ -68,8 +69,7 @@ def save(
             if name == METADATA or DIGESTS.match(name):
                 (path / name).unlink()
     _barrier()
-    writer = dcp.FileSystemWriter(str(path), **writer_options)
-    dcp.save(dict(state_dict), storage_writer=writer)
+    dcp_save(dict(state_dict), storage_writer=FileSystemWriter(str(path), **writer_options))
     if hashes:
         mine = {
             n: file_sha256(path / n) for n in sorted(os.listdir(path)) if n.startswith(f"__{rank}_")
