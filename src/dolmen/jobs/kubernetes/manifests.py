@@ -15,9 +15,10 @@ Python, /dev/shm, fabric devices, tolerations, requests):
   default.
 
 Names: the workload has ``generateName`` (two submissions of one job never collide) and a
-``ttlSecondsAfterFinished``; objects made for it (the Service, Volcano's PodGroup) get an
-ownerReference to it at submit, once the API server has given it a uid, so that they go
-with it. Gang scheduling when asked: Kueue (the ``kueue.x-k8s.io/queue-name`` label:
+``ttlSecondsAfterFinished``; Volcano's PodGroup gets an ownerReference to it at submit,
+once the API server has given it a uid, so that it goes with it. The Indexed Job's
+headless Service is shared by the jobs of one name (their pods' hostnames differ) and
+owned by none of them. Gang scheduling when asked: Kueue (the ``kueue.x-k8s.io/queue-name`` label:
 admitted whole or not at all) or Volcano (schedulerName volcano and a PodGroup of
 minMember = nodes).
 
