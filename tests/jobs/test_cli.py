@@ -222,3 +222,16 @@ def test_slurm_options_come_from_the_site_config(
     b = backend_from({"backend": "slurm"})
     assert b.options.log_dir == "/shared/logs"
     assert b.options.python == "/shared/venv/bin/python"
+
+
+def test_slurm_extra_of_dolmen_toml_reaches_the_script(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    etc = state.parent / "etc"
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "dolmen.toml").write_text('[slurm]\nextra = ["--gres-flags=enforce-binding"]\n')
+    rc, out, _ = run(capsys, "jobs", "plan", "--backend", "slurm", "--", "python", "t.py")
+    assert rc == 0 and "#SBATCH --gres-flags=enforce-binding\n" in out
+    (etc / "dolmen.toml").write_text('[slurm]\nextra = ["--output=/etc/x"]\n')
+    rc, _, err = run(capsys, "jobs", "plan", "--backend", "slurm", "--", "python", "t.py")
+    assert rc == 2 and "dolmen.toml's [slurm] extra[0] '--output=/etc/x': dolmen writes" in err
