@@ -44,9 +44,9 @@ def test_partial_and_corrupt_checkpoints_are_skipped(tmp_path: Path) -> None:
     (tmp_path / "step-000000000009" / "state").write_bytes(b"half")
     # a crash while writing the payload
     (tmp_path / ".partial-000000000010-99999999-0").mkdir()
-    # bytes that no longer match the manifest (a torn write underneath us)
-    bad = checkpoint.save(tmp_path, 8, b"original")
-    (bad.path / "state").write_bytes(b"tampered")
+    # a file cut short underneath us: the size says so
+    cut = checkpoint.save(tmp_path, 9 - 1, b"original")
+    (cut.path / "state").write_bytes(b"orig")
     # a manifest that is not JSON
     (tmp_path / "step-000000000007").mkdir()
     (tmp_path / "step-000000000007" / "COMPLETE").write_bytes(b"\x00\xff")
@@ -54,6 +54,20 @@ def test_partial_and_corrupt_checkpoints_are_skipped(tmp_path: Path) -> None:
     assert ck is not None and ck.step == 1 and ck.read() == b"good"
     assert [c.step for c in checkpoint.complete(tmp_path)] == [8, 1]
     assert checkpoint.latest(tmp_path, verify=False).step == 8  # type: ignore[union-attr]
+    assert checkpoint.latest(tmp_path, verify="none").step == 8  # type: ignore[union-attr]
+
+
+def test_same_size_corruption_needs_the_hash(tmp_path: Path) -> None:
+    """The default lookup stats the files; only ``verify="hash"`` reads their bytes."""
+    checkpoint.save(tmp_path, 1, b"good")
+    bad = checkpoint.save(tmp_path, 2, b"original")
+    (bad.path / "state").write_bytes(b"tampered")  # same length
+    assert checkpoint.latest(tmp_path).step == 2  # type: ignore[union-attr]
+    assert checkpoint.latest(tmp_path, verify="hash").step == 1  # type: ignore[union-attr]
+    assert checkpoint.latest(tmp_path, verify=True).step == 1  # type: ignore[union-attr]
+    assert [c.step for c in checkpoint.complete(tmp_path, verify="hash")] == [1]
+    with pytest.raises(ValueError, match="verify must be one of none, size, hash"):
+        checkpoint.latest(tmp_path, verify="sha")  # type: ignore[arg-type]
 
 
 def test_keep_prunes_old_and_crashed_ones(tmp_path: Path) -> None:

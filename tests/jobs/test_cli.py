@@ -67,7 +67,26 @@ def test_plan_kubernetes(state: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "python",
         "t.py",
     )
-    assert rc == 0 and 'kind: "Job"' in out and "nvidia.com/gpu: 4" in out
+    assert rc == 0 and 'kind: "JobSet"' in out and "nvidia.com/gpu: 4" in out
+
+
+def test_plan_slurm_site_flags_and_the_multi_node_warning(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--backend", "slurm", "--nodes", "2", "--partition", "gpu", "--qos", "high"]
+    flags += ["--constraint", "ib&h100", "--mem", "500G", "--cpus-per-task", "8", "--exclusive"]
+    flags += ["--reservation", "maint", "--json", "--", "python", "train.py"]
+    rc, out, err = run(capsys, "jobs", "plan", *flags)
+    doc = assert_valid(json.loads(out))
+    assert rc == 0 and doc["spec"]["name"] == "train.py" and doc["spec"]["exclusive"] is True
+    script = doc["artifacts"]["train.py.sbatch"]
+    for line in ("--partition=gpu", "--qos=high", "--constraint=ib&h100", "--mem=500G"):
+        assert f"#SBATCH {line}\n" in script
+    assert "#SBATCH --cpus-per-task=8\n#SBATCH --reservation=maint\n#SBATCH --exclusive" in script
+    (warning,) = doc["warnings"]
+    assert err == f"dolmen: warning: {warning}\n" and "slurm_log_dir and slurm_python" in err
+    rc, _, err = run(capsys, "jobs", "plan", "--backend", "slurm", "--qos", "a;b", "--", "t")
+    assert rc == 2 and "--qos 'a;b' is not a QOS name" in err
 
 
 def test_submit_status_logs_list_cancel(state: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,3 +222,16 @@ def test_slurm_options_come_from_the_site_config(
     b = backend_from({"backend": "slurm"})
     assert b.options.log_dir == "/shared/logs"
     assert b.options.python == "/shared/venv/bin/python"
+
+
+def test_slurm_extra_of_dolmen_toml_reaches_the_script(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    etc = state.parent / "etc"
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "dolmen.toml").write_text('[slurm]\nextra = ["--gres-flags=enforce-binding"]\n')
+    rc, out, _ = run(capsys, "jobs", "plan", "--backend", "slurm", "--", "python", "t.py")
+    assert rc == 0 and "#SBATCH --gres-flags=enforce-binding\n" in out
+    (etc / "dolmen.toml").write_text('[slurm]\nextra = ["--output=/etc/x"]\n')
+    rc, _, err = run(capsys, "jobs", "plan", "--backend", "slurm", "--", "python", "t.py")
+    assert rc == 2 and "dolmen.toml's [slurm] extra[0] '--output=/etc/x': dolmen writes" in err

@@ -42,6 +42,10 @@ BASE = JobSpec(
     env={"NCCL_DEBUG": "WARN"},
     exclude_nodes=("gpu-07",),
     partition="gpu",
+    qos="high",
+    constraint="ib&h100",
+    mem="64G",
+    reservation="maint",
 )
 FIELDS = [
     "name",
@@ -55,6 +59,10 @@ FIELDS = [
     "env.NCCL_DEBUG",
     "exclude_nodes[0]",
     "partition",
+    "qos",
+    "constraint",
+    "mem",
+    "reservation",
 ]
 QUOTED = ("command[", "env.")
 
@@ -127,7 +135,9 @@ def test_control_characters_never_reach_a_script(
     if field.startswith("command["):
         srun = script[script.index("srun --label") : script.index(" &\nranks=$!")]
         words = shlex.split(srun)
-        assert words[words.index("--") + 1 :] == list(spec.command)
+        # the image runs through pyxis: the rank wrapper's $0 comes before the command
+        sep = "dolmen-rank" if spec.image else "--"
+        assert words[words.index(sep) + 1 :] == list(spec.command)
     else:
         key = field[4:]
         start = script.index(f"export {key}=")

@@ -37,8 +37,9 @@ SPECS = {
 
 
 def manifests(spec: JobSpec) -> list[dict[str, object]]:
+    """The Indexed Job form (``workload="job"``); tests/jobs/test_jobset.py has the JobSet."""
     text = (
-        KubernetesBackend(namespace="team-a")
+        KubernetesBackend(namespace="team-a", workload="job")
         .plan(spec)
         .artifacts[f"{kube.dns_name(spec.name)}.yaml"]
     )
@@ -49,7 +50,8 @@ def manifests(spec: JobSpec) -> list[dict[str, object]]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_manifests_pass_the_official_schemas(name: str, version: str) -> None:
     docs = manifests(SPECS[name])
-    assert docs == KubernetesBackend(namespace="team-a").manifests(SPECS[name])  # YAML == data
+    backend = KubernetesBackend(namespace="team-a", workload="job")
+    assert docs == backend.manifests(SPECS[name])  # YAML == data
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)
 
@@ -61,6 +63,9 @@ def test_resource_quota_passes_the_official_schemas() -> None:
 
 def test_the_indexed_job() -> None:
     service, job = manifests(SPECS["multi-node"])
+    assert job["metadata"]["generateName"] == "llama-ft-v2-"  # type: ignore[index]
+    assert "name" not in job["metadata"]  # type: ignore[operator]
+    assert job["spec"]["ttlSecondsAfterFinished"] == 86400  # type: ignore[index]
     name = "llama-ft-v2"
     assert service["spec"] == {  # type: ignore[index]
         "clusterIP": "None",
@@ -81,26 +86,40 @@ def test_the_indexed_job() -> None:
     assert pod["subdomain"] == name and pod["restartPolicy"] == "Never"
     (c,) = pod["containers"]
     assert c["resources"]["limits"] == {"nvidia.com/gpu": 8}
-    assert c["command"][:5] == ["python3", "-m", "dolmen.jobs.launch", "--procs-per-node", "8"]
+    # torchrun from the image's own Python: no dolmen inside the image
+    assert c["command"] == [
+        "python3",
+        "-m",
+        "torch.distributed.run",
+        "--nnodes=4",
+        "--nproc-per-node=8",
+        "--node-rank=$(GROUP_RANK)",
+        "--master-addr=$(MASTER_ADDR)",
+        "--master-port=29500",
+        "--max-restarts=0",
+        "train.py",
+    ]
     env = {e["name"]: e for e in c["env"]}
     assert env["GROUP_RANK"]["valueFrom"]["fieldRef"]["fieldPath"].endswith(
         "['batch.kubernetes.io/job-completion-index']"
     )
-    assert env["MASTER_ADDR"]["value"] == f"{name}-0.{name}"
-    assert env["WORLD_SIZE"]["value"] == "32" and env["LOCAL_WORLD_SIZE"]["value"] == "8"
+    assert env["DOLMEN_JOB_ID"]["valueFrom"]["fieldRef"]["fieldPath"].endswith(
+        "['batch.kubernetes.io/job-name']"
+    )
+    assert env["MASTER_ADDR"]["value"] == f"$(DOLMEN_JOB_ID)-0.{name}"
     assert env["FLAG"]["value"] == "on"  # a string, not YAML 1.1's boolean
-    assert "RANK" not in env  # the launcher sets it per rank
+    assert "RANK" not in env and "WORLD_SIZE" not in env  # torchrun sets them per rank
     names = [e["name"] for e in c["env"]]
-    assert names.index("GROUP_RANK") < names.index("WORLD_SIZE")
+    assert names.index("DOLMEN_JOB_ID") < names.index("MASTER_ADDR")
 
 
-def test_one_rank_per_pod_gets_its_rank_from_the_index() -> None:
+def test_one_rank_per_pod_runs_torchrun_too() -> None:
     _, job = manifests(SPECS["one-rank-per-pod"])
     (c,) = job["spec"]["template"]["spec"]["containers"]  # type: ignore[index]
-    env = {e["name"]: e.get("value") for e in c["env"]}
-    assert env["RANK"] == "$(GROUP_RANK)" and env["LOCAL_RANK"] == "0"
-    assert c["command"] == ["python", "t.py"]
-    assert "resources" not in c
+    assert c["command"][3:5] == ["--nnodes=2", "--nproc-per-node=1"]
+    assert c["command"][-1] == "t.py"
+    # a CPU pod still asks for CPU and memory: Burstable, not BestEffort
+    assert c["resources"] == {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {}}
 
 
 def test_plan_needs_an_image() -> None:

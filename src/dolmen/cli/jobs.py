@@ -19,6 +19,8 @@ import click
 from dolmen.cli.main import exit_with
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Spec fields the flags of the same name set (docs/jobs-slurm.md).
+SITE_FLAGS = ("partition", "qos", "constraint", "mem", "cpus_per_task", "exclusive", "reservation")
 CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
@@ -52,6 +54,13 @@ def _spec_options(f: F) -> F:
         (("--time-limit",), {"metavar": "T", "help": "30m, 2h, 1:30:00, 2-00:00:00."}),
         (("--account",), {"help": "Account (Slurm) or group the job is charged to."}),
         (("--elastic",), {"is_flag": True, "default": None, "help": "May shrink on faults."}),
+        (("--partition",), {"help": "Slurm partition (a,b: any of them)."}),
+        (("--qos",), {"help": "Slurm quality of service."}),
+        (("--constraint",), {"metavar": "FEATURES", "help": "Slurm node features (ib&h100)."}),
+        (("--mem",), {"metavar": "SIZE", "help": "Memory per node: 500G (Kubernetes: request)."}),
+        (("--cpus-per-task",), {"type": int, "help": "CPUs per rank (Kubernetes: request)."}),
+        (("--exclusive",), {"is_flag": True, "default": None, "help": "Whole nodes (Slurm)."}),
+        (("--reservation",), {"help": "Slurm reservation to run in."}),
     ]
     for decl, kw in reversed(options):
         f = click.option(*decl, **kw)(f)
@@ -70,6 +79,7 @@ def jobs() -> None:
 def submit(as_json: bool, **kw: Any) -> None:
     """Submit a job: dolmen jobs submit --nodes 2 --gpus-per-node 4 -- python train.py"""
     backend, spec = _resolve(kw)
+    _warn(backend.plan(spec).warnings)
     status = backend.submit(spec)
     if as_json:
         _print_json(_status_json(status))
@@ -88,6 +98,7 @@ def plan(as_json: bool, **kw: Any) -> None:
     """Print exactly what would be submitted (process table, sbatch script, manifests)."""
     backend, spec = _resolve(kw)
     p = backend.plan(spec)
+    _warn(p.warnings)
     if as_json:
         _print_json(
             {
@@ -96,6 +107,7 @@ def plan(as_json: bool, **kw: Any) -> None:
                 "summary": p.summary,
                 "spec": dataclasses.asdict(p.spec),
                 "artifacts": dict(p.artifacts),
+                "warnings": list(p.warnings),
             }
         )
         return
@@ -195,7 +207,7 @@ def backend_from(kw: dict[str, Any], name: str | None = None) -> Any:
     for opt in cls.OPTIONS:
         value = kw.get(opt.param) if opt.param else None
         if value is None and opt.config:
-            value = config.get("jobs", opt.config)
+            value = config.get(opt.section, opt.config)
         if value is not None:
             options[opt.name] = value
     return cls(**options)
@@ -220,6 +232,7 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
         "time_limit_s": parse_duration(kw["time_limit"]) if kw.get("time_limit") else None,
         "account": kw.get("account"),
         "elastic": kw.get("elastic"),
+        **{k: kw.get(k) for k in SITE_FLAGS},
     }
     if overrides["gpus_per_node"] is None and not (jobfile and "gpus_per_node" in jobfile.fields):
         overrides["gpus_per_node"] = default_gpus
@@ -244,6 +257,11 @@ def _job_row(st: Any) -> dict[str, Any]:
         "reason": st.reason,
         "details": dict(st.details),
     }
+
+
+def _warn(warnings: Any) -> None:
+    for text in warnings:
+        click.echo(f"dolmen: warning: {text}", err=True)
 
 
 def _print_json(doc: Any) -> None:

@@ -63,6 +63,8 @@ class Plan:
     spec: JobSpec
     artifacts: Mapping[str, str]
     summary: str
+    # What would run, but not well: said on stderr by submit and plan, in plan --json.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,13 +84,15 @@ class JobStatus:
 @dataclass(frozen=True)
 class Option:
     """One constructor option of a backend, and where the CLI takes its value from:
-    a ``dolmen jobs`` flag (``flag``), else a ``[jobs]`` key of dolmen.toml (``config``)."""
+    a ``dolmen jobs`` flag (``flag``), else a key (``config``) of dolmen.toml's
+    ``section`` (``[jobs]`` unless said)."""
 
     name: str
     help: str
     flag: str | None = None
     config: str | None = None
     metavar: str = "VALUE"
+    section: str = "jobs"
 
     @property
     def param(self) -> str | None:

@@ -11,7 +11,17 @@ On disk, in the job's checkpoint folder (``$DOLMEN_CHECKPOINT_DIR``)::
 Saving writes the payload into a ``.partial-*`` folder, fsyncs every file,
 renames the folder to ``step-<step>``, writes ``COMPLETE`` atomically (temporary
 name, fsync, rename) and fsyncs the folders. A checkpoint without a readable
-``COMPLETE`` whose checksums match is partial: ``latest`` skips it.
+``COMPLETE`` whose files match it is partial: ``latest`` skips it.
+
+A ``step-<step>`` folder written by torch.distributed.checkpoint (every rank its own
+shard, ``.metadata`` written last by the coordinator) is found the same way, with
+``.metadata`` as its COMPLETE (``checkpoint_dcp``).
+
+What "match" means is ``verify``: ``"size"`` (the default) compares each file's size
+with the manifest's, a stat per file; ``"hash"`` re-reads every byte and compares
+sha256 digests, which at LLM scale (hundreds of GB over 50+ shards) turns every restart
+into minutes of reading: bench/checkpoint_lookup.py measures both. A torn or truncated
+write changes the size; same-size corruption needs ``"hash"``. ``"none"`` trusts the marker.
 """
 
 from __future__ import annotations
@@ -24,8 +34,9 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from dolmen.fsutil import atomic_write, fsync_dir
 from dolmen.host.process import pid_alive
@@ -35,6 +46,8 @@ MARKER = "COMPLETE"
 _STEP = re.compile(r"^step-(\d{12})$")
 _counter = itertools.count()
 
+Verify = Literal["none", "size", "hash"]
+VERIFY = ("none", "size", "hash")
 # A payload: bytes, or a function that writes the file at the path it is given
 # (``lambda p: torch.save(state, p)``).
 Payload = bytes | Callable[[Path], object]
@@ -42,11 +55,15 @@ Payload = bytes | Callable[[Path], object]
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A complete checkpoint: its folder, step and files (name -> sha256)."""
+    """A complete checkpoint: its folder, step and files (name -> sha256, "" when the
+    format keeps no digest), their sizes and the format (``FORMAT`` or
+    ``checkpoint_dcp.FORMAT``)."""
 
     path: Path
     step: int
     files: Mapping[str, str]
+    sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
+    format: str = FORMAT
 
     def file(self, name: str = "state") -> Path:
         """The path of one payload file."""
@@ -92,7 +109,7 @@ def save(
         if not path.is_file():
             raise ValueError(f"the writer for {name!r} did not create {path}")
         _fsync_file(path)
-        files[name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+        files[name] = {"size": path.stat().st_size, "sha256": file_sha256(path)}
     fsync_dir(tmp)
     final = root / f"step-{step:012d}"
     if final.exists():  # a rerun of the same step after a restart replaces the old one
@@ -102,23 +119,32 @@ def save(
     manifest = {"format": FORMAT, "step": step, "created": time.time(), "files": files}
     atomic_write(final / MARKER, json.dumps(manifest, indent=1).encode())
     fsync_dir(root)
-    ckpt = Checkpoint(final, step, {n: str(f["sha256"]) for n, f in files.items()})
+    ckpt = Checkpoint(
+        final,
+        step,
+        {n: str(f["sha256"]) for n, f in files.items()},
+        {n: int(str(f["size"])) for n, f in files.items()},
+    )
     if keep is not None:
         prune(root, keep)
     return ckpt
 
 
-def latest(directory: str | Path, *, verify: bool = True) -> Checkpoint | None:
-    """The newest complete checkpoint, or None. ``verify`` re-reads the files' checksums
-    (a checkpoint whose bytes do not match its manifest is skipped, not trusted)."""
-    for ckpt in complete(directory, verify=False):
-        if not verify or _verified(ckpt):
+def latest(directory: str | Path, *, verify: Verify | bool = "size") -> Checkpoint | None:
+    """The newest complete checkpoint that passes ``verify`` (module docstring), or None;
+    one that does not is skipped, not trusted. ``True`` is ``"hash"``, ``False`` ``"none"``."""
+    mode = _mode(verify)
+    for ckpt in complete(directory, verify="none"):
+        if verified(ckpt, mode):
             return ckpt
     return None
 
 
-def complete(directory: str | Path, *, verify: bool = False) -> list[Checkpoint]:
-    """Complete checkpoints, newest first."""
+def complete(directory: str | Path, *, verify: Verify | bool = "none") -> list[Checkpoint]:
+    """Complete checkpoints (both formats), newest first; with ``verify``, those that pass."""
+    from dolmen.jobs.checkpoint_dcp import read_dcp
+
+    mode = _mode(verify)
     root = Path(directory)
     try:
         names = os.listdir(root)
@@ -129,8 +155,9 @@ def complete(directory: str | Path, *, verify: bool = False) -> list[Checkpoint]
         m = _STEP.match(name)
         if m is None:
             continue
-        ckpt = _read_manifest(root / name, int(m.group(1)))
-        if ckpt is not None and (not verify or _verified(ckpt)):
+        step = int(m.group(1))
+        ckpt = _read_manifest(root / name, step) or read_dcp(root / name, step)
+        if ckpt is not None and verified(ckpt, mode):
             found.append(ckpt)
     return sorted(found, key=lambda c: c.step, reverse=True)
 
@@ -154,16 +181,43 @@ def _read_manifest(path: Path, step: int) -> Checkpoint | None:
         files = manifest["files"]
         if manifest.get("format") != FORMAT or manifest.get("step") != step:
             return None
-        return Checkpoint(path, step, {str(n): str(f["sha256"]) for n, f in files.items()})
+        digests = {str(n): str(f["sha256"]) for n, f in files.items()}
+        sizes = {str(n): int(f["size"]) for n, f in files.items()}
+        return Checkpoint(path, step, digests, sizes)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _verified(ckpt: Checkpoint) -> bool:
+def verified(ckpt: Checkpoint, verify: Verify | bool = "size") -> bool:
+    """Whether ``ckpt``'s files are what its marker says (module docstring). A DCP
+    shard's size is at least the end of its last chunk; under ``"hash"`` a file without a
+    recorded digest is not verified."""
+    mode = _mode(verify)
     try:
-        return all(_sha256(ckpt.path / n) == digest for n, digest in ckpt.files.items())
+        if mode == "none":
+            return True
+        if mode == "size":
+            exact = ckpt.format == FORMAT
+            for name, size in ckpt.sizes.items():
+                st = os.stat(ckpt.path / name)
+                if st.st_size != size if exact else st.st_size < size:
+                    return False
+            return True
+        return all(
+            digest and file_sha256(ckpt.path / n) == digest for n, digest in ckpt.files.items()
+        )
     except OSError:
         return False
+
+
+def _mode(verify: Verify | bool) -> Verify:
+    if verify is True:
+        return "hash"
+    if verify is False:
+        return "none"
+    if verify not in VERIFY:
+        raise ValueError(f"verify must be one of {', '.join(VERIFY)}, not {verify!r}")
+    return verify
 
 
 def _writer_alive(name: str) -> bool:
@@ -174,7 +228,7 @@ def _writer_alive(name: str) -> bool:
     return pid == os.getpid() or pid_alive(pid)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

@@ -16,9 +16,30 @@
     elastic = false              # restart on fewer nodes when hardware is short
     min_nodes = 1
     exclude_nodes = ["gpu-07"]
+    qos = "high"                 # Slurm: --qos, --constraint, --mem (per node), ...
+    constraint = "ib&h100"
+    mem = "500G"                 # also the pod's memory request on Kubernetes
+    cpus_per_task = 12           # also the pod's CPU request (x ranks per node)
+    exclusive = true
+    reservation = "maint-window"
 
     [env]
     NCCL_DEBUG = "WARN"
+
+    [slurm]
+    extra = ["--mail-type=END"]  # more sbatch options, one per item (slurm/extra.py)
+
+    [kubernetes]                 # pods of a NCCL job (kubernetes/options.py)
+    shm_size = "64Gi"
+    resources = { "rdma/rdma_shared_device_a" = 1 }
+    networks = ["sriov-ib0"]
+    gpu_product = "NVIDIA-H100-80GB-HBM3"
+    tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+    node_selector = { "topology.kubernetes.io/zone" = "a" }
+    gang = "kueue"               # kueue | volcano
+    queue = "team-a"
+    ttl = "1d"
+    workload = "jobset"          # jobset | job
 
 An unknown key or a value of the wrong type is refused with the file, the line and
 the valid keys (ConfigError, exit 2).
@@ -34,6 +55,8 @@ from typing import Any
 
 from dolmen.config import check_keys, line_of, parse_toml
 from dolmen.errors import ConfigError, UsageError
+from dolmen.jobs.kubernetes.options import PodOptions
+from dolmen.jobs.slurm.extra import check_extra
 from dolmen.jobs.spec import JobSpec
 from dolmen.values.duration import parse_time_limit as parse_duration
 
@@ -56,7 +79,31 @@ KEYS: dict[str, type | tuple[type, ...]] = {
     "min_nodes": int,
     "exclude_nodes": list,
     "env": dict,
+    "qos": str,
+    "constraint": str,
+    "mem": (str, int),
+    "cpus_per_task": int,
+    "exclusive": bool,
+    "reservation": str,
+    "slurm": dict,
+    "kubernetes": dict,
 }
+SLURM_KEYS: dict[str, type | tuple[type, ...]] = {"extra": list}
+KUBERNETES_KEYS: dict[str, type | tuple[type, ...]] = {
+    "shm_size": str,
+    "resources": dict,
+    "networks": list,
+    "ipc_lock": bool,
+    "tolerations": list,
+    "node_selector": dict,
+    "gpu_product": str,
+    "gang": str,
+    "queue": str,
+    "ttl": (str, int),
+    "workload": str,
+}
+# What starts a program rather than being it: a job is named for the script it runs.
+INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|torchrun|bash|sh|env|uv|accelerate)$")
 
 
 @dataclass(frozen=True)
@@ -135,7 +182,67 @@ def parse_jobfile(text: str, path: str = "<job file>") -> JobFile:
     for key in ("command", "exclude_nodes"):
         if key in fields:
             fields[key] = tuple(fields[key])
+    if "mem" in fields:
+        fields["mem"] = str(fields["mem"])
+    if "slurm" in fields:
+        fields["slurm_extra"] = _slurm_table(fields.pop("slurm"), text, path)
+    if "kubernetes" in fields:
+        fields["kubernetes"] = _kubernetes_table(fields.pop("kubernetes"), text, path)
     return JobFile(fields, backend)
+
+
+def _slurm_table(table: dict[str, Any], text: str, path: str) -> tuple[str, ...]:
+    check_keys(table, SLURM_KEYS, text=text, path=path, section="slurm")
+    extra = table.get("extra", [])
+    try:
+        check_extra(extra, "[slurm] extra")
+    except UsageError as e:
+        raise ConfigError(e.message, path=path, line=line_of(text, "extra")) from None
+    return tuple(extra)
+
+
+def _kubernetes_table(table: dict[str, Any], text: str, path: str) -> PodOptions:
+    check_keys(table, KUBERNETES_KEYS, text=text, path=path, section="kubernetes")
+    values = dict(table)
+    try:
+        if "ttl" in values:
+            values["ttl_s"] = parse_duration(str(values.pop("ttl")))
+        for key in ("networks", "tolerations"):
+            if key in values:
+                values[key] = tuple(values[key])
+        if not all(isinstance(t, dict) for t in values.get("tolerations", ())):
+            raise UsageError("[kubernetes] tolerations must be tables: [{ key = ... }]")
+        options = PodOptions(**values)
+        options.check()
+    except UsageError as e:
+        first = next(iter(table), "kubernetes")
+        raise ConfigError(e.message, path=path, line=line_of(text, first)) from None
+    return options
+
+
+def _program(arg: str) -> bool:
+    """True for what reads as the program, not an option's value (``--standalone train.py``)."""
+    return arg.startswith("-") or arg.endswith((".py", ".sh")) or "/" in arg
+
+
+def job_name(command: tuple[str, ...]) -> str:
+    """The name of the program ``command`` runs: the script after an interpreter and its
+    options (``python -u train.py`` -> ``train.py``, ``python -m pkg.train`` ->
+    ``pkg.train``, ``torchrun --nproc-per-node 8 train.py`` -> ``train.py``)."""
+    args = list(command)
+    while args and INTERPRETERS.match(Path(args[0]).name):
+        interpreter = args.pop(0)
+        while args and args[0].startswith("-"):
+            opt = args.pop(0)
+            if opt == "-m" and args:
+                return args[0]
+            if opt == "-c":
+                return Path(interpreter).name
+            if "=" not in opt and opt.startswith("--") and args and not _program(args[0]):
+                args.pop(0)  # torchrun --nnodes 2: the option's value
+        if not args:
+            return Path(interpreter).name
+    return Path(args[0]).name if args else "job"
 
 
 def merge(base: JobFile | None, overrides: Mapping[str, Any]) -> JobSpec:
@@ -145,7 +252,8 @@ def merge(base: JobFile | None, overrides: Mapping[str, Any]) -> JobSpec:
     if not values.get("command") and not values.get("image"):
         raise UsageError("no command given", hint="put it after `--`, or `command = [...]`")
     if not values.get("name"):
-        first = values.get("command") or (values.get("image") or "job",)
-        name = re.sub(r"[^A-Za-z0-9_.-]", "-", Path(first[0]).name).strip("-._")
+        first = job_name(tuple(values.get("command") or ())) if values.get("command") else ""
+        first = first or Path(values.get("image") or "job").name
+        name = re.sub(r"[^A-Za-z0-9_.-]", "-", first).strip("-._")
         values["name"] = name[:63] or "job"
     return JobSpec(**values)

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dolmen.errors import UsageError
+from dolmen.jobs.kubernetes.options import PodOptions
+from dolmen.jobs.slurm.extra import check_extra
 
 # Kubernetes object names and Slurm job names both accept this; longer names are cut
 # by the backends that need it (a DNS label is at most 63 characters).
@@ -30,6 +32,18 @@ MAX_GPUS_PER_NODE = 64
 MAX_PROCS_PER_NODE = 1024
 MAX_RESTARTS = 10000
 MAX_TIME_LIMIT_S = 366 * 86400
+MAX_CPUS_PER_TASK = 4096
+
+# The site words land on ``#SBATCH`` lines (and, for mem, a pod's memory request): the
+# characters Slurm's own grammar uses, nothing a shell or a second line could read.
+SITE_WORDS = (
+    ("partition", re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$"), "a partition name (or a,b)"),
+    ("qos", re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$"), "a QOS name"),
+    ("reservation", re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$"), "a reservation name"),
+    # features and Slurm's operators: & | , [ ] * digits (``ib&(h100|a100)``, ``[rack1*2]``)
+    ("constraint", re.compile(r"^[A-Za-z0-9_.:&|,()\[\]*!-]+$"), "a feature expression"),
+    ("mem", re.compile(r"^[0-9]{1,9}[KMGT]?$"), "a size such as 64G, 500M or 1T"),
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,16 @@ class JobSpec:
     partition: str | None = None
     elastic: bool = False
     min_nodes: int = 1
+    # Site resources (docs/jobs-slurm.md): Slurm's own words; mem and cpus_per_task also
+    # size a Kubernetes pod's requests.
+    qos: str | None = None
+    constraint: str | None = None
+    mem: str | None = None  # per node, Slurm's --mem: 64G, 500M, 1T (a bare number is MB)
+    cpus_per_task: int | None = None
+    exclusive: bool = False
+    reservation: str | None = None
+    slurm_extra: tuple[str, ...] = ()  # [slurm] extra: more sbatch options, checked
+    kubernetes: PodOptions = field(default_factory=PodOptions)
 
     @property
     def ranks_per_node(self) -> int:
@@ -84,8 +108,11 @@ class JobSpec:
             value = getattr(self, label)
             if value is not None:
                 found.append((label, value))
-        if self.partition is not None:
-            found.append(("partition", self.partition))
+        for label in ("partition", "qos", "constraint", "mem", "reservation"):
+            value = getattr(self, label)
+            if value is not None:
+                found.append((label, value))
+        found += [(f"slurm.extra[{i}]", a) for i, a in enumerate(self.slurm_extra)]
         return found
 
     def check(self) -> None:
@@ -107,6 +134,16 @@ class JobSpec:
                     hint="newlines, tabs and escapes would write lines into the job's script;"
                     " remove them",
                 )
+        for label, pattern, what in SITE_WORDS:
+            value = getattr(self, label)
+            if value is not None and not pattern.match(value):
+                raise UsageError(f"--{label.replace('_', '-')} {_safe(value)!r} is not {what}")
+        if self.cpus_per_task is not None and not 1 <= self.cpus_per_task <= MAX_CPUS_PER_TASK:
+            raise UsageError(
+                f"--cpus-per-task must be 1 to {MAX_CPUS_PER_TASK}, not {self.cpus_per_task}"
+            )
+        check_extra(self.slurm_extra, "the job file's [slurm] extra")
+        self.kubernetes.check()
         if not NAME.match(self.name):
             raise UsageError(
                 f"job name {self.name!r} is not valid",

@@ -24,6 +24,7 @@ from typing import Any
 
 from dolmen.errors import EnvironmentProblem, UsageError
 from dolmen.jobs.backend import JobState
+from dolmen.jobs.kubernetes.options import PodOptions
 from dolmen.jobs.spec import JobSpec
 from dolmen.paths import state_dir
 
@@ -131,6 +132,11 @@ def spec_from_json(text: str) -> JobSpec:
     d["command"] = tuple(d["command"])
     d["exclude_nodes"] = tuple(d.get("exclude_nodes", ()))
     d["env"] = dict(d.get("env", {}))
+    d["slurm_extra"] = tuple(d.get("slurm_extra", ()))
+    pod = dict(d.get("kubernetes") or {})
+    for key in ("networks", "tolerations"):
+        pod[key] = tuple(pod.get(key, ()))
+    d["kubernetes"] = PodOptions(**pod)
     return JobSpec(**d)
 
 

@@ -13,7 +13,15 @@ Options (``get_backend("slurm", **options)``):
 - ``watch``: after sbatch, start the recovery watcher (``dolmen.slurm.watch``)
   as a daemon that outlives the CLI and ends with the job (default: on); its log is
   ``<log_dir>/<name>-<id>.watch.log``;
+- ``extra``: more sbatch options for every job (dolmen.toml's ``[slurm] extra``, checked
+  as the job file's are: ``extra.py``);
+- ``pyxis``: whether the cluster runs ``--image`` jobs through pyxis (default: ask
+  ``srun --help``, then plugstack.conf, at submit: ``pyxis.py``);
 - ``host``: the machine the commands run on (default: this one).
+
+A multi-node plan whose ``log_dir`` or ``python`` were not given (dolmen.toml's
+``slurm_log_dir``/``slurm_python``) says so in its warnings: the defaults are this
+machine's paths, which other nodes may not have.
 
 Submission checks first (``preflight``: one ``scontrol show node``): a dead
 slurmctld is one ServiceUnavailable (exit 3), more GPUs than any node has is a
@@ -52,6 +60,7 @@ class SlurmBackend(Backend):
     OPTIONS = (
         Option("log_dir", "output files, in a folder every node sees", config="slurm_log_dir"),
         Option("python", "the interpreter that runs the ranks on the nodes", config="slurm_python"),
+        Option("extra", "more sbatch options for every job", config="extra", section="slurm"),
     )
 
     def __init__(
@@ -62,6 +71,8 @@ class SlurmBackend(Backend):
         python: str | None = None,
         log_dir: str | None = None,
         exclude: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        pyxis: bool | None = None,
         quotas: bool | None = None,
         watch: bool = True,
         host: Host | None = None,
@@ -76,7 +87,12 @@ class SlurmBackend(Backend):
             python=python or sys.executable,
             log_dir=log_dir or _default_log_dir(host),
             exclude=tuple(exclude),
+            extra=tuple(extra),
         )
+        self._unset = [
+            k for k, v in (("slurm_log_dir", log_dir), ("slurm_python", python)) if not v
+        ]
+        self.pyxis = pyxis
         self._quotas = quotas
         self.watch = watch
 
@@ -90,7 +106,17 @@ class SlurmBackend(Backend):
             f"{spec.ranks_per_node} rank(s) per node, requeue on faults; "
             f"output {output_path(spec, self.options)}"
         )
-        return Plan(self.name, spec, {f"{spec.name}.sbatch": script}, summary)
+        if spec.image:
+            summary += f"; ranks in {spec.image} through pyxis"
+        warnings: tuple[str, ...] = ()
+        if spec.nodes > 1 and self._unset:
+            warnings = (
+                f"{' and '.join(self._unset)} not set in [jobs] of dolmen.toml: this job of"
+                f" {spec.nodes} nodes writes its output to {self.options.log_dir} and runs"
+                f" {self.options.python} on every node, paths of this machine that other"
+                " nodes may not have",
+            )
+        return Plan(self.name, spec, {f"{spec.name}.sbatch": script}, summary, warnings)
 
     # --- submit (Backend.submit runs these in order) ---------------------------------
     def resolve(self, spec: JobSpec) -> JobSpec:
@@ -133,6 +159,10 @@ class SlurmBackend(Backend):
         """Refuse what Slurm would refuse or queue forever; nothing is submitted."""
         spec = plan.spec
         nodes = self.client.nodes()  # ServiceUnavailable when slurmctld is dead
+        if spec.image:
+            from dolmen.jobs.slurm.pyxis import require
+
+            require(self.client, self.host, self.pyxis)
         excluded = {*spec.exclude_nodes, *self.options.exclude}
         usable = [n for n in nodes if n.name not in excluded]
         if spec.gpus_per_node:

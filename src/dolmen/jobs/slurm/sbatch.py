@@ -9,7 +9,17 @@ launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
   ``lead`` seconds before the limit, forwards it to the ranks (which checkpoint
   and exit) and requeues the job, which resumes from that checkpoint. USR2, not
   USR1: NCCL installs its own SIGUSR1 handler (submitit uses USR2 for the same reason);
-- ``--exclude`` for nodes known to be bad.
+- ``--exclude`` for nodes known to be bad;
+- the site's words: ``--partition``, ``--qos``, ``--constraint``, ``--mem``,
+  ``--cpus-per-task``, ``--exclusive``, ``--reservation``, then the checked ``extra``
+  options of dolmen.toml's and the job file's ``[slurm]`` tables (``extra.py``).
+
+With an image the ranks run in it through pyxis (``srun --container-image
+--container-mounts``): the image need not hold dolmen, so the script computes the
+torchrun environment itself (MASTER_ADDR from ``scontrol show hostnames`` on the batch
+host, the per-rank variables from SLURM_PROCID/LOCALID/NODEID in a ``bash -c`` inside
+the container), as ``dolmen.jobs.launch`` does outside one. The backend refuses an
+image when the cluster has no pyxis (``SlurmBackend.preflight``).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dolmen.errors import UsageError
+from dolmen.jobs.slurm.extra import check_extra
 from dolmen.jobs.spec import CONTROL, CONTROL_QUOTED, ENV_KEY, JobSpec
 from dolmen.values.duration import slurm_time
 
@@ -35,7 +46,7 @@ class SbatchOptions:
     log_dir: str = "."
     signal_lead_s: int | None = None  # None: a tenth of the time limit, 30 s to 300 s
     exclude: Sequence[str] = ()  # known-bad nodes, added to the spec's
-    extra: Sequence[str] = ()  # more #SBATCH lines, verbatim ("--qos=high")
+    extra: Sequence[str] = ()  # dolmen.toml's [slurm] extra: more #SBATCH options, checked
     env: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -44,7 +55,7 @@ def check_options(opts: SbatchOptions) -> None:
     control character; an environment key that is not a variable name), naming it."""
     fields = [("python", opts.python, CONTROL), ("log_dir", opts.log_dir, CONTROL)]
     fields += [(f"exclude[{i}]", x, CONTROL) for i, x in enumerate(opts.exclude)]
-    fields += [(f"extra[{i}]", x, CONTROL) for i, x in enumerate(opts.extra)]
+    check_extra(opts.extra, "dolmen.toml's [slurm] extra")
     fields += [(f"env.{k}", v, CONTROL_QUOTED) for k, v in opts.env.items()]
     for key in opts.env:
         if not ENV_KEY.match(key):
@@ -56,6 +67,38 @@ def check_options(opts: SbatchOptions) -> None:
                 f"slurm option {name} holds a control character (U+{ord(found.group()):04X})",
                 hint="fix it in dolmen.toml: it would write a line into the sbatch script",
             )
+
+
+# Inside the container, per task: what dolmen.jobs.launch sets outside one.
+RANK_SHELL = (
+    'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" GROUP_RANK="$SLURM_NODEID"; exec "$@"'
+)
+
+
+def container_args(spec: JobSpec) -> list[str]:
+    """pyxis's srun options for ``spec.image``: the image, and the job's folders mounted
+    at the same paths (checkpoints, workdir) so that paths in the command mean the same."""
+    assert spec.image
+    args = [f"--container-image={spec.image}"]
+    mounts = sorted({p for p in (spec.checkpoint_dir, spec.workdir) if p})
+    if mounts:
+        args.append("--container-mounts=" + ",".join(f"{p}:{p}" for p in mounts))
+    if spec.workdir:
+        args.append(f"--container-workdir={spec.workdir}")
+    return args
+
+
+def _container_env(ranks: int) -> list[str]:
+    """The job-wide torchrun variables, computed on the batch host (env.slurm_rank_env's
+    port rule: a new port after each requeue)."""
+    return [
+        'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+        'MASTER_PORT="${DOLMEN_MASTER_PORT:-$((20000 + (SLURM_JOB_ID + 997 * '
+        'DOLMEN_RESTART_COUNT) % 20000))}"',
+        'export MASTER_ADDR MASTER_PORT WORLD_SIZE="$SLURM_NTASKS"'
+        f' LOCAL_WORLD_SIZE={ranks} GROUP_WORLD_SIZE="$SLURM_NNODES"'
+        ' DOLMEN_JOB_ID="$SLURM_JOB_ID"',
+    ]
 
 
 def signal_lead(time_limit_s: int, lead: int | None = None) -> int:
@@ -103,7 +146,18 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
         lines.append(f"#SBATCH --partition={spec.partition}")
     if spec.workdir:
         lines.append(f"#SBATCH --chdir={spec.workdir}")
-    lines += [f"#SBATCH {x}" for x in opts.extra]
+    for flag, value in (
+        ("qos", spec.qos),
+        ("constraint", spec.constraint),
+        ("mem", spec.mem),
+        ("cpus-per-task", spec.cpus_per_task),
+        ("reservation", spec.reservation),
+    ):
+        if value is not None:
+            lines.append(f"#SBATCH --{flag}={value}")
+    if spec.exclusive:
+        lines.append("#SBATCH --exclusive")
+    lines += [f"#SBATCH {x}" for x in (*opts.extra, *spec.slurm_extra)]
     lines += ["", "# Written by dolmen (dolmen.jobs.slurm.sbatch); docs/slurm.md explains it."]
     env = {**opts.env, **spec.env}
     if spec.checkpoint_dir:
@@ -111,16 +165,12 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
     lines.append('export DOLMEN_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}"')
     # --label prefixes every output line with its rank ("3: ..."): `logs --rank` filters on it.
-    srun = [
-        "srun",
-        "--label",
-        "--kill-on-bad-exit=1",
-        opts.python,
-        "-m",
-        LAUNCHER,
-        "--",
-        *spec.command,
-    ]
+    srun = ["srun", "--label", "--kill-on-bad-exit=1"]
+    if spec.image:
+        lines += _container_env(ranks)
+        srun += [*container_args(spec), "bash", "-c", RANK_SHELL, "dolmen-rank", *spec.command]
+    else:
+        srun += [opts.python, "-m", LAUNCHER, "--", *spec.command]
     lines += [
         'echo "dolmen: run $DOLMEN_RESTART_COUNT of job $SLURM_JOB_ID on $SLURM_JOB_NODELIST"',
         "near_limit=0",
