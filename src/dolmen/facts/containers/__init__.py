@@ -17,8 +17,7 @@ The dataclasses are in ``model``, the pure parsers in ``parse``; ``collect`` rea
 
 from __future__ import annotations
 
-import tomllib
-
+from dolmen.compat import tomllib
 from dolmen.facts.containers.model import (
     CdiSpec,
     ContainerdConfig,
