@@ -53,6 +53,7 @@ JSON_COMMANDS = {
     "quota show": {"dolmen.quota/1"},
     "audit verify": {"dolmen.audit.verify/1"},
     "bench": {"dolmen.bench/1"},
+    "version": {"dolmen.version/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

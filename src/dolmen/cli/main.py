@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
     "schema": ("dolmen.cli.schema:schema", "Print the JSON Schema of a --json output."),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
+    "version": ("dolmen.cli.version:version", "Print dolmen, Python, driver and NVML versions."),
+    "completion": ("dolmen.cli.completion:completion", "Print the bash, zsh or fish completion."),
+    "manpage": ("dolmen.cli.manpage:manpage", "Write the man page dolmen(1), from the CLI."),
 }
 
 _ON = ("1", "true", "yes", "on")
