@@ -49,6 +49,8 @@ def test_the_compiled_modules_are_current() -> None:
 def test_each_class_uses_the_compiled_methods(key: str) -> None:
     cls, form, _, _ = REGISTRY[key]
     methods = _methods(key)
+    if sys.version_info[:2] != methods.PYTHON:  # frozen falls back to dataclasses' methods
+        pytest.skip(f"compiled/ was captured on Python {methods.PYTHON}")
     entry = methods.RECORDS.get(key)
     assert entry is not None and entry[0] == form, "stale: run python -m dolmen.frozen"
     assert cls.__init__.__code__.co_filename == methods.__file__

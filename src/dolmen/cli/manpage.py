@@ -19,6 +19,9 @@ from pathlib import Path
 import click
 
 from dolmen import __version__
+from dolmen.paths import DEFAULT_CONFIG_DIR, DEFAULT_STATE_DIR
+
+CONFIG, STATE = str(DEFAULT_CONFIG_DIR), str(DEFAULT_STATE_DIR)
 
 # After the commands: what every page of a command-line tool states.
 EXIT_STATUS = (
@@ -29,14 +32,12 @@ EXIT_STATUS = (
     ("4", "the audit log cannot be written: the change was refused"),
     ("70", "internal error (rerun with --debug for the traceback)"),
 )
+# The defaults of dolmen.paths (the one place that names them), as the page's FILES.
 FILES = (
+    (f"{CONFIG}/dolmen.toml", f"site configuration (--config); DOLMEN_CONFIG_DIR moves {CONFIG}"),
+    (f"{CONFIG}/profiles/", "site tuning profiles"),
     (
-        "/etc/dolmen/dolmen.toml",
-        "site configuration (--config); DOLMEN_CONFIG_DIR moves /etc/dolmen",
-    ),
-    ("/etc/dolmen/profiles/", "site tuning profiles"),
-    (
-        "/var/lib/dolmen/",
+        f"{STATE}/",
         "state: tune journals, the audit log and its keys, jobs, bench runs; "
         "DOLMEN_STATE_DIR moves it",
     ),
@@ -130,7 +131,7 @@ def render(root: click.Group | None = None, *, date: str | None = None) -> str:
         lines.append(f".TP\n.I {esc(path)}\n{esc(what)}")
     lines += [
         ".SH ENVIRONMENT",
-        ".TP\n.B DOLMEN_CONFIG_DIR, DOLMEN_STATE_DIR\nmove /etc/dolmen and /var/lib/dolmen",
+        f".TP\n.B DOLMEN_CONFIG_DIR, DOLMEN_STATE_DIR\nmove {CONFIG} and {STATE}",
         ".TP\n.B DOLMEN_DEBUG\nas \\-\\-debug: a traceback with an error",
         ".SH SEE ALSO",
         "The documentation in the source tree: docs/ (validate, tune, audit, jobs, bench,"
