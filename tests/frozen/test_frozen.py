@@ -37,10 +37,13 @@ def _methods(key: str) -> Any:
 
 
 def test_the_compiled_modules_are_current() -> None:
-    wanted = methods_sources()
-    python = {_methods(f"dolmen.{name.removesuffix('.py')}").PYTHON for name in wanted}
+    # asked before generating: the generator uses dataclasses' internals of that Python
+    # (3.13 has no dataclasses._create_fn)
+    names = [p.stem for p in COMPILED.glob("*.py") if p.name != "__init__.py"]
+    python = {_methods(f"dolmen.{name}").PYTHON for name in names}
     if python != {sys.version_info[:2]}:
         pytest.skip(f"compiled/ was captured on Python {python}")
+    wanted = methods_sources()
     current = {p.name: p.read_text() for p in COMPILED.glob("*.py") if p.name != "__init__.py"}
     assert current == wanted, "run: python -m dolmen.frozen"
 
