@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: check fmt lint types test bench format
+.PHONY: check fmt lint types test bench format test310 test-newest test-others
 
 check: fmt lint types test
 
@@ -24,6 +24,17 @@ types:
 
 test:
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The tests without root services on pyenv's Python 3.10 (Ubuntu 22.04, DGX OS 6) and on
+# its newest 3.x, each in its own .venv-X.Y; CI runs both after `check` (scripts/ci-python).
+test310:
+	scripts/ci-python 3.10
+
+test-newest:
+	scripts/ci-python newest
+
+test-others:
+	scripts/ci-python --others
 
 bench:
 	$(BIN)/python bench/run_all.py

@@ -7,8 +7,9 @@ its place in the table (and in docs/architecture.md).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from dolmen.compat import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "dolmen"

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
+from dolmen.compat import UTC
 from dolmen.errors import InputError
 from dolmen.frozen import frozen
 from dolmen.fsutil import read_regular

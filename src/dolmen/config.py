@@ -352,7 +352,7 @@ def read_text(path: Path, what: str) -> str:
 
 def parse_toml(text: str, path: str) -> dict[str, Any]:
     """TOML text as a dict; ConfigError with the line of a syntax error."""
-    import tomllib  # 5 ms a start; a host without a dolmen.toml never needs it
+    from dolmen.compat import tomllib  # 5 ms a start; a host without a dolmen.toml never needs it
 
     try:
         return tomllib.loads(text)

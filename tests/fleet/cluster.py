@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from dolmen.compat import UTC
 from tests.slurm.cluster import TAG_PREFIX, SlurmCluster
 from tests.slurm.config import HOOKS, XID79
 

@@ -21,12 +21,12 @@ build into temporary folders, so the repository holds no copy of a recording.
 from __future__ import annotations
 
 import shutil
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dolmen.compat import tomllib
 from dolmen.config import Config
 from dolmen.demo import build_sample
 from dolmen.demo.build import apply_edit, write_cpus, write_pci

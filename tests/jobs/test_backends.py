@@ -65,7 +65,8 @@ def test_a_flag_of_another_backend_is_refused_naming_the_valid_ones() -> None:
 def test_console_scripts_resolve() -> None:
     """slurm.conf names these programs: each entry point must import and be callable."""
     import importlib
-    import tomllib
+
+    from dolmen.compat import tomllib
 
     root = Path(__file__).resolve().parents[2]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]

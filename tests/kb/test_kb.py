@@ -5,11 +5,11 @@ exactly one GPU model, and a broken data file fails with one line naming file an
 from __future__ import annotations
 
 import re
-import tomllib
 from importlib import resources
 
 import pytest
 
+from dolmen.compat import tomllib
 from dolmen.kb import KbDataError, KnowledgeBase, load_kb
 from dolmen.kb.cuda import CompatMode, DriverVersion, load_cuda, parse_toolkit
 from dolmen.kb.gpus import load_gpus, normalize_name

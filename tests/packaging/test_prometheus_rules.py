@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from dolmen.compat import tomllib
 from dolmen.values.duration import parse_duration
 from tests.packaging.common import PACKAGING, REPO
 from tests.packaging.metrics import known, names_in

@@ -63,6 +63,7 @@ JSON_COMMANDS = {
     "containers resolve": {"dolmen.containers.resolve/1"},
     "containers run": {"dolmen.containers.plan/1"},
     "serve token list": {"dolmen.serve.tokens/1"},
+    "version": {"dolmen.version/1"},
     "audit show": set(),  # the log's own event lines
     "audit tail": set(),
 }

@@ -6,11 +6,11 @@ on two cores; docs/slurm.md says what a real site would use instead.
 
 from __future__ import annotations
 
-import tomllib
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dolmen.compat import UTC, tomllib
 from dolmen.fsutil import atomic_write
 from tests.hosts.scenarios import build
 

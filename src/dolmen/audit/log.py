@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from dolmen.audit.event import CHECKPOINT_ACTION, GENESIS, AuditEvent, LineError, parse_line, seal
@@ -40,6 +40,7 @@ from dolmen.audit.segments import (
     segments,
     torn_path,
 )
+from dolmen.compat import UTC
 from dolmen.errors import AuditUnavailable
 from dolmen.fsutil import fsync_dir
 

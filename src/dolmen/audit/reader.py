@@ -12,11 +12,12 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from dolmen.audit.event import AuditEvent, LineError, parse_line
 from dolmen.audit.segments import SEQ_DIGITS, segments
+from dolmen.compat import UTC, fromisoformat
 from dolmen.errors import UsageError
 from dolmen.values.duration import NotADuration, parse_duration
 
@@ -85,7 +86,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
         when = now - parse_duration(text, what="--since")
     except NotADuration:  # a negative or absurd duration is refused as such, not as a time
         try:
-            when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+            when = fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             raise UsageError(
                 f"--since {text!r}: not a time",

@@ -12,13 +12,14 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from dolmen.audit.actor import current_actor
 from dolmen.audit.event import CHECKPOINT_ACTION, Actor, AuditEvent, validate_request
 from dolmen.audit.log import AppendResult, AuditLog
 from dolmen.audit.settings import AuditSettings, audit_settings
+from dolmen.compat import UTC
 from dolmen.errors import AuditUnavailable
 from dolmen.host import Host
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from dolmen.compat import StrEnum
 from dolmen.frozen import frozen
 
 if TYPE_CHECKING:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Outcome, unknown
+from dolmen.compat import UTC, fromisoformat
 from dolmen.errors import DolmenError
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
@@ -147,7 +148,7 @@ def _snapshot_time(ctx: Context) -> datetime | None:
     if not isinstance(created, str):
         return None
     try:
-        t = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        t = fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
         return None
     return t if t.tzinfo else t.replace(tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from dolmen import __version__
@@ -14,6 +14,7 @@ from dolmen.checks.inventory import inventory
 from dolmen.checks.model import CheckSpec, Level
 from dolmen.checks.runner import matches, refuse_unknown, run_checks, select
 from dolmen.checks.verdict import Verdict, coverage
+from dolmen.compat import UTC
 from dolmen.config import Config, check_thresholds
 from dolmen.errors import UsageError
 from dolmen.host import Host

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from dolmen.checks.model import Finding, Status
+from dolmen.compat import StrEnum
 from dolmen.errors import ExitCode
 from dolmen.frozen import frozen
 from dolmen.host import NOT_IN_BUNDLE

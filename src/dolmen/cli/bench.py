@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ import click
 
 from dolmen.cli.common import config_option
 from dolmen.cli.main import exit_with
+from dolmen.compat import UTC
 from dolmen.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:

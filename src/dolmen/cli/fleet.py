@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
 
+from dolmen.compat import UTC
 from dolmen.errors import ExitCode, UsageError
 
 

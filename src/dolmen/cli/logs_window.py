@@ -18,8 +18,10 @@ placed at all: kept, and counted as undated, as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from dolmen.compat import UTC, fromisoformat
 
 END = "end"
 NOW = "now"
@@ -52,7 +54,7 @@ class Window:
         falls in the window; an event the window cannot place is kept."""
         if time is not None:
             try:
-                when = datetime.fromisoformat(time)
+                when = fromisoformat(time)
             except ValueError:
                 return True
             start = self._start(when.tzinfo is not None)

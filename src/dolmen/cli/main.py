@@ -41,6 +41,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
     "fleet": ("dolmen.cli.fleet:fleet", "Collect, report and validate many nodes' verdicts."),
     "serve": ("dolmen.cli.serve:serve", "Run the node agent: API, /metrics, warm quick checks."),
+    "version": ("dolmen.cli.version:version", "Print dolmen, Python, driver and NVML versions."),
+    "completion": ("dolmen.cli.completion:completion", "Print the bash, zsh or fish completion."),
+    "manpage": ("dolmen.cli.manpage:manpage", "Write the man page dolmen(1), from the CLI."),
 }
 
 _ON = ("1", "true", "yes", "on")

@@ -15,9 +15,8 @@ from dolmen.cli.common import config_option, from_option
 from dolmen.cli.main import exit_with
 
 if TYPE_CHECKING:
-    from typing import Unpack
-
     from dolmen.cli.lean import ValidateArgs
+    from dolmen.compat import Unpack
 
 
 @click.command()

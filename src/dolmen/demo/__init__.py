@@ -12,11 +12,11 @@ of someone else's machine: those stay in ../shared/recordings, outside the packa
 from __future__ import annotations
 
 import shutil
-import tomllib
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import tomllib
 from dolmen.demo.build import apply_edit, write_cpus, write_pci
 from dolmen.demo.nvsmi_xml import render
 from dolmen.errors import InputError

@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, InputError
 from dolmen.fleet.doc import NotAVerdict, node_name_problem, parse_verdict
 from dolmen.fsutil import atomic_write, read_regular

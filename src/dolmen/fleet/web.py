@@ -8,7 +8,7 @@ from the grid, ``../`` back from a node. Pages: pages.py.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from html import escape
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse
 from starlette.routing import Route
 
+from dolmen.compat import UTC
 from dolmen.fleet import pages
 from dolmen.fleet import report as rep
 from dolmen.fleet.doc import node_name_problem

@@ -29,7 +29,9 @@ import reprlib
 import sys
 from collections.abc import Callable
 from types import FunctionType
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import Any, TypeVar, overload
+
+from dolmen.compat import dataclass_transform
 
 T = TypeVar("T")
 Field = dataclasses.Field

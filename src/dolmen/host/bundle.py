@@ -18,11 +18,12 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dolmen import __version__
+from dolmen.compat import UTC
 from dolmen.fsutil import atomic_write
 from dolmen.host.command import CommandResult, RunStatus
 from dolmen.host.recording import RecordingHost

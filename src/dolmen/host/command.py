@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 from urllib.parse import quote
 
+from dolmen.compat import StrEnum
 from dolmen.frozen import frozen
 
 

@@ -22,9 +22,9 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dolmen.compat import StrEnum
 from dolmen.errors import DolmenError, UsageError
 from dolmen.jobs.spec import JobSpec
 

@@ -14,8 +14,8 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
+from dolmen.compat import StrEnum
 from dolmen.errors import EnvironmentProblem, UsageError
 from dolmen.jobs.audit import change
 from dolmen.jobs.spec import JobSpec

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import field
-from enum import StrEnum
 from typing import Any
 
+from dolmen.compat import StrEnum
 from dolmen.frozen import frozen
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 

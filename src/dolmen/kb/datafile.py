@@ -48,12 +48,13 @@ def read_tables(
     Raises ``KbDataError`` naming the file and the row on any problem.
     """
     # Imported here: a run reads the prebuilt tables (kb/prebuilt.py) and never parses TOML.
-    import tomllib
     from importlib import resources
+
+    from dolmen.compat import tomllib
 
     if text is None:
         try:
-            text = resources.files("dolmen.kb").joinpath("data", filename).read_text("utf-8")
+            text = (resources.files("dolmen.kb") / "data" / filename).read_text("utf-8")
         except OSError as e:
             raise KbDataError(f"cannot read knowledge-base file ({e})", path=filename) from e
     try:

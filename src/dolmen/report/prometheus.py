@@ -14,10 +14,10 @@ subject, so they never split one series in two.
 from __future__ import annotations
 
 import platform
-from datetime import datetime
 
 from dolmen.checks.model import Finding, Status
 from dolmen.checks.verdict import Health, Verdict
+from dolmen.compat import fromisoformat
 
 HEALTH_VALUE = {Health.HEALTHY: 0, Health.DEGRADED: 1, Health.UNHEALTHY: 2, Health.UNDECIDED: 3}
 
@@ -52,7 +52,7 @@ def render_prometheus(v: Verdict) -> str:
             f'dolmen_check_status{{{level},check="{_esc(f.check)}",subject="{_esc(f.subject)}",'
             f'{_gpu_labels(f)}status="{f.status.value}"}} 1'
         )
-    started = datetime.fromisoformat(v.started.replace("Z", "+00:00")).timestamp()
+    started = fromisoformat(v.started.replace("Z", "+00:00")).timestamp()
     lines += [
         "# HELP dolmen_validate_duration_seconds Wall time of the last run.",
         "# TYPE dolmen_validate_duration_seconds gauge",

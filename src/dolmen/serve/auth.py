@@ -15,10 +15,11 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, InputError, UsageError
 from dolmen.fsutil import atomic_write, read_regular
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, InputError
 from dolmen.fsutil import atomic_write, read_regular
 from dolmen.host import Host

@@ -17,10 +17,10 @@ recorded after scontrol did it (``events``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from dolmen.checks.verdict import Health, Verdict
+from dolmen.compat import StrEnum
 from dolmen.report.reason import PREFIX, one_line_reason
 from dolmen.slurm import events
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+
+from dolmen.compat import StrEnum
 
 
 class Phase(StrEnum):

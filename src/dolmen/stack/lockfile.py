@@ -102,7 +102,7 @@ def load(path: Path) -> Lock:
 
 def loads(text: str, path: str = "<lock>") -> Lock:
     """Parse lock text; InputError with the line of a TOML error or the bad field."""
-    import tomllib
+    from dolmen.compat import tomllib
 
     try:
         doc = tomllib.loads(text)

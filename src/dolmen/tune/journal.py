@@ -32,10 +32,11 @@ import secrets
 import signal
 import threading
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import UTC
 from dolmen.errors import AuditUnavailable, EnvironmentProblem
 from dolmen.fsutil import fsync_dir
 from dolmen.host import Host

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from dolmen.compat import StrEnum
 from dolmen.tune.journal_lines import damaged, decode
 from dolmen.tune.model import Change
 from dolmen.tune.settings import SETTINGS

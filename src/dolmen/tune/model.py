@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from dolmen.compat import StrEnum
 
 
 class Action(StrEnum):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, InputError, UsageError
 from dolmen.report.bench import store
 from dolmen.report.bench.output import run_folder, runs_dir, write_run

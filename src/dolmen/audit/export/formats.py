@@ -134,7 +134,9 @@ def _cef_value(text: str) -> str:
 
 
 def _epoch_ms(timestamp: str) -> str:
-    from datetime import UTC, datetime
+    from datetime import datetime
+
+    from dolmen.compat import UTC
 
     try:
         when = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

@@ -19,8 +19,8 @@ The dataclasses are in ``model``, the pure parsers in ``parse`` and ``cdi``;
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 
+from dolmen.compat import tomllib
 from dolmen.facts.containers.cdi import parse_cdi_spec
 from dolmen.facts.containers.model import (
     CdiSpec,

@@ -26,9 +26,10 @@ has seconds since boot; ``clock`` says which (``absolute``, ``local``, ``boot``,
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
+from dolmen.compat import UTC
 from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import LogRecord
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
+from dolmen.compat import UTC
 from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import KernelEvent
 from dolmen.facts.kernel_log.scan import scan_kernel_log

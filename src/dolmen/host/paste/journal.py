@@ -10,8 +10,10 @@ same scanner reads it: kernel records only when the export says which are the ke
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from dolmen.compat import UTC
 
 
 def journal_to_text(text: str) -> tuple[str, int]:
