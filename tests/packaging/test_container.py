@@ -31,7 +31,13 @@ from dolmen.report.schemas import load as load_schema
 from tests.packaging import image
 from tests.packaging.common import PACKAGING, REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        sys.version_info[:2] != (3, 11),
+        reason="the offline image is made of Debian's python3.11 and this venv's 3.11 wheels",
+    ),
+]
 
 PODMAN = shutil.which("podman")
 RUNC = shutil.which("runc")

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dolmen.compat import UTC
 from dolmen.serve.auth import Authenticator, TokenFile, allows
 from tests.report.contract import assert_valid
 from tests.serve.conftest import dolmen
@@ -134,7 +135,7 @@ def _pki(root: Path) -> dict[str, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(UTC)
 
     def name(cn: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
@@ -155,6 +156,15 @@ def _pki(root: Path) -> dict[str, Path]:
         .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
     write(ca_key, ca, "ca")
@@ -168,6 +178,10 @@ def _pki(root: Path) -> dict[str, Path]:
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(  # Python 3.13's strict verification wants it
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
         )  # fmt: skip
         if alt:
             import ipaddress

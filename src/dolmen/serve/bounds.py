@@ -70,7 +70,7 @@ class Bounded:
         except TooLarge:
             if not started:
                 await _error(send, 413, f"request body over {self.max_body} bytes")
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # the same class from 3.11 on
             if not started:
                 await _error(send, 503, f"request took longer than {self.seconds:g} s")
 
@@ -113,7 +113,7 @@ async def blocking(fn: Callable[[], T], seconds: float) -> T:
     threading.Thread(target=work, name="dolmen-serve-read", daemon=True).start()
     try:
         return await asyncio.wait_for(asyncio.shield(done), seconds)
-    except TimeoutError:
+    except (TimeoutError, asyncio.TimeoutError):  # the same class from 3.11 on
         raise Slow from None
 
 

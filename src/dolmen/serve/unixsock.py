@@ -69,7 +69,7 @@ async def _answer(agent: Agent, reader: asyncio.StreamReader) -> dict[str, Any]:
     try:
         line = await asyncio.wait_for(reader.readline(), READ_SECONDS)
         req = parse_request(json.loads(line))
-    except (TimeoutError, ValueError, asyncio.LimitOverrunError) as e:
+    except (TimeoutError, asyncio.TimeoutError, ValueError, asyncio.LimitOverrunError) as e:
         return {"refused": f"bad request: {e or e.__class__.__name__}"}
     cached = agent.cached_answer(req)  # rendered before for this verdict: no thread
     if cached is not None:
