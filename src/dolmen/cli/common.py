@@ -46,3 +46,17 @@ def config_option(f: F) -> F:
         callback=_once,
         help="Site configuration file (default: $DOLMEN_CONFIG_DIR or /etc/dolmen/dolmen.toml).",
     )(f)
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a change (``--yes`` skips it); without a terminal, refuse with the hint."""
+    if yes:
+        return
+    import sys
+
+    from dolmen.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError("not a terminal: nothing to confirm with", hint="pass --yes")
+    if not click.confirm(question, default=False):
+        raise click.Abort()

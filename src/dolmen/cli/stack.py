@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import from_option
+from dolmen.cli.common import confirm, from_option
 from dolmen.cli.main import exit_with
 from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, UsageError
 
@@ -221,7 +221,7 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
     require_root(host, tplan, doing="applying the stack lock")
     if not as_json:
         _show(result, cmds)
-    _confirm(f"Install {len(result.changes)} packages on {host.hostname}?", yes)
+    confirm(f"Install {len(result.changes)} packages on {host.hostname}?", yes)
     import hashlib
 
     digest = hashlib.sha256(read_regular(Path(lockfile), 4 << 20)).hexdigest()
@@ -252,18 +252,9 @@ def rollback(root: str | None, yes: bool, as_json: bool) -> None:
         click.echo("nothing to roll back: no stack apply is active on this host")
         return
     require_root(host, journal_plan(view), doing="rolling back the stack")
-    _confirm(f"Reinstall the previous packages of {view.profile} on {host.hostname}?", yes)
+    confirm(f"Reinstall the previous packages of {view.profile} on {host.hostname}?", yes)
     res = do_rollback(host, view, folder, reason="requested")
     _finish(res.to_json(), as_json, res.complete, res.journal_lost, None)
-
-
-def _confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError("not a terminal: nothing to confirm with", hint="pass --yes")
-    if not click.confirm(question, default=False):
-        raise click.Abort()
 
 
 def _finish(

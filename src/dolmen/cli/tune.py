@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from dolmen.cli.common import confirm
 from dolmen.cli.main import exit_with
 from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, InputError, UsageError
 
@@ -115,15 +116,6 @@ def _console() -> Any:
 
 def _emit(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-
-
-def _confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError("not a terminal: nothing to confirm with", hint="pass --yes")
-    if not click.confirm(question, default=False):
-        raise click.Abort()
 
 
 def _apply_exit(res: ApplyResult) -> None:
@@ -272,7 +264,7 @@ def apply(
             [f"switching from {st.active}: its changes are rolled back first"] if switching else []
         )
         render_plan(result, _console(), header=head)
-    _confirm(f"Apply {prof.name} to {host.hostname} ({len(result.steps)} changes)?", yes)
+    confirm(f"Apply {prof.name} to {host.hostname} ({len(result.steps)} changes)?", yes)
     if switching and st.journal is not None:
         rb = rollback(host, st.journal, st.folder, reason=f"switching to {prof.name}")
         if not as_json:
@@ -306,7 +298,7 @@ def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool
         raise EnvironmentProblem("another dolmen tune is changing this host", hint="wait for it")
     require_root(host, journal_plan(st.journal), doing="rolling back")
     n = len(st.journal.saved)
-    _confirm(f"Roll back {st.journal.profile} on {host.hostname} ({n} originals)?", yes)
+    confirm(f"Roll back {st.journal.profile} on {host.hostname} ({n} originals)?", yes)
     reason = "interrupted journal rolled back" if st.interrupted else "requested"
     res = do_rollback(host, st.journal, st.folder, reason=reason)
     if as_json:
