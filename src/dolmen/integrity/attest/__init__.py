@@ -1,0 +1,1 @@
+"""TPM attestation: the measured-boot event log, its replay, quotes and PCR policy."""
