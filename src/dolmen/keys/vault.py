@@ -1,0 +1,376 @@
+"""The ``vault`` key provider: HashiCorp Vault or OpenBao transit, through hvac.
+
+The KEK is a transit key created *derived* (``derived=true``): the server derives a
+key per context (HKDF over the node or volume id), so a blob wrapped for one volume
+does not unwrap under another's context, and a token that may decrypt one context
+still cannot open another's blobs by relabelling them. The KEK never leaves the
+server; the data key does, at unwrap (a key release, audited by the caller).
+Versions, rotation, rewrap (server-side: the data key is not sent back) and
+``min_decryption_version`` are transit's own. Signatures come from an ed25519
+transit key; its public half is read from the server and verified locally.
+
+The token is read from a file only its owner may read (never a command line or an
+environment variable another process could see in /proc). A plain http:// address
+is refused unless it is the loopback (the token and data keys would cross the wire
+in clear).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from dolmen.keys import (
+    ED25519,
+    KeyProblem,
+    KeyRelease,
+    KeyVersions,
+    ProviderStatus,
+    PublicKey,
+    Signer,
+    WrappedKey,
+)
+from dolmen.keys.file import read_protected
+from dolmen.keys.settings import KeySettings
+
+DEFAULT_CONTEXT = "dolmen"  # transit refuses an empty context for a derived key
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def ciphertext_version(ciphertext: str) -> int:
+    """The key version of a transit ciphertext or signature ``vault:v<N>:<base64>``."""
+    parts = ciphertext.split(":")
+    if len(parts) != 3 or parts[0] != "vault" or not parts[1][1:].isdigit() or parts[1][0] != "v":
+        raise KeyProblem(f"not a transit ciphertext: {ciphertext[:24]!r}")
+    return int(parts[1][1:])
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class VaultProvider:
+    """The ``vault`` KeyProvider (see module docstring)."""
+
+    name = "vault"
+
+    def __init__(
+        self, settings: KeySettings, *, on_release: Callable[[KeyRelease], None] | None = None
+    ) -> None:
+        if not settings.vault_address:
+            raise KeyProblem(
+                "[keys] provider is vault but vault_address is not set",
+                hint='set [keys] vault_address = "https://<server>:8200" in dolmen.toml',
+            )
+        parts = urlsplit(settings.vault_address)
+        if parts.scheme != "https" and not _loopback(parts.hostname or ""):
+            raise KeyProblem(
+                f"refusing the plain-http Vault address {settings.vault_address}: the token and "
+                "the data keys would cross the network in clear",
+                hint="use https:// (with [keys] vault_ca_cert for a private CA)",
+            )
+        if settings.vault_token_file is None:
+            raise KeyProblem(
+                "[keys] provider is vault but vault_token_file is not set",
+                hint="write the token to a file of mode 0600 and set [keys] vault_token_file",
+            )
+        self.settings = settings
+        self.address = settings.vault_address
+        self.mount = settings.vault_mount
+        self.key = settings.vault_key
+        self._on_release = on_release
+        token = read_protected(settings.vault_token_file, "Vault token").decode().strip()
+        if not token:
+            raise KeyProblem(f"the Vault token file {settings.vault_token_file} is empty")
+        import hvac  # only a host on this provider needs it
+
+        cert = None
+        if settings.vault_client_cert and settings.vault_client_key:
+            cert = (str(settings.vault_client_cert), str(settings.vault_client_key))
+        self._client = hvac.Client(
+            url=self.address,
+            token=token,
+            verify=str(settings.vault_ca_cert) if settings.vault_ca_cert else True,
+            cert=cert,
+            timeout=settings.timeout,
+            namespace=settings.vault_namespace or None,
+        )
+        self._checked: set[str] = set()
+
+    # -- calls ------------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """One transit call; every failure becomes one KeyProblem naming the address."""
+        import hvac.exceptions as hx
+        import requests
+
+        try:
+            return fn()
+        except hx.VaultDown as e:
+            raise KeyProblem(
+                f"the Vault server {self.address} is sealed ({what})",
+                hint=f"unseal it (bao operator unseal, against {self.address}), then retry",
+            ) from e
+        except (hx.Forbidden, hx.Unauthorized) as e:
+            raise KeyProblem(
+                f"the Vault server {self.address} refused the token ({what}): permission denied",
+                hint=f"renew the token in {self.settings.vault_token_file}, or grant its policy "
+                f"access to {self.mount}/",
+            ) from e
+        except hx.InvalidPath as e:
+            raise KeyProblem(
+                f"{self.address}: no transit key or mount at {self.mount}/ ({what})",
+                hint=f"bao secrets enable -path={self.mount} transit; then dolmen keys rotate",
+            ) from e
+        except hx.InvalidRequest as e:
+            raise KeyProblem(f"{self.address} refused {what}: {_first(e)}") from e
+        except hx.VaultError as e:
+            raise KeyProblem(f"{self.address} failed {what}: {_first(e)}") from e
+        except requests.exceptions.SSLError as e:
+            raise KeyProblem(
+                f"TLS to the Vault server {self.address} failed ({what}): {_first(e)}",
+                hint="set [keys] vault_ca_cert to the CA that signed the server's certificate",
+            ) from e
+        except (requests.exceptions.RequestException, OSError) as e:
+            raise KeyProblem(
+                f"the Vault server {self.address} does not answer ({what}): {_first(e)}",
+                hint=f"start it or fix [keys] vault_address (now {self.address})",
+            ) from e
+
+    def _transit(self) -> Any:
+        return self._client.secrets.transit
+
+    def _read_key(self, name: str) -> dict[str, Any]:
+        data = self._call(
+            f"reading {self.mount}/keys/{name}",
+            lambda: self._transit().read_key(name, mount_point=self.mount),
+        )
+        return dict(data["data"])
+
+    def _ensure(self, name: str, key_type: str) -> None:
+        """Create the transit key on first use; refuse a wrapping key that is not derived
+        (transit would ignore the context, and with it the per-volume binding)."""
+        if name in self._checked:
+            return
+        import hvac.exceptions as hx
+
+        try:
+            info = dict(self._transit().read_key(name, mount_point=self.mount)["data"])
+        except hx.InvalidPath:
+            self._call(
+                f"creating {self.mount}/keys/{name}",
+                lambda: self._transit().create_key(
+                    name,
+                    key_type=key_type,
+                    derived=key_type != ED25519,
+                    mount_point=self.mount,
+                ),
+            )
+            info = self._read_key(name)
+        except Exception:
+            info = self._read_key(name)  # the same call, its error named by _call
+        if key_type != ED25519 and not info.get("derived"):
+            raise KeyProblem(
+                f"the transit key {self.mount}/keys/{name} at {self.address} is not derived: "
+                "it would ignore the node or volume context",
+                hint=f"set [keys] vault_key to a key made with derived=true (not {name})",
+            )
+        self._checked.add(name)
+
+    @staticmethod
+    def _context(context: str) -> str:
+        return _b64((context or DEFAULT_CONTEXT).encode())
+
+    # -- KeyProvider ------------------------------------------------------------------
+    def new_data_key(self, *, context: str = "") -> tuple[bytes, WrappedKey]:
+        """A data key from the server's random source, and its wrapped form."""
+        self._ensure(self.key, "aes256-gcm96")
+        r = self._call(
+            f"a data key from {self.mount}/datakey/plaintext/{self.key}",
+            lambda: self._transit().generate_data_key(
+                self.key,
+                key_type="plaintext",
+                context=self._context(context),
+                mount_point=self.mount,
+            ),
+        )
+        data = r["data"]
+        wrapped = self._wrapped(data["ciphertext"], context)
+        return base64.b64decode(data["plaintext"]), wrapped
+
+    def _wrapped(self, ciphertext: str, context: str) -> WrappedKey:
+        return WrappedKey(
+            self.name, self.key, ciphertext_version(ciphertext), context, ciphertext.encode()
+        )
+
+    def wrap(self, data_key: bytes, *, context: str = "") -> WrappedKey:
+        """``data_key`` encrypted by the newest version of the derived transit key."""
+        self._ensure(self.key, "aes256-gcm96")
+        r = self._call(
+            f"encrypting with {self.mount}/keys/{self.key}",
+            lambda: self._transit().encrypt_data(
+                self.key, _b64(data_key), context=self._context(context), mount_point=self.mount
+            ),
+        )
+        return self._wrapped(r["data"]["ciphertext"], context)
+
+    def _check(self, wrapped: WrappedKey) -> str:
+        if wrapped.provider != self.name:
+            raise KeyProblem(
+                f"this key was wrapped by the {wrapped.provider} provider, not by vault",
+                hint=f"set [keys] provider = {wrapped.provider!r} to unwrap it",
+            )
+        try:
+            ciphertext = wrapped.blob.decode("ascii")
+        except UnicodeDecodeError:
+            raise KeyProblem("the wrapped key is not a transit ciphertext (not text)") from None
+        if ciphertext_version(ciphertext) != wrapped.version:
+            raise KeyProblem(
+                f"the wrapped key says version {wrapped.version} but its ciphertext "
+                f"v{ciphertext_version(ciphertext)}: tampered"
+            )
+        return ciphertext
+
+    def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
+        """The data key, released by the server; reported to ``on_release``."""
+        ciphertext = self._check(wrapped)
+        r = self._call(
+            f"decrypting with {self.mount}/keys/{wrapped.key_ref} (version {wrapped.version})",
+            lambda: self._transit().decrypt_data(
+                wrapped.key_ref,
+                ciphertext,
+                context=self._context(wrapped.context),
+                mount_point=self.mount,
+            ),
+        )
+        try:
+            key = base64.b64decode(r["data"]["plaintext"], validate=True)
+        except (binascii.Error, ValueError, KeyError, TypeError) as e:
+            raise KeyProblem(f"{self.address} answered a decrypt without a key") from e
+        if self._on_release is not None:
+            self._on_release(
+                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
+            )
+        return key
+
+    def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
+        """Transit's rewrap: the server re-encrypts; the data key never comes back."""
+        ciphertext = self._check(wrapped)
+        r = self._call(
+            f"rewrapping with {self.mount}/keys/{wrapped.key_ref}",
+            lambda: self._transit().rewrap_data(
+                wrapped.key_ref,
+                ciphertext,
+                context=self._context(wrapped.context),
+                mount_point=self.mount,
+            ),
+        )
+        new = r["data"]["ciphertext"]
+        return WrappedKey(
+            self.name, wrapped.key_ref, ciphertext_version(new), wrapped.context, new.encode()
+        )
+
+    def rotate(self) -> int:
+        """A new version of the wrapping key; returns it."""
+        self._ensure(self.key, "aes256-gcm96")
+        self._call(
+            f"rotating {self.mount}/keys/{self.key}",
+            lambda: self._transit().rotate_key(self.key, mount_point=self.mount),
+        )
+        return int(self._read_key(self.key)["latest_version"])
+
+    def set_min_decryption_version(self, version: int) -> None:
+        """Retire the versions below ``version``: transit refuses to decrypt with them."""
+        self._call(
+            f"setting min_decryption_version of {self.mount}/keys/{self.key}",
+            lambda: self._transit().update_key_configuration(
+                self.key, min_decryption_version=version, mount_point=self.mount
+            ),
+        )
+
+    def signer(self) -> Signer:
+        """The ed25519 transit key's newest version (created on first use)."""
+        name = self.settings.vault_signing_key
+        self._ensure(name, ED25519)
+        info = self._read_key(name)
+        version = int(info["latest_version"])
+        try:
+            raw = base64.b64decode(info["keys"][str(version)]["public_key"], validate=True)
+        except (KeyError, TypeError, binascii.Error, ValueError) as e:
+            raise KeyProblem(f"{self.mount}/keys/{name} at {self.address} is not ed25519") from e
+        return VaultSigner(self, name, version, PublicKey(ED25519, raw))
+
+    def status(self) -> ProviderStatus:
+        """Whether the server answers (and how fast), and the versions of both keys."""
+        start = time.perf_counter()
+        keys: list[KeyVersions] = []
+        try:
+            for name, purpose in ((self.key, "wrap"), (self.settings.vault_signing_key, "sign")):
+                info = self._read_key(name)
+                keys.append(
+                    KeyVersions(
+                        name,
+                        purpose,
+                        int(info["latest_version"]),
+                        max(1, int(info.get("min_decryption_version") or 1)),
+                        tuple(sorted(int(v) for v in info.get("keys", {}))),
+                    )
+                )
+        except KeyProblem as e:
+            answered = "no transit key" in e.message
+            return ProviderStatus(
+                self.name, self.address, answered, _ms(start), tuple(keys), e.message
+            )
+        return ProviderStatus(self.name, self.address, True, _ms(start), tuple(keys))
+
+
+class VaultSigner:
+    """A Signer backed by one version of an ed25519 transit key (its epoch)."""
+
+    def __init__(self, provider: VaultProvider, name: str, version: int, key: PublicKey) -> None:
+        self._provider, self._name, self._version, self._key = provider, name, version, key
+
+    @property
+    def public_key(self) -> PublicKey:
+        """The public half, as the server published it."""
+        return self._key
+
+    @property
+    def epoch(self) -> int:
+        """The transit key version."""
+        return self._version
+
+    def sign(self, message: bytes) -> bytes:
+        """An ed25519 signature made by the server with this exact version."""
+        p = self._provider
+        r = p._call(
+            f"signing with {p.mount}/keys/{self._name}",
+            lambda: p._transit().sign_data(
+                self._name,
+                hash_input=_b64(message),
+                key_version=self._version,
+                mount_point=p.mount,
+            ),
+        )
+        sig: str = r["data"]["signature"]
+        return base64.b64decode(sig.split(":", 2)[2])
+
+
+def _first(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:200]
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
