@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import time
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import urlsplit
 
 from dolmen.keys import (
     ED25519,
@@ -35,14 +32,10 @@ from dolmen.keys import (
     Signer,
     WrappedKey,
 )
-from dolmen.keys.file import read_protected
 from dolmen.keys.settings import KeySettings
+from dolmen.keys.vault_transit import Transit, VaultSigner, b64
 
 DEFAULT_CONTEXT = "dolmen"  # transit refuses an empty context for a derived key
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 
 
 def ciphertext_version(ciphertext: str) -> int:
@@ -53,15 +46,6 @@ def ciphertext_version(ciphertext: str) -> int:
     return int(parts[1][1:])
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class VaultProvider:
     """The ``vault`` KeyProvider (see module docstring)."""
 
@@ -70,94 +54,12 @@ class VaultProvider:
     def __init__(
         self, settings: KeySettings, *, on_release: Callable[[KeyRelease], None] | None = None
     ) -> None:
-        if not settings.vault_address:
-            raise KeyProblem(
-                "[keys] provider is vault but vault_address is not set",
-                hint='set [keys] vault_address = "https://<server>:8200" in dolmen.toml',
-            )
-        parts = urlsplit(settings.vault_address)
-        if parts.scheme != "https" and not _loopback(parts.hostname or ""):
-            raise KeyProblem(
-                f"refusing the plain-http Vault address {settings.vault_address}: the token and "
-                "the data keys would cross the network in clear",
-                hint="use https:// (with [keys] vault_ca_cert for a private CA)",
-            )
-        if settings.vault_token_file is None:
-            raise KeyProblem(
-                "[keys] provider is vault but vault_token_file is not set",
-                hint="write the token to a file of mode 0600 and set [keys] vault_token_file",
-            )
         self.settings = settings
-        self.address = settings.vault_address
-        self.mount = settings.vault_mount
+        self.transit = Transit(settings)
+        self.address, self.mount = self.transit.address, self.transit.mount
         self.key = settings.vault_key
         self._on_release = on_release
-        token = read_protected(settings.vault_token_file, "Vault token").decode().strip()
-        if not token:
-            raise KeyProblem(f"the Vault token file {settings.vault_token_file} is empty")
-        import hvac  # only a host on this provider needs it
-
-        cert = None
-        if settings.vault_client_cert and settings.vault_client_key:
-            cert = (str(settings.vault_client_cert), str(settings.vault_client_key))
-        self._client = hvac.Client(
-            url=self.address,
-            token=token,
-            verify=str(settings.vault_ca_cert) if settings.vault_ca_cert else True,
-            cert=cert,
-            timeout=settings.timeout,
-            namespace=settings.vault_namespace or None,
-        )
         self._checked: set[str] = set()
-
-    # -- calls ------------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        """One transit call; every failure becomes one KeyProblem naming the address."""
-        import hvac.exceptions as hx
-        import requests
-
-        try:
-            return fn()
-        except hx.VaultDown as e:
-            raise KeyProblem(
-                f"the Vault server {self.address} is sealed ({what})",
-                hint=f"unseal it (bao operator unseal, against {self.address}), then retry",
-            ) from e
-        except (hx.Forbidden, hx.Unauthorized) as e:
-            raise KeyProblem(
-                f"the Vault server {self.address} refused the token ({what}): permission denied",
-                hint=f"renew the token in {self.settings.vault_token_file}, or grant its policy "
-                f"access to {self.mount}/",
-            ) from e
-        except hx.InvalidPath as e:
-            raise KeyProblem(
-                f"{self.address}: no transit key or mount at {self.mount}/ ({what})",
-                hint=f"bao secrets enable -path={self.mount} transit; then dolmen keys rotate",
-            ) from e
-        except hx.InvalidRequest as e:
-            raise KeyProblem(f"{self.address} refused {what}: {_first(e)}") from e
-        except hx.VaultError as e:
-            raise KeyProblem(f"{self.address} failed {what}: {_first(e)}") from e
-        except requests.exceptions.SSLError as e:
-            raise KeyProblem(
-                f"TLS to the Vault server {self.address} failed ({what}): {_first(e)}",
-                hint="set [keys] vault_ca_cert to the CA that signed the server's certificate",
-            ) from e
-        except (requests.exceptions.RequestException, OSError) as e:
-            raise KeyProblem(
-                f"the Vault server {self.address} does not answer ({what}): {_first(e)}",
-                hint=f"start it or fix [keys] vault_address (now {self.address})",
-            ) from e
-
-    def _transit(self) -> Any:
-        return self._client.secrets.transit
-
-    def _read_key(self, name: str) -> dict[str, Any]:
-        data = self._call(
-            f"reading {self.mount}/keys/{name}",
-            lambda: self._transit().read_key(name, mount_point=self.mount),
-        )
-        return dict(data["data"])
 
     def _ensure(self, name: str, key_type: str) -> None:
         """Create the transit key on first use; refuse a wrapping key that is not derived
@@ -167,20 +69,20 @@ class VaultProvider:
         import hvac.exceptions as hx
 
         try:
-            info = dict(self._transit().read_key(name, mount_point=self.mount)["data"])
+            info = dict(self.transit.api.read_key(name, mount_point=self.mount)["data"])
         except hx.InvalidPath:
-            self._call(
+            self.transit.call(
                 f"creating {self.mount}/keys/{name}",
-                lambda: self._transit().create_key(
+                lambda: self.transit.api.create_key(
                     name,
                     key_type=key_type,
                     derived=key_type != ED25519,
                     mount_point=self.mount,
                 ),
             )
-            info = self._read_key(name)
+            info = self.transit.read_key(name)
         except Exception:
-            info = self._read_key(name)  # the same call, its error named by _call
+            info = self.transit.read_key(name)  # the same call, its error named by _call
         if key_type != ED25519 and not info.get("derived"):
             raise KeyProblem(
                 f"the transit key {self.mount}/keys/{name} at {self.address} is not derived: "
@@ -191,15 +93,15 @@ class VaultProvider:
 
     @staticmethod
     def _context(context: str) -> str:
-        return _b64((context or DEFAULT_CONTEXT).encode())
+        return b64((context or DEFAULT_CONTEXT).encode())
 
     # -- KeyProvider ------------------------------------------------------------------
     def new_data_key(self, *, context: str = "") -> tuple[bytes, WrappedKey]:
         """A data key from the server's random source, and its wrapped form."""
         self._ensure(self.key, "aes256-gcm96")
-        r = self._call(
+        r = self.transit.call(
             f"a data key from {self.mount}/datakey/plaintext/{self.key}",
-            lambda: self._transit().generate_data_key(
+            lambda: self.transit.api.generate_data_key(
                 self.key,
                 key_type="plaintext",
                 context=self._context(context),
@@ -218,10 +120,10 @@ class VaultProvider:
     def wrap(self, data_key: bytes, *, context: str = "") -> WrappedKey:
         """``data_key`` encrypted by the newest version of the derived transit key."""
         self._ensure(self.key, "aes256-gcm96")
-        r = self._call(
+        r = self.transit.call(
             f"encrypting with {self.mount}/keys/{self.key}",
-            lambda: self._transit().encrypt_data(
-                self.key, _b64(data_key), context=self._context(context), mount_point=self.mount
+            lambda: self.transit.api.encrypt_data(
+                self.key, b64(data_key), context=self._context(context), mount_point=self.mount
             ),
         )
         return self._wrapped(r["data"]["ciphertext"], context)
@@ -246,9 +148,9 @@ class VaultProvider:
     def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
         """The data key, released by the server; reported to ``on_release``."""
         ciphertext = self._check(wrapped)
-        r = self._call(
+        r = self.transit.call(
             f"decrypting with {self.mount}/keys/{wrapped.key_ref} (version {wrapped.version})",
-            lambda: self._transit().decrypt_data(
+            lambda: self.transit.api.decrypt_data(
                 wrapped.key_ref,
                 ciphertext,
                 context=self._context(wrapped.context),
@@ -268,9 +170,9 @@ class VaultProvider:
     def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
         """Transit's rewrap: the server re-encrypts; the data key never comes back."""
         ciphertext = self._check(wrapped)
-        r = self._call(
+        r = self.transit.call(
             f"rewrapping with {self.mount}/keys/{wrapped.key_ref}",
-            lambda: self._transit().rewrap_data(
+            lambda: self.transit.api.rewrap_data(
                 wrapped.key_ref,
                 ciphertext,
                 context=self._context(wrapped.context),
@@ -285,17 +187,17 @@ class VaultProvider:
     def rotate(self) -> int:
         """A new version of the wrapping key; returns it."""
         self._ensure(self.key, "aes256-gcm96")
-        self._call(
+        self.transit.call(
             f"rotating {self.mount}/keys/{self.key}",
-            lambda: self._transit().rotate_key(self.key, mount_point=self.mount),
+            lambda: self.transit.api.rotate_key(self.key, mount_point=self.mount),
         )
-        return int(self._read_key(self.key)["latest_version"])
+        return int(self.transit.read_key(self.key)["latest_version"])
 
     def set_min_decryption_version(self, version: int) -> None:
         """Retire the versions below ``version``: transit refuses to decrypt with them."""
-        self._call(
+        self.transit.call(
             f"setting min_decryption_version of {self.mount}/keys/{self.key}",
-            lambda: self._transit().update_key_configuration(
+            lambda: self.transit.api.update_key_configuration(
                 self.key, min_decryption_version=version, mount_point=self.mount
             ),
         )
@@ -304,13 +206,13 @@ class VaultProvider:
         """The ed25519 transit key's newest version (created on first use)."""
         name = self.settings.vault_signing_key
         self._ensure(name, ED25519)
-        info = self._read_key(name)
+        info = self.transit.read_key(name)
         version = int(info["latest_version"])
         try:
             raw = base64.b64decode(info["keys"][str(version)]["public_key"], validate=True)
         except (KeyError, TypeError, binascii.Error, ValueError) as e:
             raise KeyProblem(f"{self.mount}/keys/{name} at {self.address} is not ed25519") from e
-        return VaultSigner(self, name, version, PublicKey(ED25519, raw))
+        return VaultSigner(self.transit, name, version, PublicKey(ED25519, raw))
 
     def status(self) -> ProviderStatus:
         """Whether the server answers (and how fast), and the versions of both keys."""
@@ -318,7 +220,7 @@ class VaultProvider:
         keys: list[KeyVersions] = []
         try:
             for name, purpose in ((self.key, "wrap"), (self.settings.vault_signing_key, "sign")):
-                info = self._read_key(name)
+                info = self.transit.read_key(name)
                 keys.append(
                     KeyVersions(
                         name,
@@ -334,42 +236,6 @@ class VaultProvider:
                 self.name, self.address, answered, _ms(start), tuple(keys), e.message
             )
         return ProviderStatus(self.name, self.address, True, _ms(start), tuple(keys))
-
-
-class VaultSigner:
-    """A Signer backed by one version of an ed25519 transit key (its epoch)."""
-
-    def __init__(self, provider: VaultProvider, name: str, version: int, key: PublicKey) -> None:
-        self._provider, self._name, self._version, self._key = provider, name, version, key
-
-    @property
-    def public_key(self) -> PublicKey:
-        """The public half, as the server published it."""
-        return self._key
-
-    @property
-    def epoch(self) -> int:
-        """The transit key version."""
-        return self._version
-
-    def sign(self, message: bytes) -> bytes:
-        """An ed25519 signature made by the server with this exact version."""
-        p = self._provider
-        r = p._call(
-            f"signing with {p.mount}/keys/{self._name}",
-            lambda: p._transit().sign_data(
-                self._name,
-                hash_input=_b64(message),
-                key_version=self._version,
-                mount_point=p.mount,
-            ),
-        )
-        sig: str = r["data"]["signature"]
-        return base64.b64decode(sig.split(":", 2)[2])
-
-
-def _first(e: BaseException) -> str:
-    return (str(e).splitlines() or [type(e).__name__])[0][:200]
 
 
 def _ms(start: float) -> float:
