@@ -163,3 +163,13 @@ def test_public_from_ec_point(point: bytes, ok: bool) -> None:
     else:
         with pytest.raises(KeyProblem):
             public_from_ec_point(point)
+
+
+def test_rotate_signer_deletes_the_old_private_key(softhsm_token: SoftHsmToken) -> None:
+    p = _hsm(softhsm_token)
+    old = p.signer()
+    new = p.rotate_signer()
+    assert new.epoch == 2 and new.public_key != old.public_key
+    assert verify_signature(new.public_key, b"m", new.sign(b"m"))
+    with pytest.raises(KeyProblem, match="signing with"):
+        old.sign(b"m")

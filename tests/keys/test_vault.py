@@ -146,3 +146,17 @@ def test_ciphertext_version(text: str) -> None:
 def test_ciphertext_version_junk(text: str) -> None:
     with pytest.raises(KeyProblem):
         ciphertext_version(text)
+
+
+def test_rotate_signer_trims_the_old_key(openbao: OpenBao) -> None:
+    p = _vault(openbao)
+    old = p.signer()
+    new = p.rotate_signer()
+    assert new.epoch == 2 and new.public_key != old.public_key
+    assert verify_signature(new.public_key, b"m", new.sign(b"m"))
+    with pytest.raises(KeyProblem, match="signing"):
+        old.sign(b"m")  # version 1 was trimmed: the server cannot sign with it any more
+    status = p.status()
+    assert status.answers and "no wrap key" in status.detail  # none made in this mount yet
+    (sign,) = status.keys
+    assert (sign.purpose, sign.latest, sign.versions) == ("sign", 2, (2,))

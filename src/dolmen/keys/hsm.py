@@ -251,6 +251,20 @@ class Pkcs11Provider:
         version = max(pairs)
         return Pkcs11Signer(self.token, version, pairs[version])
 
+    def rotate_signer(self) -> Signer:
+        """A new ed25519 key pair with the next CKA_ID; the older private keys are deleted
+        from the token (their public halves stay, for status and verification)."""
+        from pkcs11 import ObjectClass
+
+        pairs = signing_pairs(self.token, self._sign_base)
+        version = max(pairs, default=0) + 1
+        new_signing_key(self.token, self._sign_base, version)
+        old = self.token.versions(self._sign_base, ObjectClass.PRIVATE_KEY)
+        for v, private in old.items():
+            if v < version:
+                self._call(f"deleting the signing key version {v}", private.destroy)
+        return self.signer()
+
     def status(self) -> ProviderStatus:
         """Whether the token answers, and its KEK and signing key versions."""
         from pkcs11 import Attribute

@@ -214,13 +214,43 @@ class VaultProvider:
             raise KeyProblem(f"{self.mount}/keys/{name} at {self.address} is not ed25519") from e
         return VaultSigner(self.transit, name, version, PublicKey(ED25519, raw))
 
+    def rotate_signer(self) -> Signer:
+        """A new version of the signing key; the older ones are trimmed from the server
+        (min encryption and decryption versions raised, then ``trim``): they never sign
+        again. The token's policy needs update on ``<mount>/keys/<name>/config`` and
+        ``/trim``."""
+        name = self.settings.vault_signing_key
+        self._ensure(name, ED25519)
+        self.transit.call(
+            f"rotating {self.mount}/keys/{name}",
+            lambda: self.transit.api.rotate_key(name, mount_point=self.mount),
+        )
+        latest = int(self.transit.read_key(name)["latest_version"])
+        limits = {"min_encryption_version": latest, "min_decryption_version": latest}
+        for path, body in (("config", limits), ("trim", {"min_available_version": latest})):
+            self.transit.call(
+                f"retiring the older versions of {self.mount}/keys/{name} ({path})",
+                self.transit.poster(f"/v1/{self.mount}/keys/{name}/{path}", body),
+            )
+        return self.signer()
+
     def status(self) -> ProviderStatus:
-        """Whether the server answers (and how fast), and the versions of both keys."""
+        """Whether the server answers (and how fast), and the versions of both keys; a key
+        not made yet is named in ``detail`` (it is made at the first wrap or signature)."""
+        import hvac.exceptions as hx
+
         start = time.perf_counter()
         keys: list[KeyVersions] = []
+        missing: list[str] = []
         try:
             for name, purpose in ((self.key, "wrap"), (self.settings.vault_signing_key, "sign")):
-                info = self.transit.read_key(name)
+                try:
+                    info = dict(self.transit.api.read_key(name, mount_point=self.mount)["data"])
+                except hx.InvalidPath:
+                    missing.append(f"no {purpose} key {self.mount}/keys/{name} yet")
+                    continue
+                except Exception:
+                    info = self.transit.read_key(name)  # again, its failure named in one line
                 keys.append(
                     KeyVersions(
                         name,
@@ -231,11 +261,11 @@ class VaultProvider:
                     )
                 )
         except KeyProblem as e:
-            answered = "no transit key" in e.message
             return ProviderStatus(
-                self.name, self.address, answered, _ms(start), tuple(keys), e.message
+                self.name, self.address, False, _ms(start), tuple(keys), e.message
             )
-        return ProviderStatus(self.name, self.address, True, _ms(start), tuple(keys))
+        detail = "; ".join(missing)
+        return ProviderStatus(self.name, self.address, True, _ms(start), tuple(keys), detail)
 
 
 def _ms(start: float) -> float:

@@ -112,6 +112,10 @@ class Transit:
         """hvac's transit API."""
         return self.client.secrets.transit
 
+    def poster(self, path: str, body: dict[str, Any]) -> Callable[[], Any]:
+        """A POST of ``body`` to ``path`` (for endpoints hvac has no method for), to call."""
+        return lambda: self.client.adapter.post(path, json=body)
+
     def read_key(self, name: str) -> dict[str, Any]:
         """The description of one transit key (versions, derived, public keys)."""
         data = self.call(
