@@ -8,7 +8,7 @@ import pytest
 
 from dolmen.audit import record_event
 from dolmen.audit.event import parse_line
-from dolmen.audit.keyrelease import audit_release
+from dolmen.audit.keyevents import audit_release
 from dolmen.audit.settings import AuditSettings, audit_settings
 from dolmen.cli.main import main
 from dolmen.keys.providers import open_provider

@@ -57,6 +57,7 @@ JSON_COMMANDS = {
     "users list": {"dolmen.users/1"},
     "quota show": {"dolmen.quota/1"},
     "audit verify": {"dolmen.audit.verify/1"},
+    "keys status": {"dolmen.keys.status/1"},
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

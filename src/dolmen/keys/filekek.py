@@ -199,8 +199,12 @@ class FileProvider:
         return self.wrap(self._open(wrapped), context=wrapped.context)
 
     def rotate(self) -> int:
-        """Add a KEK version; older ones still unwrap until the minimum is raised."""
-        ring, min_version = self._load_or_create()
+        """Add a KEK version; older ones still unwrap until the minimum is raised. The
+        first rotation of a host without a ring makes version 1."""
+        if not os.path.lexists(self.kek_path):
+            self._load_or_create()
+            return 1
+        ring, min_version = self._load()
         version = max(ring) + 1
         ring[version] = os.urandom(32)
         self._save(ring, min_version)

@@ -35,3 +35,12 @@ def open_provider(settings: KeySettings, *, on_release: OnRelease | None = None)
         f"unknown key provider {name!r}; known: {', '.join(PROVIDERS)}",
         hint="set [keys] provider in dolmen.toml",
     )
+
+
+def where(settings: KeySettings) -> str:
+    """Where the provider of ``settings`` keeps its keys, in words (for status lines)."""
+    if settings.provider == "vault":
+        return settings.vault_address or "(no vault_address)"
+    if settings.provider == "pkcs11":
+        return f"{settings.pkcs11_module} token {settings.pkcs11_token!r}"
+    return str(settings.kek_path)

@@ -61,13 +61,14 @@ class VaultProvider:
         self._on_release = on_release
         self._checked: set[str] = set()
 
-    def _ensure(self, name: str, key_type: str) -> None:
+    def _ensure(self, name: str, key_type: str) -> bool:
         """Create the transit key on first use; refuse a wrapping key that is not derived
         (transit would ignore the context, and with it the per-volume binding)."""
         if name in self._checked:
-            return
+            return False
         import hvac.exceptions as hx
 
+        created = False
         try:
             info = dict(self.transit.api.read_key(name, mount_point=self.mount)["data"])
         except hx.InvalidPath:
@@ -81,6 +82,7 @@ class VaultProvider:
                 ),
             )
             info = self.transit.read_key(name)
+            created = True
         except Exception:
             info = self.transit.read_key(name)  # the same call, its error named by _call
         if key_type != ED25519 and not info.get("derived"):
@@ -90,6 +92,7 @@ class VaultProvider:
                 hint=f"set [keys] vault_key to a key made with derived=true (not {name})",
             )
         self._checked.add(name)
+        return created
 
     @staticmethod
     def _context(context: str) -> str:
@@ -185,8 +188,9 @@ class VaultProvider:
         )
 
     def rotate(self) -> int:
-        """A new version of the wrapping key; returns it."""
-        self._ensure(self.key, "aes256-gcm96")
+        """A new version of the wrapping key; returns it (1 when the key is made now)."""
+        if self._ensure(self.key, "aes256-gcm96"):
+            return 1
         self.transit.call(
             f"rotating {self.mount}/keys/{self.key}",
             lambda: self.transit.api.rotate_key(self.key, mount_point=self.mount),
