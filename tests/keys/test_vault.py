@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,26 @@ def test_rotate_signer_trims_the_old_key(openbao: OpenBao) -> None:
     assert status.answers and "no wrap key" in status.detail  # none made in this mount yet
     (sign,) = status.keys
     assert (sign.purpose, sign.latest, sign.versions) == ("sign", 2, (2,))
+
+
+@pytest.fixture(scope="module")
+def openbao_tls(tmp_path_factory: pytest.TempPathFactory, openbao: OpenBao) -> Iterator[OpenBao]:
+    """A second dev server, on https with a CA of its own (openbao first: it skips alike)."""
+    from tests.keys.services import start_openbao
+
+    with start_openbao(tmp_path_factory.mktemp("openbao-tls"), tls=True) as server:
+        yield server
+
+
+def test_tls_with_the_server_ca_and_without(openbao_tls: OpenBao) -> None:
+    s = openbao_tls.settings()
+    assert s.vault_address.startswith("https://") and s.vault_ca_cert is not None
+    p = open_provider(s)
+    key, w = p.new_data_key(context="n")
+    assert p.unwrap(w, purpose="t") == key
+    untrusted = open_provider(replace(s, vault_ca_cert=None))
+    with pytest.raises(
+        KeyProblem, match=f"TLS to the Vault server {s.vault_address} failed"
+    ) as info:
+        untrusted.unwrap(w, purpose="t")
+    assert "vault_ca_cert" in (info.value.hint or "")
