@@ -126,3 +126,15 @@ def test_pkcs11_status(
     assert rc == 0 and "KEK version 1 in service" in out
     rc, doc = _status(capsys)
     assert rc == 0 and doc["provider"] == "pkcs11" and doc["keys"][0]["versions"] == [1]  # type: ignore[index]
+
+
+def test_file_status_names_the_audit_signing_key(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "elsewhere" / "audit.key"
+    site.write_text(f'[audit]\nkey = "{key}"\n')
+    assert main(["audit", "key"]) == 0  # made on first use, at [audit] key
+    trust_line = capsys.readouterr().out
+    rc, doc = _status(capsys)
+    (sign,) = doc["keys"]  # type: ignore[misc]
+    assert rc == 0 and sign["purpose"] == "sign" and sign["key_ref"] in trust_line

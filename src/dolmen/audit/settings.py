@@ -17,7 +17,7 @@ signing key (a transit ed25519 key, an ed25519 pair in the token).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dolmen.config import Config, load_config
@@ -100,6 +100,8 @@ def _settings(cfg: Config) -> AuditSettings:
         checkpoint_every=int(cfg.get("audit", "checkpoint_every", DEFAULT_CHECKPOINT_EVERY)),
         keys=key_settings(cfg.sections.get("keys", {})),
     )
+    if settings.keys.signing_key_file is None:  # the file provider signs with [audit] key
+        settings = replace(settings, keys=replace(settings.keys, signing_key_file=settings.key))
     for name in ("rotate_bytes", "rotate_seconds", "checkpoint_every"):
         if getattr(settings, name) < 0:
             raise ConfigError(f"[audit] {name} must not be negative", path=str(cfg.path or ""))

@@ -26,10 +26,11 @@ SCHEMA = "dolmen.keys.status/1"
 
 
 def _settings(config_path: str | None) -> KeySettings:
+    """The [keys] settings, the file provider's signing key being the audit log's."""
+    from dolmen.audit.settings import audit_settings
     from dolmen.config import load_config
-    from dolmen.keys.settings import key_settings
 
-    return key_settings(load_config(config_path).sections.get("keys", {}))
+    return audit_settings(load_config(config_path)).keys
 
 
 def _open(settings: KeySettings) -> KeyProvider:
