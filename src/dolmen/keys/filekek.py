@@ -226,44 +226,37 @@ class FileProvider:
         return FileKeyProvider(self.signing_key_path).rotate()
 
     def status(self) -> ProviderStatus:
-        """The ring's versions; ``answers`` is whether the files can be read."""
+        """The ring's versions and the signing key's epoch; ``answers`` is whether both
+        files can be read (a file not made yet is named in ``detail``, not a failure)."""
         start = time.perf_counter()
         keys: list[KeyVersions] = []
         problems: list[str] = []
-        if os.path.lexists(self.kek_path):
-            try:
+        notes: list[str] = []
+        try:
+            if not os.path.lexists(self.kek_path):
+                notes.append(f"no KEK yet at {self.kek_path} (made at the first wrap)")
+            else:
                 ring, min_version = self._load()
+                versions = tuple(sorted(ring))
                 keys.append(
-                    KeyVersions(
-                        str(self.kek_path), "wrap", max(ring), min_version, tuple(sorted(ring))
-                    )
+                    KeyVersions(str(self.kek_path), "wrap", max(ring), min_version, versions)
                 )
-            except KeyProblem as e:
-                problems.append(e.message)
-        else:
-            problems.append(f"no KEK yet at {self.kek_path} (made at the first wrap)")
-        if os.path.lexists(self.signing_key_path):
-            try:
+        except KeyProblem as e:
+            problems.append(e.message)
+        try:
+            if not os.path.lexists(self.signing_key_path):
+                notes.append(f"no signing key yet at {self.signing_key_path}")
+            else:
                 signer = FileKeyProvider(self.signing_key_path)
-                keys.append(
-                    KeyVersions(
-                        signer.public_key.key_id,
-                        "sign",
-                        signer.epoch,
-                        signer.epoch,
-                        (signer.epoch,),
-                    )
-                )
-            except KeyProblem as e:
-                problems.append(e.message)
-        else:
-            problems.append(f"no signing key yet at {self.signing_key_path}")
-        broken = any("no KEK yet" not in p and "yet at" not in p for p in problems)
+                epoch = signer.epoch
+                keys.append(KeyVersions(signer.public_key.key_id, "sign", epoch, epoch, (epoch,)))
+        except KeyProblem as e:
+            problems.append(e.message)
         return ProviderStatus(
             self.name,
             str(self.kek_path),
-            answers=not broken,
+            answers=not problems,
             latency_ms=(time.perf_counter() - start) * 1000,
             keys=tuple(keys),
-            detail="; ".join(problems),
+            detail="; ".join(problems + notes),
         )
