@@ -24,9 +24,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from dolmen.errors import EnvironmentProblem
 
 ED25519 = "ed25519"
@@ -72,6 +69,11 @@ def verify_signature(key: PublicKey, message: bytes, signature: bytes) -> bool:
     """Whether ``signature`` is ``key``'s signature of ``message``."""
     if key.algorithm != ED25519 or len(key.raw) != 32:
         return False
+    # imported here: every process that writes an audit event imports this package (for
+    # its settings), and most sign or verify nothing; `cryptography` takes a while to load
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         Ed25519PublicKey.from_public_bytes(key.raw).verify(signature, message)
     except (InvalidSignature, ValueError):
