@@ -26,6 +26,11 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     device = "cuda"               # cuda | cpu: where the workloads run (--device)
     scratch = ["/raid"]           # data mounts the storage workload writes to
 
+    [keys]                        # key providers: file | vault | pkcs11 (docs/keys.md)
+    provider = "vault"
+    vault_address = "https://vault.example:8200"
+    vault_token_file = "/etc/dolmen/vault-token"
+
     [thresholds."gpu.temperature"]  # per-check limits; `dolmen validate --list` names them
     margin_warn_c = 10
 """
