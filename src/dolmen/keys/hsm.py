@@ -38,6 +38,8 @@ from dolmen.keys.filekek import aad
 from dolmen.keys.hsm_token import (
     Pkcs11Signer,
     Token,
+    kwp_unwrap,
+    kwp_wrap,
     new_signing_key,
     public_from_ec_point,
     signing_pairs,
@@ -126,35 +128,17 @@ class Pkcs11Provider:
 
     def wrap(self, data_key: bytes, *, context: str = "") -> WrappedKey:
         """AES-KWP by the newest KEK of the token, the context tag inside."""
-        from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
-
         if not data_key:
             raise KeyProblem("refusing to wrap an empty data key")
         version, kek = self._latest()
         value = data_key + _tag(version, context)
 
-        def run() -> bytes:
-            tmp = self._session().create_object(
-                {
-                    Attribute.CLASS: ObjectClass.SECRET_KEY,
-                    Attribute.KEY_TYPE: KeyType.GENERIC_SECRET,
-                    Attribute.VALUE: value,
-                    Attribute.TOKEN: False,
-                    Attribute.EXTRACTABLE: True,
-                    Attribute.SENSITIVE: False,
-                }
-            )
-            try:
-                return bytes(kek.wrap_key(tmp, mechanism=Mechanism.AES_KEY_WRAP_PAD))
-            finally:
-                tmp.destroy()
-
-        blob = self._call("wrapping a data key", run)
+        blob = self._call("wrapping a data key", lambda: kwp_wrap(self._session(), kek, value))
         oid = versioned_id(self._kek_base, version)
         return WrappedKey(self.name, oid.hex(), version, context, blob)
 
     def _open(self, wrapped: WrappedKey) -> bytes:
-        from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
+        from pkcs11 import Attribute, ObjectClass
 
         if wrapped.provider != self.name:
             raise KeyProblem(
@@ -182,25 +166,11 @@ class Pkcs11Provider:
                 hint="it was retired on purpose; restore the data key from its recovery key",
             )
 
-        def run() -> bytes:
-            out = kek.unwrap_key(
-                ObjectClass.SECRET_KEY,
-                KeyType.GENERIC_SECRET,
-                wrapped.blob,
-                mechanism=Mechanism.AES_KEY_WRAP_PAD,
-                store=False,
-                template={Attribute.EXTRACTABLE: True, Attribute.SENSITIVE: False},
-            )
-            try:
-                return bytes(out[Attribute.VALUE])
-            finally:
-                out.destroy()
-
         import pkcs11.exceptions as px
 
         try:
-            value = run()
-        except px.PKCS11Error:
+            value = kwp_unwrap(kek, wrapped.blob)
+        except px.PKCS11Error:  # KWP's integrity check failed: tampered or another KEK
             value = b""
         key, tag = value[:-32], value[-32:]
         if not key or not hmac.compare_digest(tag, _tag(wrapped.version, wrapped.context)):

@@ -119,6 +119,45 @@ def versioned_id(base: bytes, version: int) -> bytes:
     return base + version.to_bytes(2, "big")
 
 
+def kwp_wrap(session: Any, kek: Any, value: bytes) -> bytes:
+    """``value`` wrapped by ``kek`` with CKM_AES_KEY_WRAP_PAD: C_WrapKey takes a key
+    object, so ``value`` becomes a session object (not on the token) for the call."""
+    from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
+
+    tmp = session.create_object(
+        {
+            Attribute.CLASS: ObjectClass.SECRET_KEY,
+            Attribute.KEY_TYPE: KeyType.GENERIC_SECRET,
+            Attribute.VALUE: value,
+            Attribute.TOKEN: False,
+            Attribute.EXTRACTABLE: True,
+            Attribute.SENSITIVE: False,
+        }
+    )
+    try:
+        return bytes(kek.wrap_key(tmp, mechanism=Mechanism.AES_KEY_WRAP_PAD))
+    finally:
+        tmp.destroy()
+
+
+def kwp_unwrap(kek: Any, blob: bytes) -> bytes:
+    """The value ``kwp_wrap`` wrapped, through a session object destroyed at once."""
+    from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
+
+    out = kek.unwrap_key(
+        ObjectClass.SECRET_KEY,
+        KeyType.GENERIC_SECRET,
+        blob,
+        mechanism=Mechanism.AES_KEY_WRAP_PAD,
+        store=False,
+        template={Attribute.EXTRACTABLE: True, Attribute.SENSITIVE: False},
+    )
+    try:
+        return bytes(out[Attribute.VALUE])
+    finally:
+        out.destroy()
+
+
 def public_from_ec_point(point: bytes) -> bytes:
     """The raw 32-byte ed25519 key from CKA_EC_POINT (a DER OCTET STRING, or raw)."""
     if len(point) == 34 and point[:2] == b"\x04\x20":
