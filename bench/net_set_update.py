@@ -60,18 +60,10 @@ def _loaded(policy: Policy, n: int) -> dict[str, Any]:
         {"set": {"name": "slots", "type": "mark",
                  "elem": [{"elem": {"val": k, "comment": f"job:{k}"}} for k in range(n)]}}
     ]  # fmt: skip
-    ports = policy.job_ports
     for k in range(n):
-        v4, _, tcp, udp = slot_sets(k)
-        live.append(
-            {"set": {"name": v4, "type": "ipv4_addr", "elem": [_member(k, 1), _member(k, 2)]}}
-        )
-        live.append(
-            {"set": {"name": tcp, "type": "inet_service", "elem": nft.port_elems(ports.tcp)}}
-        )
-        live.append(
-            {"set": {"name": udp, "type": "inet_service", "elem": nft.port_elems(ports.udp)}}
-        )
+        v4, _ = slot_sets(k)
+        members = [_member(k, 1), _member(k, 2)]
+        live.append({"set": {"name": v4, "type": "ipv4_addr", "elem": members}})
     return nft.replace_batch(table, live=live)
 
 
