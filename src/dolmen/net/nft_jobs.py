@@ -79,6 +79,12 @@ def start(host: Host, access: JobAccess, pool: range) -> JobUpdate:
         except NftError as e:
             if "File exists" in e.message:  # another prolog took the slot first
                 continue
+            if "No such file or directory" in e.message:
+                raise NftError(
+                    f"job {access.job_id}: this host has no inet dolmen table with job slot "
+                    f"{free} (nothing changed): the job must not start",
+                    hint="apply the policy first: dolmen net apply --policy FILE",
+                ) from None
             raise
         return JobUpdate(access.job_id, free, "started", batch)
     raise NftError(f"job {access.job_id}: slots kept being taken by others ({_TRIES} tries)")
