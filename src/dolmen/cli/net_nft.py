@@ -120,8 +120,11 @@ def apply(policy_path: str, netns: str | None, as_json: bool, yes: bool) -> None
     host = _host(netns)
     policy = _load(policy_path)
     planned = plan_policy(host, policy, host_role(host))
+    from dolmen.tune.journal_view import State
+
     view = pending(host)
-    if planned.diff.empty and view is not None and view.profile == policy.name and not as_json:
+    active = view is not None and view.state is State.ACTIVE and view.profile == policy.name
+    if planned.diff.empty and active and not as_json:
         click.echo(f"{policy.name} is applied and the live table is its: nothing to change")
         return
     if not as_json:
