@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stack": ("dolmen.cli.stack:stack", "Lock, diff, plan and apply the exact software stack."),
     "audit": ("dolmen.cli.audit:audit", "Show, verify and export the audit trail."),
     "keys": ("dolmen.cli.keys:keys", "Show and rotate the keys of the site's key provider."),
+    "net": ("dolmen.cli.net:net", "Isolate jobs and tenants: nftables policy, plan to rollback."),
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
