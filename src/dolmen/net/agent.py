@@ -1,6 +1,7 @@
 """The probe agent of ``dolmen net prove``: a listener and a prober, run inside each node.
 
-    python -m dolmen.net.agent listen --name N [--tcp P,P] [--udp P,P] [--max-seconds S]
+    python -m dolmen.net.agent listen --name N [--tcp P,P] [--udp P,P] [--bind ADDR]
+        [--max-seconds S]
     python -m dolmen.net.agent probe --name N --timeout S --probe ID,PROTO,ADDR,PORT ...
 
 It runs where the node's network is: through ``ip netns exec`` in the tests, through
@@ -48,13 +49,13 @@ def _emit(doc: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def _bind(proto: str, port: int, family: int) -> socket.socket:
+def _bind(proto: str, port: int, family: int, address: str) -> socket.socket:
     kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
     sock = socket.socket(family, kind)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if family == socket.AF_INET6:  # one socket for both families where the kernel allows
+    if family == socket.AF_INET6 and not address:  # both families where the kernel allows
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    sock.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", port))
+    sock.bind((address or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
     if proto == "tcp":
         sock.listen(512)
     sock.setblocking(False)
@@ -67,16 +68,22 @@ def _nonce(data: bytes) -> str | None:
     return data[len(PROBE) :].split(b"\n", 1)[0].decode("ascii", "replace")[:64]
 
 
-def listen(name: str, tcp: Sequence[int], udp: Sequence[int], max_seconds: float) -> int:
-    """Bind, print ``ready``, echo and report probes until SIGTERM or ``max_seconds``."""
-    family = socket.AF_INET6 if socket.has_ipv6 and _v6_works() else socket.AF_INET
+def listen(
+    name: str, tcp: Sequence[int], udp: Sequence[int], max_seconds: float, address: str = ""
+) -> int:
+    """Bind (``address``, else every address), print ``ready``, echo and report probes
+    until SIGTERM or ``max_seconds``."""
+    if address:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    else:
+        family = socket.AF_INET6 if socket.has_ipv6 and _v6_works() else socket.AF_INET
     sel = selectors.DefaultSelector()
     bound: dict[str, list[int]] = {"tcp": [], "udp": []}
     failed: dict[str, str] = {}
     for proto, ports in (("tcp", tcp), ("udp", udp)):
         for port in ports:
             try:
-                sock = _bind(proto, port, family)
+                sock = _bind(proto, port, family, address)
             except OSError as e:
                 failed[f"{proto}/{port}"] = e.strerror or str(e)
                 continue
@@ -190,7 +197,7 @@ def _udp(
         sock.settimeout(max(min(until, deadline) - now, 0.01))
         try:
             reply = sock.recv(_MAX)
-        except socket.timeout:
+        except TimeoutError:
             continue
         outcome, detail, echo = _echoed(reply, nonce, "a datagram")
         if outcome == "open":
@@ -205,7 +212,7 @@ def _echoed(reply: bytes, nonce: str, what: str) -> tuple[str, str, str]:
 
 
 def _classify(e: OSError) -> tuple[str, str]:
-    if isinstance(e, socket.timeout):
+    if isinstance(e, TimeoutError):
         return "silent", "timed out"
     if e.errno == errno.ECONNREFUSED:
         return "refused", "refused (a TCP reset or ICMP port unreachable)"
@@ -242,13 +249,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     li.add_argument("--tcp", default="")
     li.add_argument("--udp", default="")
     li.add_argument("--max-seconds", type=float, default=300.0)
+    li.add_argument("--bind", default="", help="this address only (default: all)")
     pr = sub.add_parser("probe")
     pr.add_argument("--name", required=True)
     pr.add_argument("--timeout", type=float, default=1.0)
     pr.add_argument("--probe", action="append", default=[])
     args = p.parse_args(argv)
     if args.mode == "listen":
-        return listen(args.name, _ports(args.tcp), _ports(args.udp), args.max_seconds)
+        return listen(args.name, _ports(args.tcp), _ports(args.udp), args.max_seconds, args.bind)
     return probe(args.name, args.probe, args.timeout)
 
 

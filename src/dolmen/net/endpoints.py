@@ -83,9 +83,7 @@ def parse_endpoints(text: str, path: str = "<endpoints>") -> list[Endpoint]:
                 hint='write address = "10.0.0.11" (or an IPv6 address)',
             ) from None
     if len(out) < 2:
-        raise ConfigError(
-            f"{len(out)} endpoint(s): a probe matrix needs at least two", path=path
-        )
+        raise ConfigError(f"{len(out)} endpoint(s): a probe matrix needs at least two", path=path)
     return out
 
 

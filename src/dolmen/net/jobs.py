@@ -73,7 +73,9 @@ def start(
     return update
 
 
-def end(host: Host, key: str, *, actor: str | None = None, action: str = "net.job_release") -> nft.JobUpdate:
+def end(
+    host: Host, key: str, *, actor: str | None = None, action: str = "net.job_release"
+) -> nft.JobUpdate:
     """Take job ``key``'s members out of its slot; IsolationFailed when nft refused."""
     _audit(action, key, "unknown", {"phase": "intent"}, actor)
     try:

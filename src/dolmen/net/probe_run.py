@@ -118,6 +118,8 @@ def _listen(
         ",".join(map(str, sorted(ports["udp"]))),
         "--max-seconds",
         f"{budget:g}",
+        "--bind",  # its own address only: two endpoints may share a namespace (127.0.0.x)
+        str(ep.address),
     ]
     try:
         return spawn(argv, env=dict(os.environ), log=log), log, ""
@@ -126,7 +128,9 @@ def _listen(
         return None, log, f"could not start the listener: {e.strerror or e}"
 
 
-def _wait_ready(children: Mapping[str, tuple[Child | None, Path, str]], within: float) -> dict[str, bool]:
+def _wait_ready(
+    children: Mapping[str, tuple[Child | None, Path, str]], within: float
+) -> dict[str, bool]:
     """Wait until every listener printed its ready line, ended, or ``within`` passed."""
     deadline = time.monotonic() + within
     ready: dict[str, bool] = {}

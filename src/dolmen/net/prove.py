@@ -94,17 +94,16 @@ def sample_ports(policy_ports: Iterable[int], count: int, seed: int) -> tuple[in
     ``count`` random unprivileged ports (``seed`` makes a run repeatable)."""
     taken = set(policy_ports)
     ports = [p for p in WELL_KNOWN if p not in taken]
+    want = len(ports) + count
     rng = random.Random(seed)
-    while len(ports) < len(WELL_KNOWN) + count and len(taken) + len(ports) < 64511:
+    while len(ports) < want and len(taken) + len(ports) < 64511:
         p = rng.randint(1024, 65535)
         if p not in taken and p not in ports:
             ports.append(p)
     return tuple(ports)
 
 
-def plan_probes(
-    endpoints: Sequence[Endpoint], ports: Sequence[int], expect: Expect
-) -> list[Probe]:
+def plan_probes(endpoints: Sequence[Endpoint], ports: Sequence[int], expect: Expect) -> list[Probe]:
     """Every ordered pair of distinct endpoints x TCP and UDP x ``ports``."""
     probes: list[Probe] = []
     for src in endpoints:
@@ -143,9 +142,7 @@ def judge(
     return out
 
 
-def _reach(
-    probe: Probe, res: Mapping[str, object], lis: Listener
-) -> tuple[str, bool | None, str]:
+def _reach(probe: Probe, res: Mapping[str, object], lis: Listener) -> tuple[str, bool | None, str]:
     outcome = str(res.get("outcome", "error"))
     detail = str(res.get("detail", ""))
     seen = probe.id in lis.seen

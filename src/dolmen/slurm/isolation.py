@@ -71,9 +71,7 @@ def _members(host: Host, env: Mapping[str, str]) -> list[str]:
 
     names = expand_hostlist(env.get("SLURM_JOB_NODELIST", ""))
     if not names:
-        raise DolmenError(
-            f"SLURM_JOB_NODELIST {env.get('SLURM_JOB_NODELIST', '')!r} names no node"
-        )
+        raise DolmenError(f"SLURM_JOB_NODELIST {env.get('SLURM_JOB_NODELIST', '')!r} names no node")
     nodes = {n.name: n for n in SlurmClient(host).nodes(names)}
     missing = [n for n in names if n not in nodes]
     if missing:

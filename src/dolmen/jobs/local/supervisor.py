@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dolmen.errors import DolmenError
 from dolmen.host.process import (
     Child,
     JobTree,
@@ -41,7 +42,6 @@ from dolmen.host.process import (
     reap_orphans,
     spawn,
 )
-from dolmen.errors import DolmenError
 from dolmen.jobs import checkpoint
 from dolmen.jobs.audit import SUPERVISOR, audit
 from dolmen.jobs.backend import JobState
