@@ -1,6 +1,6 @@
 """``dolmen net prove``: probe every pair of endpoints and compare with the policy.
 
-    dolmen net prove POLICY --endpoints FILE [--job ID=MEMBER,MEMBER[@TENANT]]...
+    dolmen net prove --policy FILE --endpoints FILE [--job ID=MEMBER,MEMBER[@TENANT]]...
         [--sample N] [--seed N] [--timeout DURATION] [--python PATH] [--json]
 
 A probe agent runs in every endpoint (``ip netns exec``, ssh: the endpoints file says
@@ -25,7 +25,7 @@ from dolmen.errors import EnvironmentProblem, UsageError
 
 
 @click.command()
-@click.argument("policy", metavar="POLICY")
+@click.option("--policy", "policy", required=True, metavar="FILE", help="The policy (TOML).")
 @click.option(
     "--endpoints", "endpoints_path", required=True, metavar="FILE", help="The nodes to probe."
 )

@@ -95,14 +95,25 @@ def listen(
     _emit({"ready": True, "name": name, "pid": os.getpid(), "bound": bound, "failed": failed})
     end = time.monotonic() + max_seconds
     while not stop.is_set() and time.monotonic() < end:
-        for key, _ in sel.select(timeout=0.2):
-            proto, port, role = key.data
-            try:
-                _serve(sel, key.fileobj, proto, port, role, name)  # type: ignore[arg-type]
-            except OSError:
-                continue  # a peer that went away; the others go on
+        _round(sel, name, 0.2)
+    # What already arrived is still told: a busy listener may be behind its sockets.
+    drain_until = time.monotonic() + 1.0
+    while _round(sel, name, 0.0) and time.monotonic() < drain_until:
+        pass
     _emit({"stopped": True, "name": name})
     return 0
+
+
+def _round(sel: selectors.BaseSelector, name: str, wait: float) -> int:
+    """Serve what is ready within ``wait`` seconds; how many sockets were."""
+    events = sel.select(timeout=wait)
+    for key, _ in events:
+        proto, port, role = key.data
+        try:
+            _serve(sel, key.fileobj, proto, port, role, name)  # type: ignore[arg-type]
+        except OSError:
+            continue  # a peer that went away; the others go on
+    return len(events)
 
 
 def _serve(
