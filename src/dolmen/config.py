@@ -16,6 +16,8 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     [slurm]
     hook_timeout = "45s"          # bounds each Slurm hook's checks (slurmd kills it at 60 s)
     extra = ["--gres-flags=enforce-binding"]  # sbatch options for every job (docs/jobs-slurm.md)
+    [net]
+    policy = "/etc/dolmen/net.toml"  # isolate every job as it starts (docs/net-prove.md)
     [workloads]                   # --level full (docs/validate-full.md)
     gemm_s = 30                   # seconds per GPU; memory_s per GPU; the others in all
     memory_s = 15
@@ -72,6 +74,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "tune": {"profile": str},
     "slurm": {"hook_timeout": str, "extra": list},  # hooks' --timeout; jobs/slurm/extra.py
+    "net": {"policy": str},  # a job's isolation at its start and end (docs/net-prove.md)
     "workloads": {
         **{f"{name}_s": (int, float) for name in WORKLOAD_NAMES},
         "device": str,

@@ -92,8 +92,7 @@ def run_probes(
                         missing[src] = why
             alive = {n: c is not None and c.poll() is None for n, (c, _, _) in children.items()}
         finally:
-            for child, _, _ in children.values():
-                _stop(child)
+            _stop([child for child, _, _ in children.values()])
         listeners = {
             n: _listener(n, log, ready.get(n, False), alive.get(n, False), problem)
             for n, (_, log, problem) in children.items()
@@ -171,13 +170,17 @@ def _probe(
     return {}, f"the prober in {src.name} printed no results"
 
 
-def _stop(child: Child | None) -> None:
-    if child is None:
-        return
-    child.signal(signal.SIGTERM)
-    if child.wait(3.0) is None:
-        child.signal(signal.SIGKILL)
-        child.wait(2.0)
+def _stop(children: Sequence[Child | None]) -> None:
+    """SIGTERM to every listener at once (each then tells what it still has), SIGKILL
+    to one still there after 3 s."""
+    live = [c for c in children if c is not None]
+    for child in live:
+        child.signal(signal.SIGTERM)
+    deadline = time.monotonic() + 3.0
+    for child in live:
+        if child.wait(max(deadline - time.monotonic(), 0.0)) is None:
+            child.signal(signal.SIGKILL)
+            child.wait(2.0)
 
 
 def _lines(log: Path, key: str) -> list[dict[str, object]]:
