@@ -173,6 +173,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "tune": {"profile": _name},
     # extra: each item is checked as one sbatch option when a job is planned (jobs layer)
     "slurm": {"hook_timeout": _duration, "extra": lambda v: _names(v) and "be a list of options"},
+    "net": {"policy": _name},
     "workloads": {
         # A budget of 0 would run nothing and a day is past any health check.
         **{f"{name}_s": _between(0, 86400, above=True) for name in WORKLOAD_NAMES},

@@ -65,7 +65,9 @@ class Lab:
         for name in names or list(self.cluster.nodes):
             role = nft.Role((parse_address(str(self.cluster.address(name))),))
             live = nft.list_table(self.host(name))
-            nft.run_batch(self.host(name), nft.replace_batch(nft.compile_table(pol, role), live=live))
+            nft.run_batch(
+                self.host(name), nft.replace_batch(nft.compile_table(pol, role), live=live)
+            )
 
     def reset(self) -> None:
         """A fresh table on every node: no job slot left by an earlier test."""

@@ -113,7 +113,9 @@ def test_the_prover_sees_a_leak_and_a_block(lab: Lab) -> None:
         proof = lab.prove([lab.access(k, "j1a", "j1b")], sample=0)
         tally = counts(proof.observations)
         leaks = {o.probe.target for o in proof.observations if o.verdict == "leak"}
-        blocks = {(o.probe.source, o.probe.target) for o in proof.observations if o.verdict == "block"}
+        blocks = {
+            (o.probe.source, o.probe.target) for o in proof.observations if o.verdict == "block"
+        }
         assert leaks == {"out"} and tally["leak"] > 0
         assert blocks == {("j1a", "j1b")}  # j1b never got the job's slot
         assert exit_code(proof.observations) is ExitCode.UNHEALTHY

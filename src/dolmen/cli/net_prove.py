@@ -76,7 +76,7 @@ def prove(
             running.append(pol.access(job_id, resolved, tenant=tenant))
         except ValueError as e:
             raise UsageError(f"--job {spec}: {e}") from None
-    opts = RunOptions(timeout=seconds, **({"python": python} if python else {}))
+    opts = RunOptions(timeout=seconds, python=python or RunOptions.python)
     proof = prove_matrix(
         endpoints,
         expectation(pol, running, addresses),

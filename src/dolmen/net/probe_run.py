@@ -165,7 +165,9 @@ def _probe(
         except ValueError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("results"), dict):
-            got = {k: v for k, v in doc["results"].items() if isinstance(v, dict)}
+            got: dict[str, Mapping[str, object]] = {
+                str(k): v for k, v in doc["results"].items() if isinstance(v, dict)
+            }
             return got, ""
     return {}, f"the prober in {src.name} printed no results"
 

@@ -73,10 +73,11 @@ def _isolation(kind: str) -> int:
 
     try:
         config = load_config(None)
-    except ConfigError as e:  # cannot tell whether isolation is asked for: fail closed
-        print(f"dolmen {kind}: job isolation: {e.message}", file=sys.stderr)
+        return isolation_hook(kind, LiveHost(), config, os.environ)
+    except Exception as e:  # cannot tell whether it is asked for, or in place: fail closed
+        message = e.message if isinstance(e, ConfigError) else f"{e.__class__.__name__}: {e}"
+        print(f"dolmen {kind}: job isolation: {message}", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT) if kind == "prolog" else 0
-    return isolation_hook(kind, LiveHost(), config, os.environ)
 
 
 def _run(kind: str, source: str | None, level: str, timeout: str | None) -> int:
