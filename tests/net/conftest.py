@@ -1,120 +1,120 @@
-"""Fixtures of the isolation tests: the namespace cluster with a policy, and ``prove``."""
+"""A small cluster of network namespaces for the net tests (docs/net.md "Tests").
+
+``srv`` is the host under test (its nftables table is what a test applies); ``cli`` is
+every other host at once: one veth pair, and on the ``cli`` side one address per role,
+so a probe from a member, an outsider or the management host is a source address:
+
+    srv 10.77.0.1  <-veth->  cli 10.77.0.2 (member), .3 (outsider), .10 (management)
+
+Names carry the pid (``dnet<pid>s``, ``dnet<pid>c``), so parallel runs never collide
+and no lock is needed; both namespaces, and the server in ``srv``, go in ``finally``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from dolmen.host.live import LiveHost
-from dolmen.host.netns import NetnsHost
-from dolmen.net import nft
-from dolmen.net.expect import expectation, policy_ports
-from dolmen.net.model import JobAccess, Policy, load_policy, parse_address
-from dolmen.net.probe_run import Proof, RunOptions, prove_matrix
-from dolmen.net.prove import Endpoint, counts
-from tests.net.cluster import Cluster, cluster
+from dolmen.host.netns import NetnsHost, add_namespace, delete_namespace
 
-POLICY = """\
-[policy]
-name = "prove-test"
-max_jobs = 8
+PEER = str(Path(__file__).with_name("netns_peer.py"))
+SRV, MEMBER, OUTSIDER, MGMT = "10.77.0.1", "10.77.0.2", "10.77.0.3", "10.77.0.10"
+PORTS = (22, 29500, 40050, 9999)  # ssh, rendezvous, an NCCL port, one no policy opens
 
-[management]
-from = ["10.77.0.2"]
 
-[management.services]
-ssh = 22
-slurm = "6817-6819"
-monitoring = { tcp = 9100 }
-
-[jobs]
-tcp = [29500, "40000-40010"]
-udp = "40000-40010"
-
-[tenants.teamb]
-description = "job 2's tenant: its own NCCL range"
-tcp = "41000-41004"
-"""
-# A probe's time limit in the tests: the bridge answers in microseconds; a busy 2-core
-# machine needs the margin for the listener to read hundreds of probes at once.
-TIMEOUT = 0.5
-TABLE = {"family": nft.FAMILY, "name": nft.TABLE}
+@pytest.fixture
+def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """DOLMEN_STATE_DIR and DOLMEN_CONFIG_DIR under tmp_path: nothing real is touched."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
+    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("DOLMEN_TUNE_CRASH_AT", raising=False)
+    return state
 
 
 @dataclass
-class Lab:
-    """The cluster, its policy, and the endpoints of every node."""
+class Cluster:
+    srv: NetnsHost
+    cli: str
 
-    cluster: Cluster
-    policy: Policy
-    policy_path: Path
-    endpoints: list[Endpoint]
-
-    def host(self, name: str) -> NetnsHost:
-        return NetnsHost(self.cluster.nodes[name].netns)
-
-    def addresses(self, *names: str) -> list[str]:
-        return [str(self.cluster.address(n)) for n in names]
-
-    def apply(self, policy: Policy | None = None, names: Sequence[str] | None = None) -> None:
-        """The policy's table on every node (or ``names``), each with its own role."""
-        pol = policy or self.policy
-        for name in names or list(self.cluster.nodes):
-            role = nft.Role((parse_address(str(self.cluster.address(name))),))
-            live = nft.list_table(self.host(name))
-            nft.run_batch(
-                self.host(name), nft.replace_batch(nft.compile_table(pol, role), live=live)
-            )
+    def probe(self, *items: tuple[str, int, str]) -> list[str]:
+        """(source address, port, proto) from ``cli`` to ``srv``: open/refused/dropped."""
+        args = json.dumps([[src, SRV, port, proto] for src, port, proto in items])
+        out = _ns(self.cli, sys.executable, PEER, "probe", args)
+        return list(json.loads(out))
 
     def reset(self) -> None:
-        """A fresh table on every node: no job slot left by an earlier test."""
-        for name in self.cluster.nodes:
-            if nft.list_table(self.host(name)) is not None:
-                nft.run_batch(self.host(name), {"nftables": [{"delete": {"table": TABLE}}]})
-        self.apply()
-
-    def access(self, job_id: str, *names: str, tenant: str | None = None) -> JobAccess:
-        return self.policy.access(job_id, self.addresses(*names), tenant=tenant)
-
-    def prove(
-        self, jobs: Sequence[JobAccess] = (), policy: Policy | None = None, sample: int = 2
-    ) -> Proof:
-        pol = policy or self.policy
-        addrs = {e.name: e.address for e in self.endpoints}
-        return prove_matrix(
-            self.endpoints,
-            expectation(pol, list(jobs), addrs),
-            policy_ports(pol, list(jobs)),
-            LiveHost(),
-            sample=sample,
-            seed=13,
-            opts=RunOptions(timeout=TIMEOUT),
-        )
+        """No dolmen table in ``srv``."""
+        _ns(self.srv.netns, "nft", "delete table inet dolmen", check=False)
 
 
-def clean(proof: Proof) -> dict[str, int]:
-    """The counts, asserting the matrix is exactly the policy (with the problems shown)."""
-    tally = counts(proof.observations)
-    bad = [
-        f"{o.probe.source}->{o.probe.target} {o.probe.proto}/{o.probe.port}: {o.verdict}"
-        f" {o.outcome} ({o.detail}; {o.probe.why})"
-        for o in proof.observations
-        if o.verdict != "ok"
-    ]
-    assert not bad, "\n".join(bad[:20])
-    assert tally["probes"] > 0
-    return tally
+def _ns(ns: str, *argv: str, check: bool = True) -> str:
+    res = subprocess.run(
+        ["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=30
+    )
+    if check and res.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} in {ns}: {res.stderr.strip()}")
+    return res.stdout
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    path = tmp_path_factory.mktemp("net") / "policy.toml"
-    path.write_text(POLICY)
-    with cluster() as c:
-        endpoints = [
-            Endpoint(n.name, n.address, ("ip", "netns", "exec", n.netns)) for n in c.nodes.values()
-        ]
-        yield Lab(c, load_policy(path), path, endpoints)
+def cluster() -> Iterator[Cluster]:
+    if os.geteuid() != 0 or not (shutil.which("ip") and shutil.which("nft")):
+        pytest.skip("needs root, iproute2 and nftables to build network namespaces")
+    tag = f"dnet{os.getpid()}"
+    made: list[str] = []
+    server: subprocess.Popen[str] | None = None
+    try:
+        try:
+            srv = add_namespace(f"{tag}s")
+            made.append(srv.netns)
+            cli = add_namespace(f"{tag}c")
+            made.append(cli.netns)
+        except OSError as e:
+            pytest.skip(f"cannot create network namespaces here: {e}")
+        for argv in (
+            [
+                "ip",
+                "link",
+                "add",
+                f"{tag}s",
+                "netns",
+                srv.netns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                f"{tag}c",
+                "netns",
+                cli.netns,
+            ],
+            ["ip", "-n", srv.netns, "addr", "add", f"{SRV}/24", "dev", f"{tag}s"],
+            ["ip", "-n", srv.netns, "link", "set", f"{tag}s", "up"],
+            *[
+                ["ip", "-n", cli.netns, "addr", "add", f"{a}/24", "dev", f"{tag}c"]
+                for a in (MEMBER, OUTSIDER, MGMT)
+            ],
+            ["ip", "-n", cli.netns, "link", "set", f"{tag}c", "up"],
+        ):
+            subprocess.run(argv, check=True, capture_output=True, timeout=30)
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", srv.netns, sys.executable, PEER, "serve", *map(str, PORTS)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        yield Cluster(srv, cli.netns)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait(10)
+        for ns in made:
+            delete_namespace(ns)

@@ -19,9 +19,9 @@ from dolmen.audit.reader import read_entries
 from dolmen.jobs.backend import JobState
 from dolmen.jobs.local.backend import LocalBackend
 from dolmen.net import jobs, nft
-from tests.net.conftest import Lab
+from tests.net.prove.lab import Lab
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 # The rank: what the job's node holds in its slots, as nft lists them, into a file.
 RANK = (
     "import subprocess, sys; open(sys.argv[1], 'w').write(subprocess.run("
@@ -112,7 +112,7 @@ def test_the_prolog_fails_closed_when_the_nodes_cannot_be_told(
 ) -> None:
     """No slurmctld to name the job's nodes (no scontrol here): exit 3, the job does not
     start; the epilog of the same job exits 0 (a failing epilog drains the node)."""
-    from tests.net.conftest import POLICY
+    from tests.net.prove.lab import POLICY
 
     (tmp_path / "etc").mkdir()
     (tmp_path / "policy.toml").write_text(POLICY)

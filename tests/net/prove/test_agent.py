@@ -19,7 +19,7 @@ import pytest
 
 from dolmen.net import agent
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 LISTEN = (sys.executable, "-m", "dolmen.net.agent", "listen", "--name", "L")
 
 

@@ -1,7 +1,7 @@
 """Issue 13, proved: a policy applied to a cluster of namespaces, the full probe matrix,
 jobs started and ended, a job that died collected, and at every point nothing leaks.
 
-The cluster (tests/net/cluster.py): two jobs of two members each, a management host,
+The cluster (tests/net/prove/cluster.py): two jobs of two members each, a management host,
 an outsider, on a bridge inside a namespace of their own. Each step proves the whole
 matrix (every ordered pair, TCP and UDP, the policy's ports and their edges, the
 well-known ones, two random ones) against what the policy says for the jobs running then.
@@ -19,7 +19,7 @@ from dolmen.audit.event import AuditEvent
 from dolmen.audit.reader import read_entries
 from dolmen.net import jobs, nft
 from dolmen.net.prove import counts
-from tests.net.conftest import Lab, clean
+from tests.net.prove.lab import Lab, clean
 
 pytestmark = pytest.mark.netns
 
