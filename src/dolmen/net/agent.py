@@ -29,6 +29,7 @@ import argparse
 import errno
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -40,7 +41,7 @@ from collections.abc import Sequence
 PROBE = b"dolmen-probe "
 ECHO = b"dolmen-echo "
 _MAX = 256  # bytes of a probe or an echo: a nonce and a name
-_UDP_TRIES = 3  # sends per UDP probe within its timeout (a bridge may lose the first ARP)
+_TRIES = 3  # SYNs or datagrams per probe within its time limit (see _connect)
 
 
 # --- the listener ----------------------------------------------------------------------
@@ -163,25 +164,61 @@ def probe_one(proto: str, addr: str, port: int, nonce: str, timeout: float) -> d
     who echoed it (the listener's name), and how long it took in milliseconds."""
     family = socket.AF_INET6 if ":" in addr else socket.AF_INET
     started = time.monotonic()
-    kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
+    deadline = started + timeout
     outcome, detail, echo = "error", "", ""
     try:
-        with socket.socket(family, kind) as sock:
-            sock.settimeout(timeout)
-            if proto == "tcp":
-                outcome, detail, echo = _tcp(sock, addr, port, nonce, started + timeout)
-            else:
-                outcome, detail, echo = _udp(sock, addr, port, nonce, started + timeout)
+        if proto == "tcp":
+            with _connect(family, addr, port, deadline) as sock:
+                outcome, detail, echo = _tcp(sock, nonce, deadline)
+        else:
+            with socket.socket(family, socket.SOCK_DGRAM) as sock:
+                outcome, detail, echo = _udp(sock, addr, port, nonce, deadline)
     except OSError as e:
         outcome, detail = _classify(e)
     ms = round((time.monotonic() - started) * 1000, 1)
     return {"outcome": outcome, "detail": detail, "echo_from": echo, "ms": ms}
 
 
-def _tcp(
-    sock: socket.socket, addr: str, port: int, nonce: str, deadline: float
-) -> tuple[str, str, str]:
-    sock.connect((addr, port))
+def _connect(family: int, addr: str, port: int, deadline: float) -> socket.socket:
+    """A TCP connection, a new SYN every third of the time left until one answers.
+
+    The kernel's own SYN retry comes after a second, past a probe's time limit; and a
+    burst of probes to a neighbour not yet resolved loses all but the first few packets
+    (the ARP queue holds ``unres_qlen`` of them): without the retries, those would read
+    as a firewall's silence. The first answer wins: connected, refused or unreachable.
+    """
+    interval = max(deadline - time.monotonic(), 0.0) / _TRIES
+    pending: dict[int, socket.socket] = {}
+    poll = select.poll()  # not select(): a prober's sockets may number past FD_SETSIZE
+    next_try = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                raise TimeoutError(f"no answer to {len(pending)} SYNs")
+            if len(pending) < _TRIES and now >= next_try:
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                pending[sock.fileno()] = sock
+                poll.register(sock, select.POLLOUT)
+                sock.connect_ex((addr, port))  # EINPROGRESS: its answer makes it writable
+                next_try = now + interval
+            until = next_try if len(pending) < _TRIES else deadline
+            wait_ms = max(min(until, deadline) - now, 0.0) * 1000
+            for fd, _ in poll.poll(wait_ms):
+                sock = pending[fd]
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise OSError(err, os.strerror(err))
+                del pending[fd]
+                sock.setblocking(True)
+                return sock
+    finally:
+        for sock in pending.values():
+            sock.close()
+
+
+def _tcp(sock: socket.socket, nonce: str, deadline: float) -> tuple[str, str, str]:
     try:
         sock.settimeout(max(deadline - time.monotonic(), 0.05))
         sock.sendall(PROBE + nonce.encode() + b"\n")
@@ -195,16 +232,16 @@ def _udp(
     sock: socket.socket, addr: str, port: int, nonce: str, deadline: float
 ) -> tuple[str, str, str]:
     sock.connect((addr, port))  # a connected UDP socket reports ICMP errors on recv
-    interval = max(deadline - time.monotonic(), 0.0) / _UDP_TRIES
+    interval = max(deadline - time.monotonic(), 0.0) / _TRIES
     tries, next_send = 0, time.monotonic()
     while True:
         now = time.monotonic()
         if now >= deadline:
             return "silent", f"no echo to {tries} datagrams", ""
-        if tries < _UDP_TRIES and now >= next_send:
+        if tries < _TRIES and now >= next_send:
             sock.send(PROBE + nonce.encode() + b"\n")
             tries, next_send = tries + 1, now + interval
-        until = next_send if tries < _UDP_TRIES else deadline
+        until = next_send if tries < _TRIES else deadline
         sock.settimeout(max(min(until, deadline) - now, 0.01))
         try:
             reply = sock.recv(_MAX)
