@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dolmen.audit.event import AuditEvent
 from dolmen.audit.reader import read_entries
-from dolmen.host.live import LiveHost
 from dolmen.net import jobs, nft
-from dolmen.net.expect import expectation, policy_ports
-from dolmen.net.model import JobAccess, Policy, load_policy
-from dolmen.net.probe_run import RunOptions, run_probes
-from dolmen.net.prove import counts, judge, plan_probes
-from tests.net.prove.lab import POLICY, TIMEOUT, Lab, clean
-
-SRC = Path(__file__).resolve().parents[3] / "src"
+from dolmen.net.prove import counts
+from tests.net.prove.lab import Lab, clean
 
 pytestmark = pytest.mark.netns
 
@@ -106,80 +98,32 @@ def test_an_isolation_that_cannot_be_put_in_place_refuses_the_job(lab: Lab) -> N
         lab.apply(names=["j1a"])
 
 
-# Policy B: the outsider joins the management plane. Its table on one node is
-# observable (out reaches that node's ssh), so the probes tell which table is in force.
-WIDER = POLICY.replace('from = ["10.77.0.2"]', 'from = ["10.77.0.2", "10.77.0.99"]')
-
-
-def _cli(*argv: str, crash: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    if crash is not None:
-        env["DOLMEN_TUNE_CRASH_AT"] = crash  # tune/crash.py: SIGKILL at that point
-    cmd = [sys.executable, "-m", "dolmen.cli.main", "net", *argv]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-
-
 def test_an_apply_crashed_half_way_never_opens_anything(lab: Lab, tmp_path: Path) -> None:
     """A job runs; an apply of a wider policy on j1b is SIGKILLed after the journal
     (point 1) and after the batch (point 2). At each point the node enforces one whole
     table, the old or the new (nft is atomic), the job keeps its access, nothing beyond
     the two policies connects; the rollback brings the old one back exactly."""
-    from dolmen.net.nft_change import apply_policy, plan_policy, rollback_policy
-    from dolmen.net.role import host_role
+    from dolmen.net.nft_change import rollback_policy
 
     lab.reset()
-    for name in lab.cluster.nodes:  # the policy through the journaled engine
-        host = lab.host(name)
-        assert apply_policy(host, plan_policy(host, lab.policy, host_role(host))).ok
-    wider_path = tmp_path / "wider.toml"
-    wider_path.write_text(WIDER)
-    wider = load_policy(wider_path)
+    lab.apply_journaled()
+    wider = lab.wider(tmp_path)
     key = jobs.job_key("slurm", 21)
     for name in ("j1a", "j1b"):
         jobs.start(lab.host(name), lab.policy, key, lab.addresses("j1a", "j1b"), known={key})
     job = [lab.access(key, "j1a", "j1b")]
-    ns = lab.cluster.nodes["j1b"].netns
     seen = {}
     try:
         for point, expected in (("1", "old"), ("2", "new")):
-            died = _cli("apply", "--policy", str(wider_path), "--netns", ns, "--yes", crash=point)
+            died = lab.crash_apply("j1b", wider, point)
             assert died.returncode == -9, died.stderr
-            seen[point] = _which_table(lab, job, wider, crashed="j1b")
-            assert seen[point] == expected
+            table, matrix = lab.which_table(job, wider, crashed="j1b", sample=0)
+            seen[point] = table
+            assert table == expected
+            assert counts(matrix)["ok"] == counts(matrix)["probes"]
             back = rollback_policy(lab.host("j1b"))  # the interrupted apply, undone
             assert back is not None and back.complete
         clean(lab.prove(job, sample=0))  # rolled back: the old policy, the job's access kept
     finally:
-        for name in lab.cluster.nodes:  # no journal left behind for these namespaces
-            for _ in range(3):
-                if rollback_policy(lab.host(name)) is None:
-                    break
+        lab.roll_back_all()
     print(f"crash points: {seen}")
-
-
-def _which_table(lab: Lab, job: list[JobAccess], wider: Policy, *, crashed: str) -> str:
-    """Prove the matrix once, judged against both policies: ``old`` or ``new`` for the
-    table the crashed node enforces (every other node must enforce the old one), after
-    asserting that no probe connected that neither policy allows."""
-    addrs = {e.name: e.address for e in lab.endpoints}
-    old = expectation(lab.policy, job, addrs)
-    new = expectation(wider, job, addrs)
-    ports = policy_ports(lab.policy, job)
-
-    def either(s: str, t: str, proto: str, port: int) -> tuple[bool, str]:
-        a, b = old(s, t, proto, port), new(s, t, proto, port)
-        return (a[0] or b[0], a[1] if a[0] else b[1])
-
-    probes = {
-        name: plan_probes(lab.endpoints, ports, fn)
-        for name, fn in (("old", old), ("new", new), ("either", either))
-    }
-    run = run_probes(probes["old"], lab.endpoints, LiveHost(), RunOptions(timeout=TIMEOUT))
-    judged = {k: judge(p, run.results, run.listeners, run.missing) for k, p in probes.items()}
-    assert counts(judged["either"])["leak"] == 0 and counts(judged["either"])["unknown"] == 0
-    others = [o for o in judged["old"] if o.probe.target != crashed]
-    assert all(o.verdict == "ok" for o in others)
-    for name in ("old", "new"):
-        if all(o.verdict == "ok" for o in judged[name] if o.probe.target == crashed):
-            return name
-    return "a mixture of both"
