@@ -1,5 +1,5 @@
 """The inputs of ``net prove`` and of job isolation: the endpoints file, ``--job``, the
-addresses of ``ip -j addr``; real inputs plus truncated, junk and hostile ones."""
+names a scheduler gives; real inputs plus truncated, junk and hostile ones."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from dolmen.cli.net_prove import parse_job
 from dolmen.errors import ConfigError, UsageError
 from dolmen.net.endpoints import parse_endpoints
-from dolmen.net.members import parse_ip_addr, resolve
+from dolmen.net.members import resolve
 
 GOOD = """\
 [[endpoint]]
@@ -81,33 +81,6 @@ def test_job_option(spec: str, want: tuple[str, list[str], str | None]) -> None:
 def test_bad_job_option(spec: str) -> None:
     with pytest.raises(UsageError):
         parse_job(spec)
-
-
-# `ip -j addr show` as iproute2 6.1 prints it (this machine), trimmed to the fields read.
-IP_ADDR = (
-    '[{"ifindex":1,"ifname":"lo","addr_info":[{"family":"inet","local":"127.0.0.1",'
-    '"prefixlen":8,"scope":"host"},{"family":"inet6","local":"::1","prefixlen":128,'
-    '"scope":"host"}]},{"ifindex":4,"ifname":"eth0","addr_info":[{"family":"inet",'
-    '"local":"192.0.2.2","prefixlen":24,"scope":"global"},{"family":"inet6","local":'
-    '"fd00::2","prefixlen":64,"scope":"global"},{"family":"inet6","local":"fe80::1",'
-    '"prefixlen":64,"scope":"link"}]},{"ifindex":5,"ifname":"ib0","addr_info":[]}]'
-)
-
-
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [
-        (IP_ADDR, ["192.0.2.2", "fd00::2"]),
-        ("[]", []),
-        (IP_ADDR[:120], []),  # cut off
-        ('Device "eth9" does not exist.', []),
-        ('{"ifname": "eth0"}', []),
-        ('[{"addr_info": [{"scope": "global", "local": "not-an-ip"}]}, 7, null]', []),
-        ('[{"addr_info": {"scope": "global"}}]', []),
-    ],
-)
-def test_parse_ip_addr(text: str, want: list[str]) -> None:
-    assert parse_ip_addr(text) == want
 
 
 def test_resolve_keeps_addresses_and_refuses_what_does_not_resolve() -> None:

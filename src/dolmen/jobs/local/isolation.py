@@ -37,19 +37,19 @@ def begin(store: JobStore, job_id: int, note: Callable[[str, str], None]) -> Iso
         return None
     from dolmen.host.live import LiveHost
     from dolmen.net import jobs
-    from dolmen.net.members import host_addresses
     from dolmen.net.model import load_policy
+    from dolmen.net.role import host_role
 
     host = LiveHost()
     policy = load_policy(str(path))
     spec = store.get(job_id).spec
     key = jobs.job_key("local", job_id)
-    try:
-        members = host_addresses(host)
-    except OSError as e:
-        raise jobs.IsolationFailed(f"job {key}: {e}") from e
-    if not members:
-        raise jobs.IsolationFailed(f"job {key}: this host has no global address to isolate")
+    members = [str(a.network_address) for a in host_role(host).addresses]
+    if not members:  # `ip` absent or failing reads as none: never a job without its entry
+        raise jobs.IsolationFailed(
+            f"job {key}: this host's addresses could not be read (ip -j addr show), so its"
+            " network isolation is not in place and it does not start"
+        )
     known = {jobs.job_key("local", j.id) for j in store.jobs() if _alive(j)}
     tenant = spec.account if spec.account in policy.tenants else None
     update = jobs.start(
