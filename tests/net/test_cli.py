@@ -40,6 +40,10 @@ def test_plan_apply_verify_rollback_print_their_documents(
     assert rc == 0 and plan["exists"] is False and plan["in_sync"] is False
     rc, out, _ = _run(capsys, "net", "apply", "--policy", str(policy), *ns, "--yes")
     assert rc == 0 and _valid(out, "net.apply")["ok"] is True
+    audit = (dolmen_dirs / "audit" / "audit.log").read_text()
+    assert audit.count('"policy:lab"') == 2 and '"net.apply"' in audit  # intent, result
+    rc, out, _ = _run(capsys, "net", "apply", "--policy", str(policy), "--netns", cluster.srv.netns)
+    assert rc == 0 and "nothing to change" in out
     rc, out, _ = _run(capsys, "net", "verify", "--policy", str(policy), *ns)
     verified = _valid(out, "net.verify")
     assert rc == 0 and verified["in_sync"] is True and verified["counters"]

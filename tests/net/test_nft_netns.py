@@ -85,7 +85,7 @@ def test_a_job_starting_and_ending_is_one_set_update_that_grants_and_revokes(
     policy = parse_policy(POLICY)
     rules_before = [o for o in _table(srv) or [] if "rule" in o]
     assert srv.probe((OUTSIDER, 29500, "tcp")) == ["dropped"]
-    up = nft.job_started(srv.srv, "4242", [OUTSIDER, "10.1.0.0/16"], policy=policy)
+    up = nft.job_started(srv.srv, "4242", [OUTSIDER, "10.1.0.9"], policy=policy)
     assert up.slot == 0 and nft.active_jobs(srv.srv) == {"4242": 0}
     assert all("rule" not in cmd.get("add", {}) for cmd in up.batch["nftables"])
     assert srv.probe((OUTSIDER, 29500, "tcp"), (OUTSIDER, 22, "tcp")) == ["open", "dropped"]
@@ -96,6 +96,9 @@ def test_a_job_starting_and_ending_is_one_set_update_that_grants_and_revokes(
     assert down.action == "ended" and srv.probe((OUTSIDER, 29500, "tcp")) == ["dropped"]
     assert nft.job_ended(srv.srv, "4242").action == "absent"
     assert nft.active_jobs(srv.srv) == {"4243": 1}
+    srv.reset()
+    with pytest.raises(nft.NftError, match="no inet dolmen table"):
+        nft.job_started(srv.srv, "4244", [OUTSIDER], policy=policy)
 
 
 def test_a_batch_with_one_bad_element_changes_nothing(srv: Cluster) -> None:

@@ -46,7 +46,8 @@ def test_the_input_chain_denies_by_default_after_what_a_network_needs() -> None:
     )
     assert log[0] == {"limit": {"rate": 5, "burst": 5, "per": "second"}}
     assert log[2] == {"log": {"prefix": nft.DROP_PREFIX}}
-    assert "slots" in table.runtime_sets and "j3_udp" in table.runtime_sets
+    assert "slots" in table.runtime_sets and "j3_v6" in table.runtime_sets
+    assert "p0_tcp" not in table.runtime_sets  # the ports are the policy's
 
 
 def test_a_static_job_is_compiled_only_where_this_host_is_a_member() -> None:
@@ -58,17 +59,14 @@ def test_a_static_job_is_compiled_only_where_this_host_is_a_member() -> None:
 
 def test_a_job_is_one_batch_of_element_updates_and_no_rule() -> None:
     policy = parse_policy(POLICY)
-    access = policy.access("4242", ["10.0.0.7", "10.1.0.0/16", "fd00::7"])
+    with pytest.raises(ValueError, match=r"10\.1\.0\.0/16 is a network"):
+        job_commands(policy.access("1", ["10.1.0.0/16"]), 0)
+    access = policy.access("4242", ["10.0.0.7", "10.0.0.8", "fd00::7"])
     cmds = job_commands(access, 2)
     assert cmds[0] == {"create": {"element": {"family": "inet", "table": "dolmen",
                        "name": "slots", "elem": [{"elem": {"val": 2, "comment": "job:4242"}}]}}}  # fmt: skip
     added = {c["add"]["element"]["name"]: c["add"]["element"]["elem"] for c in cmds if "add" in c}
-    assert added == {
-        "j2_v4": ["10.0.0.7", {"prefix": {"addr": "10.1.0.0", "len": 16}}],
-        "j2_v6": ["fd00::7"],
-        "j2_tcp": [29500, {"range": [40000, 40100]}],
-        "j2_udp": [29500],
-    }
+    assert added == {"j2_v4": ["10.0.0.7", "10.0.0.8"], "j2_v6": ["fd00::7"]}
     assert all(next(iter(c)) in ("create", "flush", "add") for c in cmds)
     assert all("rule" not in body for c in cmds for body in c.values())
     released = release_commands(2)

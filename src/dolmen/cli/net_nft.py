@@ -114,12 +114,19 @@ def plan(policy_path: str, netns: str | None, as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts, CI).")
 def apply(policy_path: str, netns: str | None, as_json: bool, yes: bool) -> None:
     """Journal the live ruleset, then replace the table in one atomic batch."""
-    from dolmen.net.nft_change import apply_policy, plan_policy
+    from dolmen.net.nft_change import apply_policy, pending, plan_policy
     from dolmen.net.role import host_role
 
     host = _host(netns)
     policy = _load(policy_path)
     planned = plan_policy(host, policy, host_role(host))
+    from dolmen.tune.journal_view import State
+
+    view = pending(host)
+    active = view is not None and view.state is State.ACTIVE and view.profile == policy.name
+    if planned.diff.empty and active and not as_json:
+        click.echo(f"{policy.name} is applied and the live table is its: nothing to change")
+        return
     if not as_json:
         _show_diff(planned.diff)
     confirm(f"Apply network policy {policy.name} to {host.hostname}?", yes)

@@ -7,11 +7,14 @@ The table (docs/net.md "nftables"):
   dropped, loopback accepted, the ICMP a network needs (unreachable, time exceeded,
   parameter problem; IPv6 neighbour discovery and packet-too-big), the management plane
   from the listed hosts, ``jump jobs``, then a bounded-rate ``log`` and a counted drop.
-- chain ``jobs``: per job slot ``K``, ``ip saddr @jK_v4 tcp dport @jK_tcp accept`` (and
-  UDP, and IPv6). Every rule has a counter and a comment naming it.
+- chain ``jobs``: per job slot ``K``, ``ip saddr @jK_v4 tcp dport @pI_tcp accept`` (and
+  UDP, and IPv6), where ``I`` is the slot's port profile (``[jobs]``'s ports, or a
+  tenant's own: each profile has ``max_jobs`` slots). Every rule has a counter and a
+  comment naming it.
 - sets: ``mgmt_v4``/``mgmt_v6`` (who reaches management), ``mgmt_tcp``/``mgmt_udp``
-  (its ports), per slot ``jK_v4``, ``jK_v6``, ``jK_tcp``, ``jK_udp``, and ``slots``
-  (which slot holds which job: element ``K`` with comment ``job:<id>``).
+  (its ports), ``pI_tcp``/``pI_udp`` (each profile's ports), per slot ``jK_v4`` and
+  ``jK_v6`` (hash sets of member hosts), and ``slots`` (which slot holds which job:
+  element ``K`` with comment ``job:<id>``).
 
 A job starting or ending is ONE atomic batch of set-element updates into a free slot: no
 rule is added, rewritten or reloaded, so its cost does not grow with the number of jobs
@@ -106,10 +109,10 @@ class JobUpdate:
 
 def compile_table(policy: Policy, role: Role = Role()) -> Table:
     """The table for ``policy`` on a host with ``role`` (pure; see module docstring)."""
-    from dolmen.net.nft_compile import compile_objects
+    from dolmen.net.nft_compile import compile_objects, profiles
 
     objects, runtime = compile_objects(policy, role)
-    return Table(tuple(objects), tuple(runtime), policy.max_jobs)
+    return Table(tuple(objects), tuple(runtime), policy.max_jobs * len(profiles(policy)))
 
 
 def replace_batch(table: Table, *, live: Sequence[Json] | None = None) -> Json:
@@ -136,12 +139,15 @@ def job_started(
     policy: Policy,
     tenant: str | None = None,
 ) -> JobUpdate:
-    """Put a running job's members in a free slot: one atomic set update. A job that
-    already holds a slot gets its members refreshed in that slot. NftError when no slot
-    is free or nft refuses (nothing changed: fail closed)."""
+    """Put a running job's members (host addresses) in a free slot of its tenant's port
+    profile: one atomic set update. A job that already holds a slot gets its members
+    refreshed there. NftError when no slot is free or nft refuses, ValueError for a
+    member that is a network (nothing changed either way: fail closed)."""
+    from dolmen.net.nft_compile import slot_range
     from dolmen.net.nft_jobs import start
 
-    return start(host, policy.access(job_id, members, tenant=tenant), policy.max_jobs)
+    access = policy.access(job_id, members, tenant=tenant)
+    return start(host, access, slot_range(policy, access.tenant))
 
 
 def job_ended(host: Host, job_id: str) -> JobUpdate:

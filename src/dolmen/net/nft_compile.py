@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from dolmen.net.model import JobAccess, Policy
+from dolmen.net.model import JobAccess, Policy, Ports
 from dolmen.net.nft import (
     DROP_PREFIX,
     FAMILY,
@@ -37,13 +37,35 @@ _ICMPV6 = [
 _BURST = 5  # what nft lists for a limit without one
 
 
-def slot_sets(k: int) -> tuple[str, str, str, str]:
-    """The sets of job slot ``k``: IPv4 members, IPv6 members, TCP ports, UDP ports."""
-    return f"j{k}_v4", f"j{k}_v6", f"j{k}_tcp", f"j{k}_udp"
+def slot_sets(k: int) -> tuple[str, str]:
+    """The member sets of job slot ``k``: IPv4 and IPv6 host addresses (hash sets)."""
+    return f"j{k}_v4", f"j{k}_v6"
+
+
+def profiles(policy: Policy) -> list[tuple[str, Ports]]:
+    """The distinct port sets jobs may get: ``[jobs]``'s (``default``), then each tenant
+    that names its own. Each has ``max_jobs`` slots of its own (``slot_range``)."""
+    out = [("default", policy.job_ports)]
+    out += [(t.name, t.ports) for t in policy.tenants.values() if t.ports]
+    return out
+
+
+def slot_range(policy: Policy, tenant: str) -> range:
+    """The slots of the profile a job of ``tenant`` gets (see ``profiles``)."""
+    names = [name for name, _ in profiles(policy)]
+    i = names.index(tenant) if tenant in names and tenant != "default" else 0
+    return range(i * policy.max_jobs, (i + 1) * policy.max_jobs)
 
 
 def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
-    """(objects in ``add`` form, runtime set names); see nft.py."""
+    """(objects in ``add`` form, runtime set names); see nft.py.
+
+    Job slots' member sets are hash sets and their ports are the profile's interval sets,
+    shared: nft 1.0 reads every element of every *interval* set of a table before it
+    adds one element anywhere, so a slot with interval sets of its own would make a job's
+    start cost grow with the number of slots (bench/net_set_update.py measured 2.5 s at
+    1,000 jobs).
+    """
     objs: list[Json] = [{"table": {"family": FAMILY, "name": TABLE}}]
     rules: list[Json] = []
     runtime: list[str] = ["slots"]
@@ -70,16 +92,20 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
                 (f"{name}_v4", f"{name}_v6", f"{name}_tcp", f"{name}_udp"),
                 f"job {job.job_id}",
             )
-    for k in range(policy.max_jobs):
-        names = slot_sets(k)
+    for i, (pname, ports) in enumerate(profiles(policy)):
+        tcp, udp = f"p{i}_tcp", f"p{i}_udp"
         objs += [
-            _set(names[0], "ipv4_addr", []),
-            _set(names[1], "ipv6_addr", []),
-            _set(names[2], "inet_service", []),
-            _set(names[3], "inet_service", []),
+            _set(tcp, "inet_service", port_elems(ports.tcp)),
+            _set(udp, "inet_service", port_elems(ports.udp)),
         ]
-        runtime += list(names)
-        jobs_rules += _pair_rules("jobs", names, f"slot {k}")
+        for k in slot_range(policy, pname):
+            v4, v6 = slot_sets(k)
+            objs += [
+                _set(v4, "ipv4_addr", [], interval=False),
+                _set(v6, "ipv6_addr", [], interval=False),
+            ]
+            runtime += [v4, v6]
+            jobs_rules += _pair_rules("jobs", (v4, v6, tcp, udp), f"slot {k} {pname}")
 
     objs.append(_chain("jobs"))
     objs.append(
@@ -126,28 +152,17 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
 
 def job_commands(access: JobAccess, slot: int) -> list[Json]:
     """Commands that give ``access`` slot ``slot``: claim it (``create``: fails if taken),
-    then flush and fill its four sets, in one batch."""
+    then flush and fill its member sets, in one batch. Members are host addresses (hash
+    sets; a network is refused: ValueError)."""
+    nets = [m for m in access.members if m.prefixlen != m.max_prefixlen]
+    if nets:
+        raise ValueError(
+            f"job {access.job_id}: {nets[0]} is a network; a running job's members are hosts"
+        )
     v4, v6 = split_families(access.members)
-    names = slot_sets(slot)
-    cmds: list[Json] = [
-        {
-            "create": {
-                "element": _elems(
-                    "slots", [{"elem": {"val": slot, "comment": f"job:{access.job_id}"}}]
-                )
-            }
-        }
-    ]
-    for name, elems in zip(
-        names,
-        (
-            addr_elems(v4),
-            addr_elems(v6),
-            port_elems(access.ports.tcp),
-            port_elems(access.ports.udp),
-        ),
-        strict=True,
-    ):
+    claim = {"elem": {"val": slot, "comment": f"job:{access.job_id}"}}
+    cmds: list[Json] = [{"create": {"element": _elems("slots", [claim])}}]
+    for name, elems in zip(slot_sets(slot), (addr_elems(v4), addr_elems(v6)), strict=True):
         cmds.append({"flush": {"set": {"family": FAMILY, "table": TABLE, "name": name}}})
         if elems:
             cmds.append({"add": {"element": _elems(name, elems)}})

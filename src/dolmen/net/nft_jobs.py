@@ -54,8 +54,9 @@ def parse_slots(text: str) -> dict[int, str]:
     return out
 
 
-def start(host: Host, access: JobAccess, max_jobs: int) -> JobUpdate:
-    """Give ``access`` a slot (module docstring); NftError when none is free."""
+def start(host: Host, access: JobAccess, pool: range) -> JobUpdate:
+    """Give ``access`` a slot of ``pool`` (module docstring); NftError when none is free."""
+    job_commands(access, pool.start)  # a network among the members: ValueError, nothing run
     for _ in range(_TRIES):
         used = slots_in_use(host)
         held = [k for k, job in used.items() if job == access.job_id]
@@ -64,12 +65,13 @@ def start(host: Host, access: JobAccess, max_jobs: int) -> JobUpdate:
             batch = {"nftables": cmds}
             nft_run(host, batch)
             return JobUpdate(access.job_id, held[0], "started", batch)
-        free = next((k for k in range(max_jobs) if k not in used), None)
+        free = next((k for k in pool if k not in used), None)
         if free is None:
             raise NftError(
-                f"all {max_jobs} job slots of this host are in use: job {access.job_id} "
+                f"all {len(pool)} job slots of this host are in use: job {access.job_id} "
                 "gets no isolation entry and must not start",
-                hint="raise [policy] max_jobs, or end the jobs that died (dolmen net gc)",
+                hint="raise [policy] max_jobs, or end the jobs that died "
+                "(`dolmen net verify` lists them)",
             )
         batch = {"nftables": job_commands(access, free)}
         try:
@@ -77,6 +79,12 @@ def start(host: Host, access: JobAccess, max_jobs: int) -> JobUpdate:
         except NftError as e:
             if "File exists" in e.message:  # another prolog took the slot first
                 continue
+            if "No such file or directory" in e.message:
+                raise NftError(
+                    f"job {access.job_id}: this host has no inet dolmen table with job slot "
+                    f"{free} (nothing changed): the job must not start",
+                    hint="apply the policy first: dolmen net apply --policy FILE",
+                ) from None
             raise
         return JobUpdate(access.job_id, free, "started", batch)
     raise NftError(f"job {access.job_id}: slots kept being taken by others ({_TRIES} tries)")
