@@ -16,6 +16,8 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     [slurm]
     hook_timeout = "45s"          # bounds each Slurm hook's checks (slurmd kills it at 60 s)
     extra = ["--gres-flags=enforce-binding"]  # sbatch options for every job (docs/jobs-slurm.md)
+    [net]
+    policy = "/etc/dolmen/net.toml"  # isolate every job as it starts (docs/net-prove.md)
     [workloads]                   # --level full (docs/validate-full.md)
     gemm_s = 30                   # seconds per GPU; memory_s per GPU; the others in all
     memory_s = 15
@@ -99,6 +101,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "tune": {"profile": str},
     "slurm": {"hook_timeout": str, "extra": list},  # hooks' --timeout; jobs/slurm/extra.py
+    "net": {"policy": str},  # a job's isolation at its start and end (docs/net-prove.md)
     "workloads": {
         **{f"{name}_s": (int, float) for name in WORKLOAD_NAMES},
         "device": str,
@@ -214,6 +217,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "tune": {"profile": _name},
     # extra: each item is checked as one sbatch option when a job is planned (jobs layer)
     "slurm": {"hook_timeout": _duration, "extra": lambda v: _names(v) and "be a list of options"},
+    "net": {"policy": _name},
     "workloads": {
         # A budget of 0 would run nothing and a day is past any health check.
         **{f"{name}_s": _between(0, 86400, above=True) for name in WORKLOAD_NAMES},

@@ -17,6 +17,10 @@ follow what slurmd does with them:
 - epilog: always 0; a non-zero epilog would make Slurm drain the node again
   with its own reason ("Epilog error"), hiding dolmen's.
 
+With ``[net] policy`` set, the prolog then puts the job's network isolation in place and
+the epilog takes it away (``dolmen.slurm.isolation``): a prolog that cannot exits 3, so
+the job never runs unisolated (docs/net-prove.md).
+
 Each run is bounded (``--timeout``, else ``[slurm] hook_timeout`` of dolmen.toml, else
 ``HOOK_TIMEOUT``): slurmd kills a HealthCheckProgram that runs 60 s, silently, so a hung
 driver would never drain the node. A run that times out is undecided (the node is left
@@ -51,7 +55,29 @@ def run_hook(
     if level == "quick":
         defer_imports(DEFERRED)
     with collector_off(level == "quick"):
-        return _run(kind, source, level, timeout)
+        rc = _run(kind, source, level, timeout)
+    if rc == 0 and kind in ("prolog", "epilog") and source is None:
+        rc = _isolation(kind)
+    return rc
+
+
+def _isolation(kind: str) -> int:
+    """The job's network isolation (``slurm/isolation.py``), after the checks: a prolog
+    that cannot put it in place exits 3, even when the checks could not decide."""
+    import os
+
+    from dolmen.config import load_config
+    from dolmen.errors import ConfigError, ExitCode
+    from dolmen.host.live import LiveHost
+    from dolmen.slurm.isolation import isolation_hook
+
+    try:
+        config = load_config(None)
+        return isolation_hook(kind, LiveHost(), config, os.environ)
+    except Exception as e:  # cannot tell whether it is asked for, or in place: fail closed
+        message = e.message if isinstance(e, ConfigError) else f"{e.__class__.__name__}: {e}"
+        print(f"dolmen {kind}: job isolation: {message}", file=sys.stderr)
+        return int(ExitCode.ENVIRONMENT) if kind == "prolog" else 0
 
 
 def _run(kind: str, source: str | None, level: str, timeout: str | None) -> int:

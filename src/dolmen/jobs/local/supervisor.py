@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dolmen.errors import DolmenError
 from dolmen.host.process import (
     Child,
     JobTree,
@@ -45,6 +46,7 @@ from dolmen.jobs import checkpoint
 from dolmen.jobs.audit import SUPERVISOR, audit
 from dolmen.jobs.backend import JobState
 from dolmen.jobs.env import rank_env
+from dolmen.jobs.local import isolation
 from dolmen.jobs.local.health import GpuHealth, judge
 from dolmen.jobs.local.placement import NoRoom, Placement, Slot, place
 from dolmen.jobs.local.store import JobStore, RankRow
@@ -93,6 +95,7 @@ class Supervisor:
         self.noted: set[str] = set()
         self.tree: JobTree | None = tree(job)
         self.marker = str(job.options.get("marker") or "")
+        self.isolation: isolation.Isolation | None = None
 
     # --- the loop --------------------------------------------------------------------
     def run(self) -> JobState:
@@ -108,6 +111,8 @@ class Supervisor:
             if earlier:
                 self._event("cleanup", f"killing {len(earlier)} processes left by an earlier run")
                 self.tree.kill(self.opts.stop_grace)
+        # No rank starts before the job's network isolation is in place (net/jobs.py).
+        self.isolation = isolation.begin(self.store, self.id, self._event)
         while True:
             placement = self._allocate()
             if placement is None:
@@ -367,11 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     sup = Supervisor(store, args.job)
     try:
         state = sup.run()
+    except DolmenError as e:  # the network isolation refused (no rank ran), or the store
+        sup._stop_ranks()
+        sup._finish(JobState.FAILED, e.message)
+        return int(e.exit_code)
     except BaseException as e:  # leave a reason behind, then let the traceback show in the log
         sup._stop_ranks()
         sup._finish(JobState.FAILED, f"supervisor error: {e.__class__.__name__}: {e}")
         raise
     finally:
+        isolation.end(sup.isolation, sup._event)
         if sup.tree is not None:  # the ranks are reaped now: their cgroup can go
             sup.tree.release()
     return 0 if state is JobState.COMPLETED else 1
