@@ -62,6 +62,7 @@ JSON_COMMANDS = {
     "net apply": {"dolmen.net.apply/1"},
     "net verify": {"dolmen.net.verify/1"},
     "net rollback": {"dolmen.net.rollback/1"},
+    "net prove": {"dolmen.net.prove/1"},
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

@@ -26,3 +26,7 @@ net.add_command(net_nft.plan)
 net.add_command(net_nft.apply)
 net.add_command(net_nft.verify)
 net.add_command(net_nft.rollback)
+
+from dolmen.cli.net_prove import prove  # noqa: E402
+
+net.add_command(prove)
