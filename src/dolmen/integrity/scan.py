@@ -1,0 +1,257 @@
+"""Walk a manifest's patterns on a host and describe every file: stat, then hash.
+
+The walk lists folders and ``lstat``s their entries, never following a link below the
+pattern's own folder (a link is recorded with its target). Hashing streams each file
+through a per-thread 1 MiB buffer (no whole-file reads of a 1 GB libcudnn) on a bounded
+thread pool: hashlib and ``read`` release the GIL, so the pool overlaps the disk with
+the hash on a cold cache and uses every core on a warm one. Files are hashed in inode
+order, which keeps a cold read of a freshly installed tree close to sequential.
+
+Given the manifest's entries (``known``), a file whose (dev, inode, size, mtime, ctime)
+is unchanged keeps its recorded digest without being read: the incremental verify.
+Files of a ``volatile`` set (procfs) are always read. The walk resolves only the
+pattern's folders through the ``Host`` (a tree host confines them to its root).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from hashlib import sha256
+
+from dolmen.host import Host
+from dolmen.integrity.model import MAX_TARGET, TYPES, Entry, Unread
+from dolmen.integrity.sets import FileSet
+
+CHUNK = 1 << 20
+_GLOB = frozenset("*?[")
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+
+
+def default_workers() -> int:
+    """Threads for hashing: twice the usable cores (reads wait on the disk), 2 to 16."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(2, min(16, 2 * cores))
+
+
+@dataclass
+class Scan:
+    """What a walk found: entries by host path, what it could not read, what it hashed."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    unread: list[Unread] = field(default_factory=list)
+    hashed: int = 0
+    hashed_bytes: int = 0
+    trusted: int = 0  # regular files whose digest the incremental verify kept
+
+
+def scan(
+    host: Host,
+    sets: Iterable[FileSet],
+    *,
+    known: Mapping[str, Entry] | None = None,
+    workers: int | None = None,
+) -> Scan:
+    """Describe every file the ``sets`` match on ``host``; see the module docstring."""
+    out = Scan()
+    found: dict[str, tuple[str, os.stat_result, bool]] = {}  # path -> (real, lstat, volatile)
+    for s in sets:
+        for pattern in s.paths:
+            _walk(host, pattern, frozenset(s.exclude), s.volatile, found, out.unread)
+    todo: list[tuple[str, str, os.stat_result, bool]] = []
+    for path, (real, st, volatile) in found.items():
+        kind = TYPES.get(stat.S_IFMT(st.st_mode), "other")
+        if kind == "file":
+            old = known.get(path) if known is not None else None
+            if (
+                old is not None
+                and not volatile
+                and old.type == "file"
+                and old.stamp() == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            ):
+                out.entries[path] = _entry(path, st, old.sha256, None)
+                out.trusted += 1
+            else:
+                todo.append((path, real, st, volatile))
+        elif kind == "symlink":
+            try:
+                target = os.readlink(real)
+            except OSError as e:
+                out.unread.append(Unread(path, _why(e)))
+                continue
+            out.entries[path] = _entry(path, st, None, target[:MAX_TARGET])
+        else:
+            out.entries[path] = _entry(path, st, None, None)
+    todo.sort(key=lambda job: (job[2].st_dev, job[2].st_ino))
+    for path, result in _hash_all(todo, workers or default_workers()):
+        if isinstance(result, Unread):
+            out.unread.append(result)
+        else:
+            out.entries[path] = result
+            out.hashed += 1
+            out.hashed_bytes += result.size
+    out.entries = dict(sorted(out.entries.items()))
+    out.unread.sort()
+    return out
+
+
+def _walk(
+    host: Host,
+    pattern: str,
+    exclude: frozenset[str],
+    volatile: bool,
+    found: dict[str, tuple[str, os.stat_result, bool]],
+    unread: list[Unread],
+) -> None:
+    parts = pattern.split("/")
+    recursive = parts[-1] == "**"
+    if recursive:
+        parts = parts[:-1]
+    bases = [""]
+    for part in parts:
+        nxt = []
+        for base in bases:
+            if _GLOB.isdisjoint(part):
+                names = [part]
+            else:
+                names = fnmatch.filter(_listdir(host, base, unread), part)
+            nxt.extend(f"{base}/{n}" if base else n for n in names if n not in exclude)
+        bases = nxt
+    for rel in bases:
+        real = str(host.path_nofollow(rel))
+        try:
+            st = os.lstat(real)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # a pattern that matches nothing here: the verify sees one appear
+        except OSError as e:
+            unread.append(Unread("/" + rel, _why(e)))
+            continue
+        found.setdefault("/" + rel, (real, st, volatile))
+        if recursive and stat.S_ISDIR(st.st_mode):
+            _tree(real, "/" + rel, exclude, volatile, found, unread)
+
+
+def _tree(
+    real: str,
+    path: str,
+    exclude: frozenset[str],
+    volatile: bool,
+    found: dict[str, tuple[str, os.stat_result, bool]],
+    unread: list[Unread],
+) -> None:
+    stack = [(real, path)]
+    while stack:
+        folder, shown = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                listed = [(e.name, e.path, e.stat(follow_symlinks=False)) for e in it]
+        except OSError as e:
+            unread.append(Unread(shown, _why(e)))
+            continue
+        for name, child, st in listed:
+            if name in exclude:
+                continue
+            found.setdefault(f"{shown}/{name}", (child, st, volatile))
+            if stat.S_ISDIR(st.st_mode):
+                stack.append((child, f"{shown}/{name}"))
+
+
+def _listdir(host: Host, rel: str, unread: list[Unread]) -> list[str]:
+    try:
+        return sorted(os.listdir(host.path(rel)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as e:
+        unread.append(Unread("/" + rel, _why(e)))
+        return []
+
+
+def _entry(path: str, st: os.stat_result, digest: str | None, target: str | None) -> Entry:
+    return Entry(
+        path,
+        TYPES.get(stat.S_IFMT(st.st_mode), "other"),
+        stat.S_IMODE(st.st_mode),
+        st.st_uid,
+        st.st_gid,
+        st.st_size,
+        digest,
+        target,
+        st.st_dev,
+        st.st_ino,
+        st.st_nlink,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+    )
+
+
+_local = threading.local()
+
+
+def _hash_all(
+    todo: list[tuple[str, str, os.stat_result, bool]], workers: int
+) -> Iterable[tuple[str, Entry | Unread]]:
+    if len(todo) < 64 or workers < 2:  # a pool costs more than it gives for a handful
+        return [_hash_one(job) for job in todo]
+    # Batches, not one task a file: the executor's per-task cost (a future, a lock, a
+    # queue round trip) would be most of the work for a 4 KiB module.
+    size = max(16, len(todo) // (workers * 8))
+    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dolmen-hash") as pool:
+        return [r for batch in pool.map(_hash_batch, batches) for r in batch]
+
+
+def _hash_batch(
+    jobs: list[tuple[str, str, os.stat_result, bool]],
+) -> list[tuple[str, Entry | Unread]]:
+    return [_hash_one(job) for job in jobs]
+
+
+def _hash_one(job: tuple[str, str, os.stat_result, bool]) -> tuple[str, Entry | Unread]:
+    """The entry of one regular file, hashed from the inode the walk saw; a file swapped
+    or written while it is read is reported, not recorded half-old."""
+    path, real, seen, volatile = job
+    buf = getattr(_local, "buf", None)
+    if buf is None:
+        buf = _local.buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    try:
+        fd = os.open(real, _OPEN)
+    except OSError as e:
+        return path, Unread(path, _why(e))
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(st.st_mode):
+            return path, Unread(path, "replaced while it was read; verify again")
+        h, total = sha256(), 0
+        while n := os.readv(fd, [buf]):
+            h.update(view[:n])
+            total += n
+        after = os.fstat(fd)
+    except OSError as e:
+        return path, Unread(path, _why(e))
+    finally:
+        os.close(fd)
+    if not volatile and (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+    ):
+        return path, Unread(path, "written while it was read; verify again")
+    entry = _entry(path, st, h.hexdigest(), None)
+    if volatile:  # procfs: stat shows size 0 and times of the inode, not of the content
+        entry = entry._replace(size=total, dev=0, ino=0, mtime_ns=0, ctime_ns=0)
+    return path, entry
+
+
+def _why(e: OSError) -> str:
+    if isinstance(e, PermissionError):
+        return "insufficient permissions: " + (e.strerror or "permission denied")
+    return "unreadable: " + (e.strerror or str(e))
