@@ -57,6 +57,7 @@ JSON_COMMANDS = {
     "users list": {"dolmen.users/1"},
     "quota show": {"dolmen.quota/1"},
     "audit verify": {"dolmen.audit.verify/1"},
+    "integrity verify": {"dolmen.integrity.verify/1"},
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

@@ -35,6 +35,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.interconnect.topology": 2,
     "dolmen.checks.security.boot": 2,
     "dolmen.checks.security.ima": 2,
+    "dolmen.checks.security.integrity_manifest": 2,
     "dolmen.checks.security.kernel": 2,
     "dolmen.checks.security.posture": 4,
     "dolmen.checks.security.taint": 2,

@@ -75,7 +75,8 @@ def scan(
                 old is not None
                 and not volatile
                 and old.type == "file"
-                and old.stamp() == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                and old.stamp()
+                == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             ):
                 out.entries[path] = _entry(path, st, old.sha256, None)
                 out.trusted += 1
@@ -117,7 +118,7 @@ def _walk(
         parts = parts[:-1]
     bases = [""]
     for part in parts:
-        nxt = []
+        nxt: list[str] = []
         for base in bases:
             if _GLOB.isdisjoint(part):
                 names = [part]

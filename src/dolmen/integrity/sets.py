@@ -139,7 +139,5 @@ def expand(sets: tuple[FileSet, ...], *, kernel: str, dolmen: str | None) -> tup
             paths.append(p.replace("{kernel}", kernel).replace("{dolmen}", dolmen or ""))
         for p in paths:
             _check_pattern(p)
-        out.append(
-            FileSet(s.name, s.what, tuple(paths), s.exclude, s.volatile, "; ".join(notes))
-        )
+        out.append(FileSet(s.name, s.what, tuple(paths), s.exclude, s.volatile, "; ".join(notes)))
     return tuple(out)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dolmen.errors import EnvironmentProblem, InputError
 from dolmen.fsutil import NotRegularFile, TooLarge, read_regular
+from dolmen.host import Host
 from dolmen.integrity.compare import compare
 from dolmen.integrity.manifest import MAX_BYTES, Manifest, parse
 from dolmen.integrity.model import Change, Unread
@@ -61,11 +62,18 @@ def read_manifest(path: Path, trust: TrustStore) -> Manifest:
 
 
 def verify(
-    manifest: Manifest, *, root: str | None = None, full: bool = False, workers: int | None = None
+    manifest: Manifest,
+    *,
+    root: str | None = None,
+    host: Host | None = None,
+    full: bool = False,
+    workers: int | None = None,
 ) -> Verified:
-    """Compare the files under ``root`` (default: the root it was sealed from)."""
-    where = root or manifest.root
-    host = open_root(where)
+    """Compare the files of ``host``, or under ``root`` (default: the root it was sealed
+    from)."""
+    if host is None:
+        with open_root(root or manifest.root) as opened:
+            return verify(manifest, host=opened, full=full, workers=workers)
     found = scan(host, manifest.sets, known=None if full else manifest.entries, workers=workers)
     # A file that could not be read, or lies in a folder that could not be listed, is
     # unverified, not removed.
