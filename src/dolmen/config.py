@@ -59,7 +59,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "disable": list,
         "baseline": str,
         "stack_lock": str,  # checks/stack/lock.py: the fleet's stack lock (docs/stack.md)
-        "integrity_manifest": str,  # checks/security/integrity_manifest.py (docs/integrity.md)
+        "integrity_manifest": str,  # checks/integrity/manifest.py (docs/integrity.md)
         "xid_window_hours": (int, float),
         "slurm_drain": bool,
     },

@@ -43,9 +43,12 @@ def open_root(root: str | Path) -> Host:
     return TreeHost(Path(root))
 
 
+OSRELEASE = "proc/sys/kernel/osrelease"
+
+
 def running_kernel(host: Host) -> str | None:
     """The release ``uname -r`` prints, as the host's procfs says it."""
-    return host.read_value("proc/sys/kernel/osrelease") or None
+    return host.read_value(OSRELEASE) or None
 
 
 def package_folder(host: Host) -> str | None:
@@ -72,7 +75,7 @@ def seal(
     release = kernel or running_kernel(host)
     if not release:
         raise UsageError(
-            f"cannot tell the kernel release: {host.root}/proc/sys/kernel/osrelease is unreadable",
+            f"cannot tell the kernel release: {host.root}/{OSRELEASE} is unreadable",
             hint="pass --kernel RELEASE (the `uname -r` of the system under that root)",
         )
     chosen = expand(sets or default_sets(), kernel=release, dolmen=package_folder(host))

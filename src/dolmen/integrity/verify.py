@@ -18,7 +18,7 @@ from dolmen.integrity.compare import compare
 from dolmen.integrity.manifest import MAX_BYTES, Manifest, parse
 from dolmen.integrity.model import Change, Unread
 from dolmen.integrity.scan import scan
-from dolmen.integrity.seal import open_root, running_kernel
+from dolmen.integrity.seal import OSRELEASE, open_root, running_kernel
 from dolmen.keys.trust import TrustStore
 
 
@@ -82,12 +82,12 @@ def verify(
     old = {
         p: e
         for p, e in manifest.entries.items()
-        if p not in hidden and not (below and p.startswith(below))
+        if not (p in hidden and p not in found.entries) and not (below and p.startswith(below))
     }
     changes = compare(old, found.entries)
     kernel = running_kernel(host)
     if kernel and kernel != manifest.kernel:
-        changes.insert(0, Change("/proc/sys/kernel/osrelease", "kernel", manifest.kernel, kernel))
+        changes.insert(0, Change("/" + OSRELEASE, "kernel", manifest.kernel, kernel))
     return Verified(
         manifest,
         str(host.root),

@@ -1,4 +1,4 @@
-"""``security.integrity_manifest``: the boot chain and the AI stack are the files sealed.
+"""``integrity.manifest``: the boot chain and the AI stack are the files sealed.
 
 Runs when the site names a manifest (``[validate] integrity_manifest``, made by
 ``dolmen integrity seal``). The incremental verify of docs/integrity.md: a stat of
@@ -31,7 +31,7 @@ _SHOWN = 8
 
 
 @check(
-    "security.integrity_manifest",
+    "integrity.manifest",
     title="The boot chain and AI stack match the signed manifest ([validate] integrity_manifest)",
     level=Level.STANDARD,
     remedy=REMEDY,
