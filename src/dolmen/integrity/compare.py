@@ -26,6 +26,8 @@ def compare(old: Mapping[str, Entry], new: Mapping[str, Entry]) -> list[Change]:
     old_peers, new_peers = _peers(old), _peers(new)
     for path in old.keys() & new.keys():
         a, b = old[path], new[path]
+        if a == b and path not in old_peers and path not in new_peers:
+            continue
         if a.type != b.type:
             out.append(Change(path, "type", _what(a), _what(b)))
             continue

@@ -3,8 +3,14 @@
     {"type": "dolmen-integrity-manifest/1", "algorithm": "ed25519", "key_id": "...",
      "epoch": 1, "signature": "<base64>"}                          <- line 1: the seal
     {"created": "...", "host": "...", "root": "/", "kernel": "...", "sets": [...],
-     "entries": 21834}                                             <- line 2: the header
-    {"path": "/boot/vmlinuz-6.8.0-45-generic", "type": "file", ...} <- one line a file
+     "entries": 21834, "columns": ["path", "type", "mode", ...]}   <- line 2: the header
+    ["/boot/vmlinuz-6.8.0-45-generic", "file", 420, 0, 0, ...]     <- one line a file
+
+A file's line holds the fields of ``model.Entry`` in the order the header's ``columns``
+names (path, type, mode, uid, gid, size, sha256, target, dev, ino, nlink, mtime_ns,
+ctime_ns; the mode as a number, 420 = 0644; ``null`` where a type has no such value):
+lists, not objects, because a manifest of 20,000 files is parsed by every verify and
+keys would double its size.
 
 The signature covers the type, the key id, the epoch and every byte after the first
 line, exactly as stored: nothing is re-serialised before it is checked, so no two
@@ -22,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dolmen.errors import DolmenError, ExitCode, InputError
-from dolmen.integrity.model import Entry
+from dolmen.integrity.model import COLUMNS, Entry, entries_from_rows, paused_gc
 from dolmen.integrity.sets import FileSet
 from dolmen.keys import ALGORITHMS, Signer, verify_signature
 from dolmen.keys.trust import TrustStore
@@ -76,9 +82,10 @@ def render(
         "kernel": kernel,
         "sets": [s.to_json() for s in sets],
         "entries": len(entries),
+        "columns": list(COLUMNS),
     }
     dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-    lines = [dumps(header), *(dumps(e.to_json()) for e in entries.values())]
+    lines = [dumps(header), *map(dumps, map(list, entries.values()))]
     body = ("\n".join(lines) + "\n").encode("ascii")
     key_id, epoch = signer.public_key.key_id, signer.epoch
     seal = {
@@ -138,7 +145,8 @@ def parse(data: bytes, trust: TrustStore, path: str = "<manifest>") -> Manifest:
             f"{trusted.epoch} only",
             hint=_RESEAL,
         )
-    return _body(body, key_id, epoch, path)
+    with paused_gc():
+        return _body(body, key_id, epoch, path)
 
 
 _RESEAL = "seal the host again from a known-good state: dolmen integrity seal -o FILE"
@@ -151,19 +159,16 @@ def _body(body: bytes, key_id: str, epoch: int, path: str) -> Manifest:
     try:
         header, *rows = json.loads("[" + ",".join(lines) + "]")
         count = header["entries"]
-        entries = {}
-        for row in rows:
-            e = Entry.from_json(row)
-            entries[e.path] = e
+        if header.get("columns") != list(COLUMNS):
+            raise ValueError(f"the columns are {header.get('columns')}, not {list(COLUMNS)}")
+        entries = entries_from_rows(rows)
         sets = tuple(FileSet.from_json(s) for s in header["sets"])
         fields = [str(header[k]) for k in ("created", "host", "root", "kernel")]
     except (ValueError, KeyError, TypeError) as e:
         raise InputError(f"a signed manifest with a malformed body: {e}", path=path) from None
-    if count != len(rows) or len(entries) != len(rows):
+    if count != len(rows):
         raise InputError(
-            f"the header counts {count} entries, the body holds {len(rows)} "
-            f"({len(rows) - len(entries)} repeated)",
-            path=path,
+            f"the header counts {count} entries, the body holds {len(rows)}", path=path
         )
     created, host, root, kernel = fields
     return Manifest(key_id, epoch, created, host, root, kernel, sets, entries)

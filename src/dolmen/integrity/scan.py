@@ -20,13 +20,16 @@ import os
 import stat
 import threading
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from hashlib import sha256
+from typing import TYPE_CHECKING
 
 from dolmen.host import Host
-from dolmen.integrity.model import MAX_TARGET, TYPES, Entry, Unread
+from dolmen.integrity.model import MAX_TARGET, TYPES, Entry, Unread, paused_gc
 from dolmen.integrity.sets import FileSet
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 CHUNK = 1 << 20
 _GLOB = frozenset("*?[")
@@ -61,6 +64,13 @@ def scan(
     workers: int | None = None,
 ) -> Scan:
     """Describe every file the ``sets`` match on ``host``; see the module docstring."""
+    with paused_gc():
+        return _scan(host, sets, known, workers)
+
+
+def _scan(
+    host: Host, sets: Iterable[FileSet], known: Mapping[str, Entry] | None, workers: int | None
+) -> Scan:
     out = Scan()
     found: dict[str, tuple[str, os.stat_result, bool]] = {}  # path -> (real, lstat, volatile)
     for s in sets:
@@ -68,20 +78,24 @@ def scan(
             _walk(host, pattern, frozenset(s.exclude), s.volatile, found, out.unread)
     todo: list[tuple[str, str, os.stat_result, bool]] = []
     for path, (real, st, volatile) in found.items():
+        old = known.get(path) if known is not None else None
+        # Same inode, size, mtime and ctime: nothing wrote, chmod'ed, chown'ed or linked it
+        # since the seal (each of those sets ctime), so the recorded entry is the file.
+        if (
+            old is not None
+            and not volatile
+            and old.ctime_ns == st.st_ctime_ns
+            and old.ino == st.st_ino
+            and old.dev == st.st_dev
+            and old.size == st.st_size
+            and old.mtime_ns == st.st_mtime_ns
+        ):
+            out.entries[path] = old
+            out.trusted += old.type == "file"
+            continue
         kind = TYPES.get(stat.S_IFMT(st.st_mode), "other")
         if kind == "file":
-            old = known.get(path) if known is not None else None
-            if (
-                old is not None
-                and not volatile
-                and old.type == "file"
-                and old.stamp()
-                == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            ):
-                out.entries[path] = _entry(path, st, old.sha256, None)
-                out.trusted += 1
-            else:
-                todo.append((path, real, st, volatile))
+            todo.append((path, real, st, volatile))
         elif kind == "symlink":
             try:
                 target = os.readlink(real)
@@ -148,21 +162,42 @@ def _tree(
     found: dict[str, tuple[str, os.stat_result, bool]],
     unread: list[Unread],
 ) -> None:
-    stack = [(real, path)]
-    while stack:
-        folder, shown = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                listed = [(e.name, e.path, e.stat(follow_symlinks=False)) for e in it]
-        except OSError as e:
-            unread.append(Unread(shown, _why(e)))
-            continue
-        for name, child, st in listed:
-            if name in exclude:
-                continue
-            found.setdefault(f"{shown}/{name}", (child, st, volatile))
-            if stat.S_ISDIR(st.st_mode):
-                stack.append((child, f"{shown}/{name}"))
+    """Everything below a folder, a level at a time; a level of many folders is listed on
+    the thread pool (``lstat`` releases the GIL: the kernel's path walks run side by side)."""
+    level = [(real, path)]
+    pool: ThreadPoolExecutor | None = None
+    try:
+        while level:
+            if len(level) >= 8 and pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                pool = ThreadPoolExecutor(default_workers(), thread_name_prefix="dolmen-walk")
+            listed = pool.map(_list, level) if pool is not None else map(_list, level)
+            nxt = []
+            for (_, shown), result in zip(level, listed):
+                if isinstance(result, OSError):
+                    unread.append(Unread(shown, _why(result)))
+                    continue
+                for name, child, st in result:
+                    if name in exclude:
+                        continue
+                    at = shown + "/" + name
+                    if at not in found:
+                        found[at] = (child, st, volatile)
+                    if st.st_mode & 0o170000 == stat.S_IFDIR:
+                        nxt.append((child, at))
+            level = nxt
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _list(job: tuple[str, str]) -> list[tuple[str, str, os.stat_result]] | OSError:
+    try:
+        with os.scandir(job[0]) as it:
+            return [(e.name, e.path, e.stat(follow_symlinks=False)) for e in it]
+    except OSError as e:
+        return e
 
 
 def _listdir(host: Host, rel: str, unread: list[Unread]) -> list[str]:
@@ -205,6 +240,8 @@ def _hash_all(
     # queue round trip) would be most of the work for a 4 KiB module.
     size = max(16, len(todo) // (workers * 8))
     batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dolmen-hash") as pool:
         return [r for batch in pool.map(_hash_batch, batches) for r in batch]
 
