@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from dolmen.integrity.seal import open_root, seal
+from dolmen.integrity.hostroot import open_root
+from dolmen.integrity.seal import seal
 from dolmen.keys.file import FileKeyProvider
 
 KERNEL = "6.8.0-45-generic"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.integrity.seal import open_root, seal
+from dolmen.integrity.hostroot import open_root
+from dolmen.integrity.seal import seal
 from dolmen.integrity.verify import read_manifest, verify
 from dolmen.keys.trust import parse_trusted_keys
 from tests.integrity.roots import LIB, MODULES, Site, make_site

@@ -44,7 +44,7 @@ def seal(
 ) -> None:
     """Write a signed manifest of the boot chain and the AI stack files."""
     from dolmen.fsutil import output_target, write_output
-    from dolmen.integrity.seal import open_root
+    from dolmen.integrity.hostroot import open_root
     from dolmen.integrity.seal import seal as make_seal
     from dolmen.integrity.signing import site_signer
 

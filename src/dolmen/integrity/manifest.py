@@ -85,7 +85,7 @@ def render(
         "columns": list(COLUMNS),
     }
     dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-    lines = [dumps(header), *map(dumps, map(list, entries.values()))]
+    lines = [dumps(header), *(dumps(list(entries[p])) for p in sorted(entries))]
     body = ("\n".join(lines) + "\n").encode("ascii")
     key_id, epoch = signer.public_key.key_id, signer.epoch
     seal = {

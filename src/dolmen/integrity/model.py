@@ -72,25 +72,25 @@ def entries_from_rows(rows: list[object]) -> dict[str, Entry]:
     largest part of an incremental verify."""
     if not rows:
         return {}
-    if {type(r) for r in rows} != {list} or set(map(len, rows)) != {_WIDTH}:  # type: ignore[arg-type]
+    if set(map(type, rows)) != {list} or set(map(len, rows)) != {_WIDTH}:  # type: ignore[arg-type]
         raise ValueError(f"an entry is a list of {_WIDTH} fields")
     cols = list(zip(*rows))
     paths, kinds, digests, targets = cols[0], cols[1], cols[6], cols[7]
-    if {type(p) for p in paths} != {str} or not all(map(str.startswith, paths, repeat("/"))):
+    if set(map(type, paths)) != {str} or not all(map(str.startswith, paths, repeat("/"))):
         raise ValueError("every path is absolute")
     if "\0" in "".join(paths) or len(set(paths)) != len(paths):
         raise ValueError("a path holds a NUL byte or is repeated")
     if not set(kinds) <= _KINDS:
         raise ValueError(f"unknown types {sorted(map(str, set(kinds) - _KINDS))}")
     for col in (*cols[2:6], *cols[8:]):
-        if {type(v) for v in col} != {int} or min(col) < 0:
+        if set(map(type, col)) != {int} or min(col) < 0:
             raise ValueError("mode, uid, gid, size, dev, ino, nlink and times are integers")
-    if not {(k == "file", type(d)) for k, d in zip(kinds, digests)} <= _DIGESTS:
+    if not set(zip(map("file".__eq__, kinds), map(type, digests))) <= _DIGESTS:
         raise ValueError("a file has a sha256, nothing else has")
     hexes = [d for d in digests if d is not None]
     if (hexes and set(map(len, hexes)) != {64}) or not set("".join(hexes)) <= _HEX:
         raise ValueError("a sha256 is 64 hex digits")
-    if not {(k == "symlink", type(t)) for k, t in zip(kinds, targets)} <= _TARGETS:
+    if not set(zip(map("symlink".__eq__, kinds), map(type, targets))) <= _TARGETS:
         raise ValueError("a symbolic link has a target, nothing else has")
     if max(map(len, (t for t in targets if t is not None)), default=0) > MAX_TARGET:
         raise ValueError("a link target is longer than PATH_MAX")

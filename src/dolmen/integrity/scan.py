@@ -22,14 +22,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from hashlib import sha256
-from typing import TYPE_CHECKING
 
 from dolmen.host import Host
 from dolmen.integrity.model import MAX_TARGET, TYPES, Entry, Unread, paused_gc
+from dolmen.integrity.pool import parallel_map
 from dolmen.integrity.sets import FileSet
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 CHUNK = 1 << 20
 _GLOB = frozenset("*?[")
@@ -73,26 +70,13 @@ def _scan(
 ) -> Scan:
     out = Scan()
     found: dict[str, tuple[str, os.stat_result, bool]] = {}  # path -> (real, lstat, volatile)
+    seen = _Seen(known or {}, out.entries, found)
     for s in sets:
         for pattern in s.paths:
-            _walk(host, pattern, frozenset(s.exclude), s.volatile, found, out.unread)
+            _walk(host, pattern, frozenset(s.exclude), s.volatile, seen, out.unread)
+    out.trusted = sum(e.type == "file" for e in out.entries.values())
     todo: list[tuple[str, str, os.stat_result, bool]] = []
     for path, (real, st, volatile) in found.items():
-        old = known.get(path) if known is not None else None
-        # Same inode, size, mtime and ctime: nothing wrote, chmod'ed, chown'ed or linked it
-        # since the seal (each of those sets ctime), so the recorded entry is the file.
-        if (
-            old is not None
-            and not volatile
-            and old.ctime_ns == st.st_ctime_ns
-            and old.ino == st.st_ino
-            and old.dev == st.st_dev
-            and old.size == st.st_size
-            and old.mtime_ns == st.st_mtime_ns
-        ):
-            out.entries[path] = old
-            out.trusted += old.type == "file"
-            continue
         kind = TYPES.get(stat.S_IFMT(st.st_mode), "other")
         if kind == "file":
             todo.append((path, real, st, volatile))
@@ -113,9 +97,44 @@ def _scan(
             out.entries[path] = result
             out.hashed += 1
             out.hashed_bytes += result.size
-    out.entries = dict(sorted(out.entries.items()))
     out.unread.sort()
     return out
+
+
+class _Seen:
+    """Where the walk puts what it finds: an entry whose stat matches the manifest goes
+    straight to ``entries`` (the recorded entry is the file: same inode, size, mtime and
+    ctime mean nothing wrote, chmod'ed, chown'ed or linked it since the seal, as each of
+    those sets ctime); anything else to ``found``, to be described afresh."""
+
+    __slots__ = ("entries", "found", "known")
+
+    def __init__(
+        self,
+        known: Mapping[str, Entry],
+        entries: dict[str, Entry],
+        found: dict[str, tuple[str, os.stat_result, bool]],
+    ) -> None:
+        self.known, self.entries, self.found = known, entries, found
+
+    def add(self, at: str, real: str, st: os.stat_result, volatile: bool) -> None:
+        if at in self.found or at in self.entries:
+            return
+        old = self.known.get(at)
+        # Indexes of Entry: 5 size, 8 dev, 9 ino, 11 mtime_ns, 12 ctime_ns (the hot loop of
+        # an incremental verify: a tuple index is cheaper than a field name).
+        if (
+            old is not None
+            and not volatile
+            and old[12] == st.st_ctime_ns
+            and old[9] == st.st_ino
+            and old[5] == st.st_size
+            and old[11] == st.st_mtime_ns
+            and old[8] == st.st_dev
+        ):
+            self.entries[at] = old
+        else:
+            self.found[at] = (real, st, volatile)
 
 
 def _walk(
@@ -123,7 +142,7 @@ def _walk(
     pattern: str,
     exclude: frozenset[str],
     volatile: bool,
-    found: dict[str, tuple[str, os.stat_result, bool]],
+    seen: _Seen,
     unread: list[Unread],
 ) -> None:
     parts = pattern.split("/")
@@ -149,9 +168,9 @@ def _walk(
         except OSError as e:
             unread.append(Unread("/" + rel, _why(e)))
             continue
-        found.setdefault("/" + rel, (real, st, volatile))
+        seen.add("/" + rel, real, st, volatile)
         if recursive and stat.S_ISDIR(st.st_mode):
-            _tree(real, "/" + rel, exclude, volatile, found, unread)
+            _tree(real, "/" + rel, exclude, volatile, seen, unread)
 
 
 def _tree(
@@ -159,37 +178,29 @@ def _tree(
     path: str,
     exclude: frozenset[str],
     volatile: bool,
-    found: dict[str, tuple[str, os.stat_result, bool]],
+    seen: _Seen,
     unread: list[Unread],
 ) -> None:
     """Everything below a folder, a level at a time; a level of many folders is listed on
     the thread pool (``lstat`` releases the GIL: the kernel's path walks run side by side)."""
     level = [(real, path)]
-    pool: ThreadPoolExecutor | None = None
-    try:
-        while level:
-            if len(level) >= 8 and pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = ThreadPoolExecutor(default_workers(), thread_name_prefix="dolmen-walk")
-            listed = pool.map(_list, level) if pool is not None else map(_list, level)
-            nxt = []
-            for (_, shown), result in zip(level, listed):
-                if isinstance(result, OSError):
-                    unread.append(Unread(shown, _why(result)))
+    workers = default_workers()
+    add = seen.add
+    while level:
+        listed = parallel_map(_list, level, workers if len(level) >= 8 else 1)
+        nxt = []
+        for (_, shown), result in zip(level, listed):
+            if isinstance(result, OSError):
+                unread.append(Unread(shown, _why(result)))
+                continue
+            for name, child, st in result:
+                if name in exclude:
                     continue
-                for name, child, st in result:
-                    if name in exclude:
-                        continue
-                    at = shown + "/" + name
-                    if at not in found:
-                        found[at] = (child, st, volatile)
-                    if st.st_mode & 0o170000 == stat.S_IFDIR:
-                        nxt.append((child, at))
-            level = nxt
-    finally:
-        if pool is not None:
-            pool.shutdown()
+                at = shown + "/" + name
+                add(at, child, st, volatile)
+                if st.st_mode & 0o170000 == stat.S_IFDIR:
+                    nxt.append((child, at))
+        level = nxt
 
 
 def _list(job: tuple[str, str]) -> list[tuple[str, str, os.stat_result]] | OSError:
@@ -240,10 +251,7 @@ def _hash_all(
     # queue round trip) would be most of the work for a 4 KiB module.
     size = max(16, len(todo) // (workers * 8))
     batches = [todo[i : i + size] for i in range(0, len(todo), size)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dolmen-hash") as pool:
-        return [r for batch in pool.map(_hash_batch, batches) for r in batch]
+    return [r for batch in parallel_map(_hash_batch, batches, workers) for r in batch]
 
 
 def _hash_batch(

@@ -15,6 +15,7 @@ import dolmen
 from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, UsageError
 from dolmen.host import Host
+from dolmen.integrity.hostroot import OSRELEASE, running_kernel
 from dolmen.integrity.manifest import render
 from dolmen.integrity.scan import scan
 from dolmen.integrity.sets import FileSet, default_sets, expand
@@ -29,26 +30,6 @@ class Sealed:
     files: int
     hashed_bytes: int
     sets: tuple[FileSet, ...]
-
-
-def open_root(root: str | Path) -> Host:
-    """The host whose files are sealed or verified: live for ``/``, else a tree whose
-    links are confined to it."""
-    if str(root) in ("", "/"):
-        from dolmen.host.live import LiveHost
-
-        return LiveHost()
-    from dolmen.host.tree import TreeHost
-
-    return TreeHost(Path(root))
-
-
-OSRELEASE = "proc/sys/kernel/osrelease"
-
-
-def running_kernel(host: Host) -> str | None:
-    """The release ``uname -r`` prints, as the host's procfs says it."""
-    return host.read_value(OSRELEASE) or None
 
 
 def package_folder(host: Host) -> str | None:

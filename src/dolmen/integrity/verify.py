@@ -15,10 +15,10 @@ from dolmen.errors import EnvironmentProblem, InputError
 from dolmen.fsutil import NotRegularFile, TooLarge, read_regular
 from dolmen.host import Host
 from dolmen.integrity.compare import compare
+from dolmen.integrity.hostroot import OSRELEASE, open_root, running_kernel
 from dolmen.integrity.manifest import MAX_BYTES, Manifest, parse
 from dolmen.integrity.model import Change, Unread
 from dolmen.integrity.scan import scan
-from dolmen.integrity.seal import OSRELEASE, open_root, running_kernel
 from dolmen.keys.trust import TrustStore
 
 
