@@ -13,6 +13,8 @@ The signed message is a C2SP signed-note style text body:
     <epoch>
 
 Key id and epoch are signed too, so a signature cannot be relabelled to another epoch.
+The signer is the site's key provider (``[keys] provider``): the file key of ``[audit]
+key`` by default, or the signing key of Vault/OpenBao transit or of a PKCS#11 token.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dolmen.audit.event import CHECKPOINT_ACTION, Actor, AuditEvent
 from dolmen.audit.settings import AuditSettings
 from dolmen.keys import ALGORITHMS, KeyProblem, PublicKey, Signer, verify_signature
 from dolmen.keys.file import FileKeyProvider
+from dolmen.keys.providers import open_provider
 from dolmen.keys.trust import TrustStore, add_trusted_key, load_trusted_keys
 
 MESSAGE_HEADER = "dolmen-audit-checkpoint/v1"
@@ -129,9 +132,16 @@ def check_checkpoint(
     return None
 
 
-def open_signer(settings: AuditSettings, *, create: bool = True) -> FileKeyProvider:
+def open_signer(settings: AuditSettings, *, create: bool = True) -> Signer:
     """The log's signing key; on first use, create it and, when no trust file exists yet,
-    trust it there (trust on first use: pin that file elsewhere, see docs/audit.md)."""
+    trust it there (trust on first use: pin that file elsewhere, see docs/audit.md).
+    With ``[keys] provider`` vault or pkcs11, the provider's signing key (made there on
+    first use)."""
+    if settings.keys.provider != "file":
+        signer = open_provider(settings.keys).signer()
+        if create:
+            trust_first_key(settings, signer.public_key, signer.epoch)
+        return signer
     if settings.key.exists() or not create:
         return FileKeyProvider(settings.key)
     trusted = load_trusted_keys(settings.trusted_keys)

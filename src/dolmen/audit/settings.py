@@ -8,16 +8,21 @@ fail_open = false                          # or env DOLMEN_AUDIT_FAIL_OPEN=1
 rotate_bytes = 104857600                   # 0: never by size
 rotate_seconds = 0                         # 0: never by age
 checkpoint_every = 1000                    # 0: only on demand
+
+Checkpoints are signed by the site's key provider (``[keys] provider``, docs/keys.md):
+with the file provider by the key above, with vault or pkcs11 by the provider's
+signing key (a transit ed25519 key, an ed25519 pair in the token).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dolmen.config import Config, load_config
 from dolmen.errors import ConfigError
+from dolmen.keys.settings import KeySettings, key_settings
 from dolmen.paths import config_dir, state_dir
 
 FAIL_OPEN_ENV = "DOLMEN_AUDIT_FAIL_OPEN"
@@ -36,6 +41,7 @@ class AuditSettings:
     rotate_bytes: int = DEFAULT_ROTATE_BYTES
     rotate_seconds: float = 0.0
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
+    keys: KeySettings = field(default_factory=KeySettings)  # who signs checkpoints ([keys])
 
     @property
     def spool_dir(self) -> Path:
@@ -92,6 +98,7 @@ def _settings(cfg: Config) -> AuditSettings:
         rotate_bytes=int(cfg.get("audit", "rotate_bytes", DEFAULT_ROTATE_BYTES)),
         rotate_seconds=float(cfg.get("audit", "rotate_seconds", 0)),
         checkpoint_every=int(cfg.get("audit", "checkpoint_every", DEFAULT_CHECKPOINT_EVERY)),
+        keys=key_settings(cfg.sections.get("keys", {})),
     )
     for name in ("rotate_bytes", "rotate_seconds", "checkpoint_every"):
         if getattr(settings, name) < 0:
