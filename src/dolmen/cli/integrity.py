@@ -17,7 +17,8 @@ import click
 from dolmen.cli.common import config_option
 from dolmen.cli.main import exit_with
 from dolmen.config import load_config
-from dolmen.errors import ExitCode
+from dolmen.errors import ExitCode, UsageError
+from dolmen.keys import PROVIDERS
 
 SCHEMA = "dolmen.integrity.verify/1"
 
@@ -31,6 +32,12 @@ def integrity() -> None:
 @click.option("-o", "--output", "output", metavar="MANIFEST", required=True, help="Write here.")
 @click.option("--root", default="/", show_default=True, help="Seal the files under this root.")
 @click.option("--key", metavar="FILE", default=None, help="A dolmen key file (default: site).")
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default=None,
+    help="Sign with this key provider's key (default: [keys] provider).",
+)
 @click.option("--kernel", metavar="RELEASE", default=None, help="Kernel release (uname -r).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, help="Hashing threads.")
 @config_option
@@ -38,6 +45,7 @@ def seal(
     output: str,
     root: str,
     key: str | None,
+    provider: str | None,
     kernel: str | None,
     workers: int | None,
     config_path: str | None,
@@ -50,7 +58,9 @@ def seal(
 
     target = Path(output)
     output_target(target, what="manifest")  # refused before minutes of hashing
-    signer = site_signer(load_config(config_path), Path(key) if key else None)
+    if key and provider:
+        raise UsageError("--key and --provider name two signers; give one")
+    signer = site_signer(load_config(config_path), Path(key) if key else None, provider)
     with open_root(root) as host:
         sealed = make_seal(host, signer, kernel=kernel, workers=workers)
     write_output(target, sealed.data, what="manifest")

@@ -1,11 +1,12 @@
 """Who seals a manifest and whom a verify trusts: the site's key, or a named one.
 
-Today the site's signing key is the file provider's key that signs the audit log's
-checkpoints (``[audit] key``), created on first use, and its trust store is
+The site's signing key is the one that signs the audit log's checkpoints: the key
+provider's (``[keys] provider``: the file key, a Vault/OpenBao transit ed25519 key, or a
+PKCS#11 token's key pair; docs/keys.md), made on first use, and its trust store is
 ``[audit] trusted_keys`` (docs/audit.md): one key to pin off the host, not two.
-``--key FILE`` seals with another dolmen key file; ``--trusted-keys FILE`` verifies
-against a copy of the trust store kept elsewhere (a verifier that trusts the host it
-checks proves little).
+``--provider`` picks another configured provider, ``--key FILE`` a dolmen key file;
+``--trusted-keys FILE`` verifies against a copy of the trust store kept elsewhere (a
+verifier that trusts the host it checks proves little).
 """
 
 from __future__ import annotations
@@ -18,16 +19,22 @@ from dolmen.keys import Signer
 from dolmen.keys.trust import TrustStore, load_trusted_keys
 
 
-def site_signer(config: Config, key: Path | None = None) -> Signer:
-    """The key that seals: ``key`` (a dolmen key file) or the site's key."""
+def site_signer(config: Config, key: Path | None = None, provider: str | None = None) -> Signer:
+    """The key that seals: ``key`` (a dolmen key file), else the signing key of
+    ``provider`` (default: the site's, ``[keys] provider``)."""
     from dolmen.keys.file import FileKeyProvider
 
     if key is not None:
         return FileKeyProvider(key)
+    from dataclasses import replace
+
     from dolmen.audit.checkpoint import open_signer
     from dolmen.audit.settings import audit_settings
 
-    return open_signer(audit_settings(config))
+    settings = audit_settings(config)
+    if provider is not None:
+        settings = replace(settings, keys=replace(settings.keys, provider=provider))
+    return open_signer(settings)
 
 
 def default_trust_path(config: Config) -> Path:
