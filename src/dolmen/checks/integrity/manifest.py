@@ -17,9 +17,6 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
 from dolmen.errors import DolmenError
-from dolmen.integrity.manifest import ManifestRefused
-from dolmen.integrity.signing import trust_store
-from dolmen.integrity.verify import read_manifest, verify
 
 REMEDY = (
     "Run `dolmen integrity verify <manifest>` to see every change. If it was not yours, "
@@ -43,6 +40,11 @@ def integrity_manifest(ctx: Context) -> list[Outcome]:
     where = ctx.config.get("validate", "integrity_manifest")
     if where is None:
         return [skipped("host", 'no manifest configured ([validate] integrity_manifest = "FILE")')]
+    # Imported here: a site without a manifest (most) never pays for cryptography's import.
+    from dolmen.integrity.manifest import ManifestRefused
+    from dolmen.integrity.signing import trust_store
+    from dolmen.integrity.verify import read_manifest, verify
+
     ev: dict[str, Any] = {"manifest": str(where)}
     try:
         trust, _ = trust_store(ctx.config)
