@@ -18,8 +18,8 @@ FILES = {
     "boot/efi/EFI/BOOT/BOOTX64.EFI": b"MZ shim" + bytes(range(256)) * 4,
     "boot/efi/EFI/ubuntu/grubx64.efi": b"MZ grub" + bytes(300),
     "boot/grub/grub.cfg": b"menuentry 'Ubuntu' { linux /vmlinuz root=UUID=1 ro quiet }\n",
-    f"boot/vmlinuz-{KERNEL}": os.urandom(300_000),  # one read
-    f"boot/initrd.img-{KERNEL}": os.urandom(2_500_000),  # three chunks
+    f"boot/vmlinuz-{KERNEL}": os.urandom(100_000),  # one read
+    f"boot/initrd.img-{KERNEL}": os.urandom(2_200_000),  # three 1 MiB reads
     "proc/cmdline": b"BOOT_IMAGE=/vmlinuz-6.8.0-45-generic root=UUID=1 ro quiet\n",
     "proc/sys/kernel/osrelease": f"{KERNEL}\n".encode(),
     f"{MODULES}/kernel/drivers/video/nvidia.ko": b"\x7fELF nvidia" + bytes(5000),

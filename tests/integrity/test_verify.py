@@ -122,11 +122,11 @@ def _verify(site: Site, *, full: bool) -> set[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("mutation", list(TABLE))
-@pytest.mark.parametrize("full", [False, True], ids=["incremental", "full"])
-def test_each_mutation_is_named_and_nothing_else(site: Site, mutation: str, full: bool) -> None:
+def test_each_mutation_is_named_and_nothing_else(site: Site, mutation: str) -> None:
     edit, expected = TABLE[mutation]
     edit(site.root)
-    assert _verify(site, full=full) == expected
+    assert _verify(site, full=False) == expected  # incremental: stat first
+    assert _verify(site, full=True) == expected
 
 
 def test_all_mutations_at_once(site: Site) -> None:
