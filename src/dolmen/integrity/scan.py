@@ -18,19 +18,16 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from hashlib import sha256
 
 from dolmen.host import Host
+from dolmen.integrity.digest import entry_of, hash_all, why
 from dolmen.integrity.model import MAX_TARGET, TYPES, Entry, Unread, paused_gc
 from dolmen.integrity.pool import parallel_map
 from dolmen.integrity.sets import FileSet
 
-CHUNK = 1 << 20
 _GLOB = frozenset("*?[")
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
 def default_workers() -> int:
@@ -84,13 +81,13 @@ def _scan(
             try:
                 target = os.readlink(real)
             except OSError as e:
-                out.unread.append(Unread(path, _why(e)))
+                out.unread.append(Unread(path, why(e)))
                 continue
-            out.entries[path] = _entry(path, st, None, target[:MAX_TARGET])
+            out.entries[path] = entry_of(path, st, None, target[:MAX_TARGET])
         else:
-            out.entries[path] = _entry(path, st, None, None)
+            out.entries[path] = entry_of(path, st, None, None)
     todo.sort(key=lambda job: (job[2].st_dev, job[2].st_ino))
-    for path, result in _hash_all(todo, workers or default_workers()):
+    for path, result in hash_all(todo, workers or default_workers()):
         if isinstance(result, Unread):
             out.unread.append(result)
         else:
@@ -166,7 +163,7 @@ def _walk(
         except (FileNotFoundError, NotADirectoryError):
             continue  # a pattern that matches nothing here: the verify sees one appear
         except OSError as e:
-            unread.append(Unread("/" + rel, _why(e)))
+            unread.append(Unread("/" + rel, why(e)))
             continue
         seen.add("/" + rel, real, st, volatile)
         if recursive and stat.S_ISDIR(st.st_mode):
@@ -191,7 +188,7 @@ def _tree(
         nxt = []
         for (_, shown), result in zip(level, listed):
             if isinstance(result, OSError):
-                unread.append(Unread(shown, _why(result)))
+                unread.append(Unread(shown, why(result)))
                 continue
             for name, child, st in result:
                 if name in exclude:
@@ -217,87 +214,5 @@ def _listdir(host: Host, rel: str, unread: list[Unread]) -> list[str]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as e:
-        unread.append(Unread("/" + rel, _why(e)))
+        unread.append(Unread("/" + rel, why(e)))
         return []
-
-
-def _entry(path: str, st: os.stat_result, digest: str | None, target: str | None) -> Entry:
-    return Entry(
-        path,
-        TYPES.get(stat.S_IFMT(st.st_mode), "other"),
-        stat.S_IMODE(st.st_mode),
-        st.st_uid,
-        st.st_gid,
-        st.st_size,
-        digest,
-        target,
-        st.st_dev,
-        st.st_ino,
-        st.st_nlink,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-    )
-
-
-_local = threading.local()
-
-
-def _hash_all(
-    todo: list[tuple[str, str, os.stat_result, bool]], workers: int
-) -> Iterable[tuple[str, Entry | Unread]]:
-    if len(todo) < 64 or workers < 2:  # a pool costs more than it gives for a handful
-        return [_hash_one(job) for job in todo]
-    # Batches, not one task a file: the executor's per-task cost (a future, a lock, a
-    # queue round trip) would be most of the work for a 4 KiB module.
-    size = max(16, len(todo) // (workers * 8))
-    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
-    return [r for batch in parallel_map(_hash_batch, batches, workers) for r in batch]
-
-
-def _hash_batch(
-    jobs: list[tuple[str, str, os.stat_result, bool]],
-) -> list[tuple[str, Entry | Unread]]:
-    return [_hash_one(job) for job in jobs]
-
-
-def _hash_one(job: tuple[str, str, os.stat_result, bool]) -> tuple[str, Entry | Unread]:
-    """The entry of one regular file, hashed from the inode the walk saw; a file swapped
-    or written while it is read is reported, not recorded half-old."""
-    path, real, seen, volatile = job
-    buf = getattr(_local, "buf", None)
-    if buf is None:
-        buf = _local.buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    try:
-        fd = os.open(real, _OPEN)
-    except OSError as e:
-        return path, Unread(path, _why(e))
-    try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(st.st_mode):
-            return path, Unread(path, "replaced while it was read; verify again")
-        h, total = sha256(), 0
-        while n := os.readv(fd, [buf]):
-            h.update(view[:n])
-            total += n
-        after = os.fstat(fd)
-    except OSError as e:
-        return path, Unread(path, _why(e))
-    finally:
-        os.close(fd)
-    if not volatile and (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-    ):
-        return path, Unread(path, "written while it was read; verify again")
-    entry = _entry(path, st, h.hexdigest(), None)
-    if volatile:  # procfs: stat shows size 0 and times of the inode, not of the content
-        entry = entry._replace(size=total, dev=0, ino=0, mtime_ns=0, ctime_ns=0)
-    return path, entry
-
-
-def _why(e: OSError) -> str:
-    if isinstance(e, PermissionError):
-        return "insufficient permissions: " + (e.strerror or "permission denied")
-    return "unreadable: " + (e.strerror or str(e))
