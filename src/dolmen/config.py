@@ -12,6 +12,7 @@ the valid choices; `[thresholds]` ids and keys are checked against the check reg
     disable = ["tuning.thp"]      # check ids or categories not to run
     baseline = "/etc/dolmen/baseline.json"
     stack_lock = "/etc/dolmen/stack.toml"  # stack.lock: this node runs the fleet's stack
+    integrity_manifest = "/etc/dolmen/integrity.manifest"  # docs/integrity.md
 
     [slurm]
     hook_timeout = "45s"          # bounds each Slurm hook's checks (slurmd kills it at 60 s)
@@ -87,6 +88,7 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         "disable": list,
         "baseline": str,
         "stack_lock": str,  # checks/stack/lock.py: the fleet's stack lock (docs/stack.md)
+        "integrity_manifest": str,  # checks/integrity/manifest.py (docs/integrity.md)
         "xid_window_hours": (int, float),
         "slurm_drain": bool,
     },
@@ -200,6 +202,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "disable": _names,
         "baseline": _name,
         "stack_lock": _name,
+        "integrity_manifest": _name,
         "xid_window_hours": _between(0, _HOURS_MAX, above=True),
         "slurm_drain": _refused(
             "not be set: it is not implemented (run `dolmen validate --slurm`, which drains "

@@ -63,6 +63,7 @@ JSON_COMMANDS = {
     "net verify": {"dolmen.net.verify/1"},
     "net rollback": {"dolmen.net.rollback/1"},
     "net prove": {"dolmen.net.prove/1"},
+    "integrity verify": {"dolmen.integrity.verify/1"},
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

@@ -22,6 +22,7 @@ CATEGORIES = (
     "storage",
     "tuning",
     "security",
+    "integrity",
     "baseline",
     "workload",
 )

@@ -23,6 +23,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.gpu.thermal": 1,
     "dolmen.checks.gpu.xid": 1,
     "dolmen.checks.gpu.xid_traps": 4,
+    "dolmen.checks.integrity.manifest": 2,
     "dolmen.checks.interconnect.flaps": 1,
     "dolmen.checks.interconnect.ib_errors": 1,
     "dolmen.checks.interconnect.ib_ports": 1,

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("dolmen.cli.audit:audit", "Show, verify and export the audit trail."),
     "keys": ("dolmen.cli.keys:keys", "Show and rotate the keys of the site's key provider."),
     "net": ("dolmen.cli.net:net", "Isolate jobs and tenants: nftables policy, plan to rollback."),
+    "integrity": ("dolmen.cli.integrity:integrity", "Seal and verify the boot chain and AI stack."),
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
