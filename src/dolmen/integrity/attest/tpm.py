@@ -80,12 +80,15 @@ def quote(
     """A fresh quote over ``selection`` answering ``nonce``, signed by the AK."""
     require_tpm(host, tcti)
     with tempfile.TemporaryDirectory(prefix="dolmen-quote-") as tmp:
-        msg, sig = Path(tmp) / "attest", Path(tmp) / "sig"
+        # -o: tpm2_quote prints the PCR values it read with the quote only when asked to
+        # write them (their file is tpm2-tools' own format; the printed listing is read).
+        msg, sig, pcrs = Path(tmp) / "attest", Path(tmp) / "sig", Path(tmp) / "pcrs"
         try:
             result = run_tool(
                 host,
                 ["tpm2_quote", "-c", str(ak_context), "-l", selection_text(selection),
-                 "-q", nonce.hex(), "-m", str(msg), "-s", str(sig), "-g", "sha256"],
+                 "-q", nonce.hex(), "-m", str(msg), "-s", str(sig), "-o", str(pcrs),
+                 "-g", "sha256"],
                 tcti,
             )  # fmt: skip
         finally:
