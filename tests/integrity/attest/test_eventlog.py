@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dolmen.integrity.attest.efi import describe
 from dolmen.integrity.attest.eventlog import parse_event_log
@@ -165,3 +167,18 @@ def test_types_and_replay_agree_with_tpm2_eventlog(tmp_path: Path, log: Log) -> 
         for index, value in pcrs.items():
             mine = replayed.pcr(bank, index).value
             assert mine is not None and mine.hex() == value, (bank, index)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.integers(min_value=0, max_value=len(GOOD)))
+def test_no_bytes_make_the_parser_or_the_replay_raise(junk: bytes, cut: int) -> None:
+    """Junk after a good start, junk alone, a good log cut anywhere: a result, never a raise."""
+    for data in (GOOD[:cut] + junk, junk, GOOD[:cut]):
+        log = parse_event_log(data)
+        replayed = replay(log)
+        for event in log.events:
+            describe(event)
+        if log.problem is None and data:
+            assert sum(len(e.data) for e in log.events) < len(data)
+        else:
+            assert replayed.problems

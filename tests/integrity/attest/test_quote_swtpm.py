@@ -46,15 +46,18 @@ def node(swtpm: str, ak: tuple[Path, Path], tmp_path_factory: pytest.TempPathFac
     folder = tmp_path_factory.mktemp("node")
     host = LiveHost()
     log = server_boot(locality=0)
-    for pcr, digests in log.extends():
-        tpm.extend(host, pcr, digests, swtpm)
     entries = ima_writer.boot_list()
-    for _, data in entries:
-        measured = {
-            b: b"\xff" * n if data is None else hashlib.new(b, data).digest()
-            for b, n in (("sha1", 20), ("sha256", 32))
-        }
-        tpm.extend(host, 10, measured, swtpm)
+    ima = [
+        (
+            10,
+            {
+                b: b"\xff" * n if data is None else hashlib.new(b, data).digest()
+                for b, n in (("sha1", 20), ("sha256", 32))
+            },
+        )
+        for _, data in entries
+    ]
+    tpm.extend(host, log.extends() + ima, swtpm)
     (folder / "eventlog").write_bytes(log.bytes())
     (folder / "ima").write_text("\n".join(line for line, _ in entries) + "\n")
     return folder
@@ -252,7 +255,7 @@ def test_a_policy_naming_an_unquoted_pcr_fails(
 def test_a_measurement_the_log_does_not_show_fails(
     node: Path, ak: tuple[Path, Path], swtpm: str, tmp_path: Path
 ) -> None:
-    tpm.extend(LiveHost(), 12, {"sha256": b"\x66" * 32}, swtpm)  # a loader no log records
+    tpm.extend(LiveHost(), [(12, {"sha256": b"\x66" * 32})], swtpm)  # a loader no log records
     out = tmp_path / "q.json"
     rc, _ = run(
         "quote",

@@ -21,6 +21,7 @@ from dolmen.integrity.attest import tcg
 from dolmen.integrity.attest.bundle import QuoteBundle
 
 TIMEOUT = 30.0
+_EXTENDS_PER_CALL = 64  # argv stays far below ARG_MAX (a sha512+sha256 spec is ~200 bytes)
 _BANK = re.compile(r"^\s*(\w+):\s*$")
 _VALUE = re.compile(r"^\s*(\d+)\s*:\s*0x([0-9A-Fa-f]+)\s*$")
 
@@ -109,10 +110,17 @@ def read_pcrs(
     )
 
 
-def extend(host: Host, pcr: int, digests: dict[str, bytes], tcti: str | None = None) -> None:
-    """Extend one PCR in each bank given (what firmware does for each measured event)."""
-    spec = ",".join(f"{bank}={value.hex()}" for bank, value in digests.items())
-    run_tool(host, ["tpm2_pcrextend", f"{pcr}:{spec}"], tcti)
+def extend(
+    host: Host, measurements: Sequence[tuple[int, dict[str, bytes]]], tcti: str | None = None
+) -> None:
+    """Extend PCRs, in order, each in the banks given (what firmware does per measured
+    event); tpm2_pcrextend takes many in one call, applied left to right."""
+    specs = [
+        f"{pcr}:" + ",".join(f"{bank}={value.hex()}" for bank, value in digests.items())
+        for pcr, digests in measurements
+    ]
+    for start in range(0, len(specs), _EXTENDS_PER_CALL):
+        run_tool(host, ["tpm2_pcrextend", *specs[start : start + _EXTENDS_PER_CALL]], tcti)
 
 
 def create_ak(host: Host, folder: Path, tcti: str | None = None) -> tuple[Path, Path]:
