@@ -8,6 +8,9 @@ hashlib can compute are replayable; any other bank is named but unverifiable.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from dolmen.frozen import frozen
 
@@ -93,6 +96,13 @@ ALGORITHMS: dict[int, Algorithm] = {
     )
 }
 BY_NAME: dict[str, Algorithm] = {a.name: a for a in ALGORITHMS.values()}
+# hashlib's named constructors (hashlib.sha256) are several times faster than
+# hashlib.new("sha256"): a replay of a long IMA list hashes tens of thousands of times.
+_HASHERS: dict[str, Callable[[bytes], Any]] = {
+    a.name: getattr(hashlib, a.hashlib_name, None) or partial(hashlib.new, a.hashlib_name)
+    for a in ALGORITHMS.values()
+    if a.hashlib_name is not None
+}
 
 
 def algorithm_name(alg_id: int) -> str:
@@ -103,7 +113,8 @@ def algorithm_name(alg_id: int) -> str:
 
 def digest(bank: str, data: bytes) -> bytes | None:
     """``data`` hashed with a bank's algorithm; None when Python cannot compute it."""
-    alg = BY_NAME.get(bank)
-    if alg is None or alg.hashlib_name is None:
+    hasher = _HASHERS.get(bank)
+    if hasher is None:
         return None
-    return hashlib.new(alg.hashlib_name, data).digest()
+    value: bytes = hasher(data).digest()
+    return value
