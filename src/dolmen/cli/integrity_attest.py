@@ -165,23 +165,26 @@ def verify(
     Without --policy every quoted PCR must match the replay of --eventlog."""
     from dolmen.integrity.attest.bundle import parse_bundle
     from dolmen.integrity.attest.policy import Policy, Rule, load_policy
-    from dolmen.integrity.attest.quote import QuoteError, parse_attest
+    from dolmen.integrity.attest.quote import QuoteError, load_ak, parse_attest
     from dolmen.integrity.attest.verify import verify as judge
 
     if ima is not None and eventlog is None:
         raise UsageError("--ima continues the event log's PCR 10: give --eventlog too")
     bundle = parse_bundle(_read(quote_file, "quote").decode("utf-8", "replace"), quote_file)
+    pem = _read(ak_pub, "AK public key")
+    try:
+        load_ak(pem)  # the verifier's own input: a bad one is a usage problem, not the node's
+    except QuoteError as e:
+        raise InputError(f"the AK public key is {e}", path=ak_pub) from None
     if policy_path is not None:
         policy = load_policy(Path(policy_path), _read(policy_path, "policy").decode())
     else:
         try:
             chosen = parse_attest(bundle.attest).selection
-        except QuoteError as e:
-            raise InputError(str(e), path=quote_file) from None
+        except QuoteError:
+            chosen = ()  # the node sent no checkable quote: verify says so (not trusted)
         policy = Policy(tuple(Rule(b, i, None) for b, pcrs in chosen for i in pcrs))
-    verdict = judge(
-        bundle, _read(ak_pub, "AK public key"), _nonce(nonce_hex), policy, _replay(eventlog, ima)
-    )
+    verdict = judge(bundle, pem, _nonce(nonce_hex), policy, _replay(eventlog, ima))
     if as_json:
         click.echo(json.dumps(verdict.to_json(), indent=2))
     else:

@@ -318,6 +318,23 @@ def test_a_file_that_is_not_a_quote_is_refused(tmp_path: Path, ak: tuple[Path, P
         assert rc == 2 and message in text, text
 
 
+def test_a_junk_ak_key_is_bad_input_and_a_junk_quote_is_not_trusted(
+    quoted: Path, ak: tuple[Path, Path], tmp_path: Path
+) -> None:
+    junk = tmp_path / "ak.pem"
+    junk.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+    rc, text = run("verify", str(quoted), "--ak-pub", str(junk), "--nonce", NONCE)
+    assert rc == 2 and "the AK public key is not a PEM public key" in text
+    doc = json.loads(quoted.read_text())
+    doc["attest"] = "00" * 40
+    bad = tmp_path / "q.json"
+    bad.write_text(json.dumps(doc))
+    rc, text = run("verify", str(bad), "--ak-pub", str(ak[1]), "--nonce", NONCE, "--json")
+    assert rc == 1 and json.loads(text)["problems"] == [
+        "not a checkable quote: not made by a TPM (its magic is not TPM_GENERATED_VALUE)"
+    ]
+
+
 def test_eventlog_shows_what_was_measured(node: Path) -> None:
     rc, text = run("eventlog", str(node / "eventlog"))
     assert rc == 0 and "EV_EFI_BOOT_SERVICES_APPLICATION   \\EFI\\ubuntu\\shimx64.efi" in text
@@ -328,3 +345,30 @@ def test_eventlog_shows_what_was_measured(node: Path) -> None:
 
 def test_swtpm_tools_are_found() -> None:
     assert shutil.which("tpm2_checkquote") is not None
+
+
+def test_the_terminal_verdict_names_each_pcr_and_the_problems(
+    quoted: Path, ak: tuple[Path, Path], node: Path
+) -> None:
+    rc, text = run(
+        "verify",
+        str(quoted),
+        "--ak-pub",
+        str(ak[1]),
+        "--nonce",
+        NONCE,
+        "--eventlog",
+        str(node / "eventlog"),
+        "--ima",
+        str(node / "ima"),
+    )
+    assert (
+        rc == 0
+        and text.splitlines()[0] == "sha256:0   match"
+        and text.splitlines()[-1] == "trusted"
+    )
+    rc, text = run("verify", str(quoted), "--ak-pub", str(ak[1]), "--nonce", "b2" * 32)
+    lines = text.splitlines()
+    assert rc == 1 and lines[-1] == "NOT trusted"
+    assert "sha256:0   unverifiable  no event log to replay was given" in lines
+    assert any(line.startswith("problem: the quote answers nonce a1a1") for line in lines)

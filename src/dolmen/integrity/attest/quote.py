@@ -118,15 +118,23 @@ def parse_signature(data: bytes) -> Signature:
     raise QuoteError(f"a signature scheme dolmen does not check ({scheme:#06x})")
 
 
+def load_ak(ak_pem: bytes) -> ec.EllipticCurvePublicKey | rsa.RSAPublicKey:
+    """The AK's public key from its PEM (``tpm2_createak -f pem``): EC or RSA."""
+    try:
+        key = serialization.load_pem_public_key(ak_pem)
+    except (ValueError, TypeError) as e:
+        raise QuoteError(f"not a PEM public key ({str(e).splitlines()[0][:120]})") from None
+    if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey):
+        raise QuoteError(f"a {type(key).__name__}, not an EC or RSA key a TPM signs with")
+    return key
+
+
 def verify_signature(ak_pem: bytes, attest: bytes, sig: Signature) -> bool:
     """Whether ``sig`` over ``attest`` was made by the AK whose public key is ``ak_pem``."""
     digest = _HASHES.get(sig.hash_name)
     if digest is None:
         raise QuoteError(f"a signature hashed with {sig.hash_name}, which dolmen does not check")
-    try:
-        key = serialization.load_pem_public_key(ak_pem)
-    except ValueError as e:
-        raise QuoteError(f"the AK public key is not a PEM public key ({e})") from None
+    key = load_ak(ak_pem)
     try:
         if isinstance(key, ec.EllipticCurvePublicKey) and sig.scheme == "ecdsa":
             key.verify(sig.value, attest, ec.ECDSA(digest))
