@@ -3,6 +3,8 @@ ports with a private state folder, started once per session and stopped by its P
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import socket
@@ -15,6 +17,10 @@ import pytest
 
 from dolmen.host.live import LiveHost
 from dolmen.integrity.attest import tpm
+from tests.integrity.attest import ima_writer
+from tests.integrity.attest.cli_run import NONCE, PCRS, run
+from tests.integrity.attest.eventlog_writer import server_boot
+from tests.report.contract import assert_valid
 
 
 def _free_ports(n: int) -> list[int]:
@@ -93,3 +99,47 @@ def swtpm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def ak(swtpm: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """An AK in the session's TPM: its context file and its PEM public key."""
     return tpm.create_ak(LiveHost(), tmp_path_factory.mktemp("ak"), swtpm)
+
+
+@pytest.fixture(scope="session")
+def node(swtpm: str, ak: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A node booted as server_boot() logs it, with an IMA list: the TPM extended to match,
+    the log and list written as securityfs shows them."""
+    folder = tmp_path_factory.mktemp("node")
+    host = LiveHost()
+    log = server_boot(locality=0)
+    entries = ima_writer.boot_list()
+    ima = [
+        (
+            10,
+            {
+                b: b"\xff" * n if data is None else hashlib.new(b, data).digest()
+                for b, n in (("sha1", 20), ("sha256", 32))
+            },
+        )
+        for _, data in entries
+    ]
+    tpm.extend(host, log.extends() + ima, swtpm)
+    (folder / "eventlog").write_bytes(log.bytes())
+    (folder / "ima").write_text("\n".join(line for line, _ in entries) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def quoted(node: Path, ak: tuple[Path, Path], swtpm: str) -> Path:
+    out = node / "quote.json"
+    rc, text = run(
+        "quote",
+        "--ak-context",
+        str(ak[0]),
+        "--pcrs",
+        PCRS,
+        "--nonce",
+        NONCE,
+        "-o",
+        str(out),
+        "--json",
+    )
+    assert rc == 0, text
+    assert_valid(json.loads(text))
+    return out

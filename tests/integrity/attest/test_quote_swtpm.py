@@ -1,99 +1,21 @@
 """Quote and verify end to end on a software TPM (swtpm): the TPM is extended with what a
 built event log and IMA list say, quoted over a fresh nonce, and verified; then the
 tamper cases: a stale nonce, a wrong AK, an edited log, edited PCR values, an unverifiable
-PCR, a value outside the policy, a measurement the log does not show, no TPM at all.
-tpm2_checkquote is run on the same quotes as an independent verifier."""
+PCR, a value outside the policy, a measurement the log does not show (the fixtures are in
+conftest.py: one TPM, one boot, one quote for the session). tpm2_checkquote is run on the same quotes as an independent verifier."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner
-
-from dolmen.cli.integrity_attest import attest
-from dolmen.errors import DolmenError
 from dolmen.host.live import LiveHost
 from dolmen.integrity.attest import tpm
 from dolmen.integrity.attest.bundle import parse_bundle
-from tests.integrity.attest import ima_writer
+from tests.integrity.attest.cli_run import NONCE, run, verify
 from tests.integrity.attest.eventlog_writer import server_boot
-from tests.report.contract import assert_valid
-
-NONCE = "a1" * 32
-PCRS = "sha256:0-10+sha1:10"
-
-
-def run(*argv: str) -> tuple[int, str]:
-    """The group as `dolmen integrity attest` runs it: a DolmenError is its exit code."""
-    result = CliRunner().invoke(attest, list(argv))
-    if isinstance(result.exception, DolmenError):
-        return int(result.exception.exit_code), str(result.exception)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
-
-
-@pytest.fixture(scope="module")
-def node(swtpm: str, ak: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A node booted as server_boot() logs it, with an IMA list: the TPM extended to match,
-    the log and list written as securityfs shows them."""
-    folder = tmp_path_factory.mktemp("node")
-    host = LiveHost()
-    log = server_boot(locality=0)
-    entries = ima_writer.boot_list()
-    ima = [
-        (
-            10,
-            {
-                b: b"\xff" * n if data is None else hashlib.new(b, data).digest()
-                for b, n in (("sha1", 20), ("sha256", 32))
-            },
-        )
-        for _, data in entries
-    ]
-    tpm.extend(host, log.extends() + ima, swtpm)
-    (folder / "eventlog").write_bytes(log.bytes())
-    (folder / "ima").write_text("\n".join(line for line, _ in entries) + "\n")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def quoted(node: Path, ak: tuple[Path, Path], swtpm: str) -> Path:
-    out = node / "quote.json"
-    rc, text = run(
-        "quote",
-        "--ak-context",
-        str(ak[0]),
-        "--pcrs",
-        PCRS,
-        "--nonce",
-        NONCE,
-        "-o",
-        str(out),
-        "--json",
-    )
-    assert rc == 0, text
-    assert_valid(json.loads(text))
-    return out
-
-
-def verify(
-    quote: Path, ak_pub: Path, node: Path, *extra: str, nonce: str = NONCE
-) -> tuple[int, dict]:
-    args = ["verify", str(quote), "--ak-pub", str(ak_pub), "--nonce", nonce, "--json"]
-    rc, text = run(
-        *args, *(extra or ("--eventlog", str(node / "eventlog"), "--ima", str(node / "ima")))
-    )
-    doc = json.loads(text) if text.startswith("{") else {"error": text}
-    if "schema" in doc:
-        assert_valid(doc)
-    return rc, doc
 
 
 def checkquote(quote: Path, ak_pub: Path, nonce: str, folder: Path) -> int:
@@ -271,104 +193,3 @@ def test_a_measurement_the_log_does_not_show_fails(
     assert rc == 0
     rc, doc = verify(out, ak[1], node)
     assert rc == 1 and [p["status"] for p in doc["pcrs"]] == ["match", "mismatch"]
-
-
-def test_no_tpm_and_a_dead_tcti_are_named(
-    ak: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("TPM2TOOLS_TCTI")
-    if Path("/dev/tpm0").exists() or Path("/dev/tpmrm0").exists():
-        pytest.skip("this machine has a TPM device")
-    rc, text = run("quote", "--ak-context", str(ak[0]), "--pcrs", "sha256:0")
-    assert rc == 3 and text == "no TPM: /dev/tpmrm0 and /dev/tpm0 are absent and no TCTI is set"
-    from tests.integrity.attest.conftest import _free_ports
-
-    dead = f"swtpm:host=127.0.0.1,port={_free_ports(1)[0]}"
-    rc, text = run("quote", "--ak-context", str(ak[0]), "--pcrs", "sha256:0", "--tcti", dead)
-    assert rc == 3 and text.startswith(f"tpm2_quote failed on the TPM at {dead}: ")
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["verify", "/nonexistent", "--ak-pub", "/x", "--nonce", NONCE], "cannot read the quote"),
-        (["quote", "--ak-context", "x"], "give one of --pcrs or --policy"),
-        (["quote", "--ak-context", "x", "--pcrs", "sha256:0-30"], "--pcrs 'sha256:0-30'"),
-        (["quote", "--ak-context", "x", "--pcrs", "md5:1"], "--pcrs 'md5:1'"),
-        (
-            ["quote", "--ak-context", "x", "--pcrs", "sha256:1", "--nonce", "zz"],
-            "--nonce must be 8 to 64 bytes",
-        ),
-    ],
-)
-def test_bad_input_is_one_line(argv: list[str], message: str) -> None:
-    rc, text = run(*argv)
-    assert rc == 2 and message in text
-
-
-def test_a_file_that_is_not_a_quote_is_refused(tmp_path: Path, ak: tuple[Path, Path]) -> None:
-    junk = tmp_path / "q.json"
-    for body, message in (
-        ("{", "not JSON"),
-        ('{"schema": "x"}', "not a quote document"),
-        ('{"schema": "dolmen.integrity.attest.quote/1", "nonce": "zz"}', "'pcrs' is not a table"),
-    ):
-        junk.write_text(body)
-        rc, text = run("verify", str(junk), "--ak-pub", str(ak[1]), "--nonce", NONCE)
-        assert rc == 2 and message in text, text
-
-
-def test_a_junk_ak_key_is_bad_input_and_a_junk_quote_is_not_trusted(
-    quoted: Path, ak: tuple[Path, Path], tmp_path: Path
-) -> None:
-    junk = tmp_path / "ak.pem"
-    junk.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
-    rc, text = run("verify", str(quoted), "--ak-pub", str(junk), "--nonce", NONCE)
-    assert rc == 2 and "the AK public key is not a PEM public key" in text
-    doc = json.loads(quoted.read_text())
-    doc["attest"] = "00" * 40
-    bad = tmp_path / "q.json"
-    bad.write_text(json.dumps(doc))
-    rc, text = run("verify", str(bad), "--ak-pub", str(ak[1]), "--nonce", NONCE, "--json")
-    assert rc == 1 and json.loads(text)["problems"] == [
-        "not a checkable quote: not made by a TPM (its magic is not TPM_GENERATED_VALUE)"
-    ]
-
-
-def test_eventlog_shows_what_was_measured(node: Path) -> None:
-    rc, text = run("eventlog", str(node / "eventlog"))
-    assert rc == 0 and "EV_EFI_BOOT_SERVICES_APPLICATION   \\EFI\\ubuntu\\shimx64.efi" in text
-    rc, text = run("eventlog")  # this machine: no securityfs mounted
-    if not Path("/sys/kernel/security/tpm0/binary_bios_measurements").exists():
-        assert rc == 2 and "no event log to read" in text
-
-
-def test_swtpm_tools_are_found() -> None:
-    assert shutil.which("tpm2_checkquote") is not None
-
-
-def test_the_terminal_verdict_names_each_pcr_and_the_problems(
-    quoted: Path, ak: tuple[Path, Path], node: Path
-) -> None:
-    rc, text = run(
-        "verify",
-        str(quoted),
-        "--ak-pub",
-        str(ak[1]),
-        "--nonce",
-        NONCE,
-        "--eventlog",
-        str(node / "eventlog"),
-        "--ima",
-        str(node / "ima"),
-    )
-    assert (
-        rc == 0
-        and text.splitlines()[0] == "sha256:0   match"
-        and text.splitlines()[-1] == "trusted"
-    )
-    rc, text = run("verify", str(quoted), "--ak-pub", str(ak[1]), "--nonce", "b2" * 32)
-    lines = text.splitlines()
-    assert rc == 1 and lines[-1] == "NOT trusted"
-    assert "sha256:0   unverifiable  no event log to replay was given" in lines
-    assert any(line.startswith("problem: the quote answers nonce a1a1") for line in lines)
