@@ -110,3 +110,18 @@ def test_the_terminal_verdict_names_each_pcr_and_the_problems(
     assert rc == 1 and lines[-1] == "NOT trusted"
     assert "sha256:0   unverifiable  no event log to replay was given" in lines
     assert any(line.startswith("problem: the quote answers nonce a1a1") for line in lines)
+
+
+def test_a_fifo_for_a_file_and_a_folder_for_an_output_are_refused(
+    tmp_path: Path, ak: tuple[Path, Path]
+) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    rc, text = run("verify", str(fifo), "--ak-pub", str(ak[1]), "--nonce", NONCE)
+    assert rc == 2 and text.startswith(f"{fifo}: cannot read the quote: ")
+    rc, text = run("quote", "--ak-context", str(ak[0]), "--pcrs", "sha256:0", "-o", str(tmp_path))
+    assert rc == 2 and "is a directory" in text
+    rc, text = run("policy", "--eventlog", str(fifo), "-o", str(tmp_path / "p.toml"))
+    assert rc == 2 and "cannot read the event log" in text and not (tmp_path / "p.toml").exists()
