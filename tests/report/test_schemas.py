@@ -62,6 +62,8 @@ JSON_COMMANDS = {
     "net apply": {"dolmen.net.apply/1"},
     "net verify": {"dolmen.net.verify/1"},
     "net rollback": {"dolmen.net.rollback/1"},
+    "integrity attest quote": {"dolmen.integrity.attest.quote/1"},
+    "integrity attest verify": {"dolmen.integrity.attest.verify/1"},
     "net prove": {"dolmen.net.prove/1"},
     "integrity verify": {"dolmen.integrity.verify/1"},
     "bench": {"dolmen.bench/1"},

@@ -158,4 +158,6 @@ def _document(manifest: str, result: Any, code: int) -> dict[str, Any]:
     }
 
 
-# attest: dolmen.cli.integrity_attest registers here
+from dolmen.cli.integrity_attest import attest  # noqa: E402
+
+integrity.add_command(attest)

@@ -245,3 +245,62 @@ def test_live_host_is_never_failed_nor_errored(cid: str) -> None:
         assert f.status is Status.UNKNOWN
     if cid == "security.tpm" and not Path("/sys/class/tpm").is_dir():
         assert f.status is Status.UNKNOWN
+
+
+# --- the remedies for NVIDIA's out-of-tree modules ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cid", "files", "words"),
+    [
+        # Secure Boot off: enrol the DKMS key before turning it on
+        (
+            "security.secure_boot",
+            _efi(EFI_OFF),
+            ("mokutil --import /var/lib/dkms/mok.pub", "MokManager", "--test-key"),
+        ),
+        # lockdown off: what lockdown=integrity will do to an unsigned nvidia.ko
+        (
+            "security.lockdown",
+            _securityfs("[none] integrity confidentiality\n"),
+            ("unsigned module loading is restricted", "no GPU", "mokutil --import"),
+        ),
+        # lockdown on and no nvidia module: the kernel's refusal, and the MOK steps
+        (
+            "security.module_signing",
+            {**_securityfs("none [integrity] confidentiality\n"), **GPU, "proc/modules": ""},
+            ("lockdown=integrity makes the kernel refuse", "Enroll MOK"),
+        ),
+        # sig_enforce (not lockdown): the MOK steps without the lockdown paragraph
+        (
+            "security.module_signing",
+            {"sys/module/module/parameters/sig_enforce": "Y\n", **NVIDIA_LOADED},
+            ("modinfo -F signer nvidia",),
+        ),
+        # no IMA: what appraisal would do to nvidia.ko
+        (
+            "security.ima",
+            _securityfs("[none] integrity confidentiality\n", ima=False),
+            ("func=MODULE_CHECK", "evmctl ima_sign", "attest verify"),
+        ),
+    ],
+    ids=["secure-boot", "lockdown", "signing-under-lockdown", "signing-sig-enforce", "ima"],
+)
+def test_warnings_carry_the_nvidia_module_remedies(
+    tmp_path: Path, cid: str, files: dict[str, str | bytes], words: tuple[str, ...]
+) -> None:
+    f = _one(make_tree(tmp_path, files=files), cid)
+    assert f.status is Status.WARN and f.remedy
+    for word in words:
+        assert word in f.remedy, (word, f.remedy)
+    if words == ("modinfo -F signer nvidia",):
+        assert "lockdown=integrity makes" not in f.remedy
+
+
+@pytest.mark.parametrize(
+    "cid", ["security.secure_boot", "security.lockdown", "security.module_signing", "security.ima"]
+)
+def test_the_remedies_keep_the_truth_rules_without_posture_files(cid: str, tmp_path: Path) -> None:
+    """No securityfs, no efivars (this machine): unknown, never a warning about NVIDIA."""
+    f = _one(make_tree(tmp_path, files={"proc/cmdline": "ro quiet\n"}), cid)
+    assert f.status is Status.UNKNOWN

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, unknown, warned
 from dolmen.checks.security.posture import unread
+from dolmen.checks.security.remedies import MOK_ENROL
 
 SB_REMEDY = (
     "Enable Secure Boot in the firmware setup (mokutil --sb-state shows the state). Sign the "
-    "out-of-tree modules first or they stop loading: DKMS signs the NVIDIA module with its MOK "
-    "(Ubuntu: sudo mokutil --import /var/lib/shim-signed/mok/MOK.der; RHEL: the key in "
-    "/var/lib/dkms/mok.pub), or use the distribution's signed driver packages."
+    "out-of-tree modules first or they stop loading: " + MOK_ENROL
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, warned
 from dolmen.checks.security.posture import unread
+from dolmen.checks.security.remedies import IMA_NVIDIA
 
 
 @check(
@@ -14,7 +15,7 @@ from dolmen.checks.security.posture import unread
     needs=("security",),
     remedy="Run a kernel built with CONFIG_IMA (distribution kernels are) and boot with "
     "ima_policy=tcb, or load a policy (echo /etc/ima/ima-policy > "
-    "/sys/kernel/security/ima/policy); appraisal needs files signed with evmctl.",
+    "/sys/kernel/security/ima/policy); appraisal needs files signed with evmctl. " + IMA_NVIDIA,
     source="Linux IMA/EVM (Documentation/security/IMA-templates.rst, ima_policy ABI)",
     gating=False,
 )

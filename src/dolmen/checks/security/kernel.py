@@ -8,15 +8,10 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, unknown, warned
 from dolmen.checks.security.posture import unread
+from dolmen.checks.security.remedies import LOCKDOWN_NVIDIA, MOK_ENROL
 
 _LOCKED = ("integrity", "confidentiality")
-SIGN_REMEDY = (
-    "Sign the NVIDIA module with an enrolled key: DKMS does it with its MOK (Ubuntu: sudo "
-    "mokutil --import /var/lib/shim-signed/mok/MOK.der, reboot and confirm in MokManager; "
-    "RHEL: sudo mokutil --import /var/lib/dkms/mok.pub), or install the distribution's "
-    "pre-signed driver (Ubuntu linux-modules-nvidia-<branch>-server-open-$(uname -r)); check "
-    "with modinfo -F signer nvidia and dmesg | grep -i 'key was rejected'."
-)
+SIGN_REMEDY = "Sign the NVIDIA module with an enrolled key. " + MOK_ENROL
 
 
 @check(
@@ -26,7 +21,7 @@ SIGN_REMEDY = (
     needs=("security",),
     remedy="Boot with lockdown=integrity (add it to GRUB_CMDLINE_LINUX in /etc/default/grub, "
     "then sudo update-grub or sudo grub2-mkconfig -o /boot/grub2/grub.cfg); distributions "
-    "turn it on with Secure Boot.",
+    "turn it on with Secure Boot. " + LOCKDOWN_NVIDIA + MOK_ENROL,
     source="kernel_lockdown(7)",
     gating=False,
 )
@@ -80,6 +75,8 @@ def module_signing(ctx: Context) -> list[Outcome]:
         return [passed("host", "module loading is disabled (kernel.modules_disabled=1)", **ev)]
     if sec.module_sig_enforce or sec.lockdown in _LOCKED:
         how = "sig_enforce" if sec.module_sig_enforce else f"lockdown={sec.lockdown}"
+        # Under lockdown the refusal is the kernel's, not a setting one can flip back.
+        remedy = SIGN_REMEDY if sec.module_sig_enforce else LOCKDOWN_NVIDIA + SIGN_REMEDY
         if gpus and nvidia is False:
             return [
                 warned(
@@ -87,6 +84,7 @@ def module_signing(ctx: Context) -> list[Outcome]:
                     f"module signatures are enforced ({how}) and the nvidia module is not "
                     "loaded: an unsigned nvidia module is refused at load time "
                     "(Key was rejected by service)",
+                    remedy=remedy,
                     **ev,
                 )
             ]
@@ -97,6 +95,7 @@ def module_signing(ctx: Context) -> list[Outcome]:
                     f"module signatures are enforced ({how}) but the loaded nvidia module "
                     "carries taint E (unsigned): it was loaded before enforcement and will be "
                     "refused at the next load",
+                    remedy=remedy,
                     **ev,
                 )
             ]
