@@ -37,6 +37,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.security.ima": 2,
     "dolmen.checks.security.kernel": 2,
     "dolmen.checks.security.posture": 4,
+    "dolmen.checks.security.rdma_netns": 2,
     "dolmen.checks.security.taint": 2,
     "dolmen.checks.stack.containers": 2,
     "dolmen.checks.stack.containers_cdi": 2,
