@@ -17,6 +17,7 @@ from dolmen.tune.settings.gpu import GpuPersistence
 from dolmen.tune.settings.hugepages import HugePages
 from dolmen.tune.settings.irq import Irq
 from dolmen.tune.settings.limits import Limits
+from dolmen.tune.settings.nftables import Nftables
 from dolmen.tune.settings.packages import Packages
 from dolmen.tune.settings.services import Services
 from dolmen.tune.settings.sysctl import Sysctl
@@ -36,9 +37,10 @@ SETTINGS: Mapping[str, Setting] = {
         Packages(),
         Cmdline(),
         BootFiles(),
+        Nftables(),
     )
 }
-# Sections a profile may name ([boot] is built by the engine).
-PROFILE_SECTIONS = tuple(s for s in SETTINGS if s != "boot")
+# Sections a profile may name ([boot] is built by the engine, [nftables] by `dolmen net`).
+PROFILE_SECTIONS = tuple(s for s in SETTINGS if s not in ("boot", "nftables"))
 
 __all__ = ["PROFILE_SECTIONS", "SETTINGS", "Entry", "Setting"]

@@ -1,0 +1,24 @@
+"""``dolmen net``: the isolation policy between jobs and tenants (docs/net.md).
+
+    dolmen net plan --policy P       the diff against the live ruleset (never writes)
+    dolmen net apply --policy P      journal the live ruleset, replace it in one batch
+    dolmen net verify --policy P     the live ruleset against the policy, with counters
+    dolmen net rollback              put the journaled ruleset back
+
+Other parts of ``net`` live in their own modules and join the group at the bottom of
+this file, one ``net.add_command(...)`` line each.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def net() -> None:
+    """Isolate jobs and tenants: plan, apply, verify and roll back the network policy."""
+
+
+from dolmen.cli import net_nft  # noqa: E402  (the commands register on the group above)
+
+net_nft.register(net)
