@@ -79,9 +79,7 @@ def namespace_policies(net: JobNet) -> list[dict[str, Any]]:
     """The objects every job of the namespace shares: default deny, DNS, management."""
     ns = net.namespace
     out = [
-        _policy(
-            _meta(DENY, ns), {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
-        ),
+        _policy(_meta(DENY, ns), {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
         _policy(
             _meta(DNS, ns),
             {
