@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dolmen.frozen import frozen
+from dolmen.net.model import Policy, Ports
 
 API_VERSION = "networking.k8s.io/v1"
 JOB_LABEL = "dolmen.io/job"  # the pods' label (jobs.kubernetes.pod.LABEL; a test holds them equal)
@@ -165,3 +166,30 @@ def host_network_pods(objects: Sequence[Any]) -> list[str]:
             if spec.get("hostNetwork") is True
         ]
     return found
+
+
+def _ports(ports: Ports) -> tuple[Port, ...]:
+    return tuple(
+        Port(proto, r.first, r.last if r.last != r.first else None)
+        for proto, ranges in (("TCP", ports.tcp), ("UDP", ports.udp))
+        for r in ranges
+    )
+
+
+def job_net(
+    policy: Policy,
+    job: str,
+    namespace: str,
+    *,
+    tenant: str | None = None,
+    extra: Sequence[Port] = (),
+) -> JobNet:
+    """A job's objects' inputs from the policy: its tenant's ports (plus ``extra``: the
+    backend's own rendezvous port), the management plane's sources and ports. ValueError
+    for a tenant the policy does not declare."""
+    if tenant is not None and tenant not in policy.tenants:
+        known = ", ".join(sorted(policy.tenants)) or "(none declared)"
+        raise ValueError(f"tenant {tenant!r} is not in the policy; tenants: {known}")
+    ports = tuple(dict.fromkeys([*_ports(policy.ports_for(tenant)), *extra]))
+    mgmt = policy.management
+    return JobNet(job, namespace, ports, tuple(str(a) for a in mgmt.allow_from), _ports(mgmt.ports))
