@@ -48,8 +48,8 @@ def read_netns_mode(host: Host) -> tuple[str | None, str]:
     res = host.run(list(ARGV), timeout=5)
     if res.status is RunStatus.UNRECORDED:
         return None, f"{NOT_IN_BUNDLE}: {' '.join(ARGV)}"
-    if res.status is RunStatus.MISSING:
-        return None, "missing: rdma (iproute2) is not installed, so the mode cannot be read"
+    if res.status is RunStatus.MISSING:  # live: not on PATH; a hand-made tree: not recorded
+        return None, res.failure()
     if NO_NETLINK in res.stdout + res.stderr:
         return None, "missing: this kernel has no RDMA (no RDMA netlink: ib_core is not loaded)"
     if not res.ok:
