@@ -60,7 +60,7 @@ def _statement(head: str, props: str) -> dict[str, object]:
             if val not in MEMBERSHIP:
                 raise GrammarError(f"defmember={val!r}")
             defmember = val
-        elif key in ("ipoib", "indx0") and not val or key in MGROUP and val:
+        elif (key in ("ipoib", "indx0") and not val) or (key in MGROUP and val):
             flags.append(key)
         else:
             raise GrammarError(f"flag {flag!r}")

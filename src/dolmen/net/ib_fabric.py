@@ -165,9 +165,19 @@ def _resolve(
 
 
 def node_port_guids(host: Host) -> tuple[str, ...]:
-    """The port GUIDs of a node's InfiniBand (not RoCE) ports, from its facts: GID 0's low
-    64 bits (``pkeys.read_port_pkeys``), else the device's node GUID where the device has
-    one port (mlx5: one device per port, port GUID = node GUID; not mlx4's two)."""
+    """The port GUIDs of a node's InfiniBand (not RoCE) ports, from its facts (``port_guids``)."""
+    out: list[str] = []
+    for guid in port_guids(host).values():
+        if guid is not None and guid not in out:
+            out.append(guid)
+    return tuple(out)
+
+
+def port_guids(host: Host) -> dict[tuple[str, int], str | None]:
+    """(device, port) -> port GUID of each InfiniBand (not RoCE) port: GID 0's low 64 bits
+    (``pkeys.read_port_pkeys``), else the device's node GUID where the device has one port
+    (mlx5: one device per port, port GUID = node GUID; not mlx4's two); None when neither
+    says. ``dolmen snapshot`` records no GIDs, so the fallback is what reads a snapshot."""
     from dolmen.facts.infiniband import collect
     from dolmen.net.pkeys import read_port_pkeys
 
@@ -177,14 +187,12 @@ def node_port_guids(host: Host) -> tuple[str, ...]:
     per_device: dict[str, int] = {}
     for p in facts.ports:
         per_device[p.device] = per_device.get(p.device, 0) + 1
-    out: list[str] = []
+    out: dict[tuple[str, int], str | None] = {}
     for p in facts.ports:
         if (p.link_layer or "").lower() != "infiniband":
             continue
         guid = by_port.get((p.device, p.port))
         if guid is None and per_device[p.device] == 1 and p.node_guid:
             guid = p.node_guid
-        text = guid_text(guid) if guid else None
-        if text is not None and text not in out:
-            out.append(text)
-    return tuple(out)
+        out[(p.device, p.port)] = guid_text(guid) if guid else None
+    return out

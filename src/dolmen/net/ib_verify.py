@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dolmen.host import Host
+from dolmen.net.ib_fabric import port_guids
 from dolmen.net.infiniband import Partition, granted, guid_text
 from dolmen.net.pkeys import compare, read_port_pkeys
 
@@ -21,15 +22,21 @@ def verify_host(
 ) -> list[dict[str, Any]]:
     """One row per port (``subject``, ``guid``, ``status``, the diff or the reason)."""
     tables, unread = read_port_pkeys(host)
+    guids = port_guids(host)
     rows: list[dict[str, Any]] = []
     for t in tables:
         if (t.link_layer or "").lower() == "ethernet":
             continue
-        row: dict[str, Any] = {"subject": t.subject, "guid": guid_text(t.guid) if t.guid else None}
+        guid = guid_text(t.guid) if t.guid else guids.get((t.device, t.port))
+        row: dict[str, Any] = {"subject": t.subject, "guid": guid}
         why = unread.get(f"{t.device}/{t.port}")
         if row["guid"] is None:
             rows.append(
-                {**row, "status": "unknown", "reason": "the port GUID (gids/0) is unreadable"}
+                {
+                    **row,
+                    "status": "unknown",
+                    "reason": "port GUID unreadable (no gids/0, no node GUID of a one-port device)",
+                }
             )
             continue
         if why:
