@@ -34,6 +34,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.interconnect.roce": 1,
     "dolmen.checks.interconnect.topology": 2,
     "dolmen.checks.security.boot": 2,
+    "dolmen.checks.security.ib_pkeys": 2,
     "dolmen.checks.security.ima": 2,
     "dolmen.checks.security.kernel": 2,
     "dolmen.checks.security.posture": 4,

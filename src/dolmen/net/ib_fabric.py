@@ -127,10 +127,13 @@ def partitions_for(
     *,
     policy: Policy | None = None,
     node_guids: Mapping[str, Sequence[str]] | None = None,
+    strict: bool = True,
 ) -> list[Partition]:
     """Default, then one partition per tenant (by PKey). ValueError for a tenant the policy
     does not declare, a node name without facts, a node without an InfiniBand port, or a
-    port that is a full and a limited member of one tenant at once."""
+    port that is a full and a limited member of one tenant at once. ``strict=False`` leaves
+    out the nodes ``node_guids`` does not name (one node judging its own ports: the others'
+    GUIDs cannot change what its ports are granted)."""
     nodes = node_guids or {}
     out = [default_partition(fabric.sm_ports)]
     for t in sorted(fabric.tenants.values(), key=lambda t: t.pkey):
@@ -140,7 +143,8 @@ def partitions_for(
         members: list[Member] = []
         for kind, entries in (("full", t.members), ("limited", t.limited)):
             for entry in entries:
-                members += _resolve(t.name, entry, kind, nodes)
+                if strict or entry.startswith("0x") or entry in nodes:
+                    members += _resolve(t.name, entry, kind, nodes)
         guids = [m.guid for m in members]
         twice = sorted({g for g in guids if guids.count(g) > 1})
         if twice:
