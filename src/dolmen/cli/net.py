@@ -19,6 +19,10 @@ def net() -> None:
     """Isolate jobs and tenants: plan, apply, verify and roll back the network policy."""
 
 
-from dolmen.cli import net_nft  # noqa: E402  (the commands register on the group above)
+# One line per command; other modules' commands join the same way.
+from dolmen.cli import net_nft  # noqa: E402
 
-net_nft.register(net)
+net.add_command(net_nft.plan)
+net.add_command(net_nft.apply)
+net.add_command(net_nft.verify)
+net.add_command(net_nft.rollback)

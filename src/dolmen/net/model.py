@@ -159,8 +159,8 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
     data = parse_toml(text, path)
     check_keys(data, _TOP, text=text, path=path)
 
-    def fail(msg: str, key: str) -> ConfigError:
-        return ConfigError(msg, path=path, line=line_of(text, key))
+    def fail(msg: str, key: str, section: str | None = None) -> ConfigError:
+        return ConfigError(msg, path=path, line=line_in(text, key, section))
 
     head = data.get("policy", {})
     check_keys(head, _POLICY, text=text, path=path, section="policy")
@@ -180,7 +180,7 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
 
     mgmt = data.get("management", {})
     check_keys(mgmt, _MANAGEMENT, text=text, path=path, section="management")
-    allow = tuple(_addresses(mgmt.get("from", []), "[management] from", fail))
+    allow = tuple(_addresses(mgmt.get("from", []), "management", "from", fail))
     services = []
     for sname, spec in mgmt.get("services", {}).items():
         services.append(Service(sname, _service_ports(spec, sname, text, path, fail)))
@@ -196,7 +196,8 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
                 f"[tenants.{tname}] must be a table named with letters, digits, _ . -", tname
             )
         check_keys(table, _TENANT, text=text, path=path, section=f"tenants.{tname}")
-        tenants[tname] = Tenant(tname, table.get("description", ""), _ports(table, tname, fail))
+        ports = _ports(table, f"tenants.{tname}", fail)
+        tenants[tname] = Tenant(tname, table.get("description", ""), ports)
 
     policy = Policy(
         name, Management(allow, tuple(services)), job_ports, tenants, (), rate, max_jobs, path
@@ -206,11 +207,11 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         if not isinstance(table, dict):
             raise fail(f"[job.{jid}] must be a table", jid)
         check_keys(table, _JOB, text=text, path=path, section=f"job.{jid}")
-        members = _addresses(table.get("members", []), f"[job.{jid}] members", fail)
+        members = _addresses(table.get("members", []), f"job.{jid}", "members", fail)
         try:
             static.append(policy.access(jid, members, tenant=table.get("tenant")))
         except ValueError as e:
-            raise fail(f"[job.{jid}] {e}", jid) from None
+            raise fail(f"[job.{jid}] {e}", "tenant", f"job.{jid}") from None
     if len(static) > max_jobs:
         raise fail(f"{len(static)} static jobs, more than max_jobs = {max_jobs}", "job")
     return Policy(name, policy.management, job_ports, tenants, tuple(static), rate, max_jobs, path)
@@ -220,25 +221,51 @@ def _service_ports(spec: Any, name: str, text: str, path: str, fail: Any) -> Por
     """A service's ports: a port spec (TCP) or a table ``{ tcp = ..., udp = ... }``."""
     if isinstance(spec, dict):
         check_keys(spec, _PORTS, text=text, path=path, section=f"management.services.{name}")
-        return _ports(spec, name, fail)
-    return _ports({"tcp": spec}, name, fail)
-
-
-def _ports(table: Mapping[str, Any], where: str, fail: Any) -> Ports:
+        return _ports(spec, f"management.services.{name}", fail)
     try:
-        return Ports(parse_ports(table.get("tcp", [])), parse_ports(table.get("udp", [])))
+        return Ports(parse_ports(spec))
     except ValueError as e:
-        raise fail(f"{where}: {e}", where) from None
+        raise fail(f"[management.services] {name}: {e}", name, "management.services") from None
 
 
-def _addresses(values: Sequence[Any], where: str, fail: Any) -> list[Address]:
+def _ports(table: Mapping[str, Any], section: str, fail: Any) -> Ports:
+    got = {}
+    for key in ("tcp", "udp"):
+        try:
+            got[key] = parse_ports(table.get(key, []))
+        except ValueError as e:
+            raise fail(f"[{section}] {key}: {e}", key, section) from None
+    return Ports(got["tcp"], got["udp"])
+
+
+def _addresses(values: Sequence[Any], section: str, key: str, fail: Any) -> list[Address]:
     out = []
     for v in values:
         try:
             out.append(parse_address(str(v)) if isinstance(v, str) else _bad_address(v))
         except ValueError as e:
-            raise fail(f"{where}: {e}", where.rsplit(maxsplit=1)[-1]) from None
+            raise fail(f"[{section}] {key}: {e}", key, section) from None
     return out
+
+
+def line_in(text: str, key: str, section: str | None = None) -> int | None:
+    """The line of ``key`` inside ``[section]`` (its header's line when the key is not
+    written there, a dotted or inline form), else the first line defining ``key``."""
+    if section is None:
+        return line_of(text, key)
+    header = re.compile(rf"^[ \t]*\[[ \t]*{re.escape(section)}[ \t]*\]", re.M)
+    m = header.search(text)
+    if m is None:
+        return line_of(text, key)
+    start = text.count("\n", 0, m.start()) + 1
+    lines = text.splitlines()
+    key_re = re.compile(rf'^[ \t]*"?{re.escape(key)}"?[ \t]*=')
+    for n in range(start, len(lines)):
+        if lines[n].lstrip().startswith("["):
+            break
+        if key_re.match(lines[n]):
+            return n + 1
+    return start
 
 
 def _bad_address(v: object) -> Address:

@@ -56,9 +56,15 @@ def journal_plan(view: JournalView) -> Plan:
 
 
 def apply_plan(
-    host: Host, plan: Plan, folder: Path, *, extra: dict[str, Any] | None = None
+    host: Host,
+    plan: Plan,
+    folder: Path,
+    *,
+    extra: dict[str, Any] | None = None,
+    kind: str = "tune",
 ) -> ApplyResult:
-    """Apply every step of ``plan`` (see module docstring)."""
+    """Apply every step of ``plan`` (see module docstring). ``kind`` names the audit
+    actions (``tune.apply``; ``net.apply`` for dolmen net)."""
     require_root(host, plan)
     with locked(folder), Signals(armed=False) as sig:
         if open_journal(folder) is not None:
@@ -67,7 +73,7 @@ def apply_plan(
                 hint="`dolmen tune status` says which; roll it back or recover it first",
             )
         detail = {"host": plan.host, "steps": len(plan.steps), **(extra or {})}
-        events.intent("tune.apply", plan.profile, detail)
+        events.intent(f"{kind}.apply", plan.profile, detail)
         journal = Journal.create(
             folder,
             {
@@ -85,7 +91,7 @@ def apply_plan(
         crash = CrashPoints("apply")
         crash.at(0)
         _guarded(host, journal, list(plan.changes), crash, result, sig)
-        return _finish(host, journal, result, "tune.apply", detail)
+        return _finish(host, journal, result, f"{kind}.apply", detail)
 
 
 def complete(host: Host, view: JournalView, folder: Path) -> ApplyResult:
@@ -105,14 +111,16 @@ def complete(host: Host, view: JournalView, folder: Path) -> ApplyResult:
         return _finish(host, journal, result, "tune.recover", detail)
 
 
-def rollback(host: Host, view: JournalView, folder: Path, *, reason: str) -> RollbackResult:
+def rollback(
+    host: Host, view: JournalView, folder: Path, *, reason: str, kind: str = "tune"
+) -> RollbackResult:
     """Restore every original this journal saved, newest first; then close it.
 
     SIGINT and SIGTERM wait until it is done: a rollback is what stopping should lead to.
     """
     if view.state is State.CLOSED:
         raise EnvironmentProblem(f"the journal of {view.profile} is already closed")
-    action = "tune.rollback" if view.state is State.ACTIVE else "tune.recover"
+    action = f"{kind}.rollback" if view.state is State.ACTIVE else f"{kind}.recover"
     detail = {"reason": reason, "journal": view.path.name, "from": view.state.value}
     with locked(folder), Signals(armed=False):
         events.intent(action, view.profile, detail)

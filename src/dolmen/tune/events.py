@@ -15,7 +15,15 @@ from typing import Any
 
 from dolmen.audit import record_event
 
-ACTIONS = ("tune.apply", "tune.rollback", "tune.recover")
+ACTIONS = (
+    "tune.apply",
+    "tune.rollback",
+    "tune.recover",
+    # dolmen net drives the same engine with its [nftables] setting (docs/net.md)
+    "net.apply",
+    "net.rollback",
+    "net.recover",
+)
 
 
 def intent(action: str, profile: str, details: Mapping[str, Any]) -> None:
@@ -30,4 +38,5 @@ def result(action: str, profile: str, ok: bool, details: Mapping[str, Any]) -> N
 
 def _record(action: str, profile: str, outcome: str, details: Mapping[str, Any]) -> None:
     assert action in ACTIONS, action
-    record_event(action, f"profile:{profile}", outcome=outcome, details=dict(details))
+    target = f"policy:{profile}" if action.startswith("net.") else f"profile:{profile}"
+    record_event(action, target, outcome=outcome, details=dict(details))

@@ -40,7 +40,7 @@ def nft_missing() -> NftMissing:
     """The one line a host without nft gets."""
     return NftMissing(
         "nft not found: this host has no nftables",
-        hint="install it (apt-get install nftables); `dolmen net plan --json` still compiles",
+        hint="install it (apt-get install nftables) or run dolmen on a host that has it",
     )
 
 
