@@ -163,3 +163,13 @@ def test_verify_without_tables_is_undecided(files: dict[str, Path], tmp_path: Pa
     empty.mkdir()
     res = _run(ib, "verify", "--fabric", str(files["fabric"]), "--from", str(empty))
     assert res.exit_code == 2 and "no InfiniBand port" in res.output
+
+
+def test_a_refused_partitions_file_leaves_the_old_one(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "partitions.conf"
+    out.write_text("old\n")
+    res = _run(ib, "partitions", "--fabric", str(files["fabric"]), "--output", str(out))
+    assert isinstance(res.exception, UsageError)  # gpu01 has no facts: nothing written
+    assert out.read_text() == "old\n"

@@ -186,3 +186,8 @@ def test_partitions_refuse(nodes: dict[str, list[str]], policy: str, why: str) -
 )
 def test_granted(guid: str, is_sm: bool, grants: dict[int, str]) -> None:
     assert granted(_parts(), guid, is_sm=is_sm) == grants
+
+
+def test_fabric_error_names_the_line() -> None:
+    with pytest.raises(ConfigError, match=r"^fabric.toml:4: \[tenants.b\] pkey"):
+        parse_fabric("[tenants.a]\npkey = 1\n\n[tenants.b]\npkey = 0x7fff\n", "fabric.toml")

@@ -75,10 +75,10 @@ def parse_fabric(text: str, path: str = "<fabric>") -> Fabric:
     for name, table in data.get("tenants", {}).items():
         where = f"tenants.{name}"
         if not isinstance(table, dict):
-            raise ConfigError(f"[{where}] must be a table", path=path, line=line_of(text, name))
+            raise ConfigError(f"[{where}] must be a table", path=path, line=line_of(text, where))
         check_keys(table, _TENANT, text=text, path=path, section=where)
         pkey = table.get("pkey")
-        line = line_of(text, name)
+        line = line_of(text, where)
         if pkey is None:
             raise ConfigError(f"[{where}] needs a pkey (0x0001..0x7ffe)", path=path, line=line)
         if not 0x0001 <= pkey < DEFAULT_PKEY:
