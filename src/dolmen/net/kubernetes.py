@@ -37,7 +37,6 @@ DENY, DNS, MANAGEMENT = "dolmen-default-deny", "dolmen-allow-dns", "dolmen-allow
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 DNS_NAMESPACE = {"kubernetes.io/metadata.name": "kube-system"}  # set by the API server (1.21+)
 DNS_PODS = {"k8s-app": "kube-dns"}
-NAME_MAX = 63 - len("dolmen-job-")
 
 
 @frozen
