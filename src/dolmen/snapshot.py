@@ -26,6 +26,7 @@ EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
     (("nvidia-smi", "topo", "-m"), None),
     (("ibstat",), None),
     (("uname", "-a"), None),
+    (("rdma", "system", "show"), None),  # security.rdma.netns_exclusive runs it, no collector
 )
 # Folders captured whole whatever the collectors read: what a support engineer asks for
 # though no check judges it (an HCA port's data counters, its driver's own counters:
@@ -34,6 +35,7 @@ EXTRA_COMMANDS: tuple[tuple[tuple[str, ...], str | None], ...] = (
 EXTRA_FOLDERS = (
     "sys/class/infiniband/*/ports/*/counters",
     "sys/class/infiniband/*/ports/*/hw_counters",
+    "sys/class/infiniband/*/ports/*/pkeys",  # net ib verify: the tables the SM wrote
     "sys/fs/pstore",
     "var/lib/systemd/pstore/*",
 )

@@ -30,3 +30,8 @@ net.add_command(net_nft.rollback)
 from dolmen.cli.net_prove import prove  # noqa: E402
 
 net.add_command(prove)
+
+from dolmen.cli import net_targets  # noqa: E402
+
+net.add_command(net_targets.k8s)
+net.add_command(net_targets.ib)

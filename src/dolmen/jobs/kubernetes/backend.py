@@ -11,6 +11,12 @@ Everything else needs a kubeconfig (``kubeconfig=``,
 without a kubeconfig they say so in one line (ServiceUnavailable, exit 3). The
 namespace is ``namespace=``, else the job's account, else ``default``; GPU quotas
 are a ResourceQuota in the namespace named after the group (or user).
+
+Where the site has a network policy (``net_policy=``, else ``[net] policy`` of dolmen.toml)
+the manifests gain the namespace's NetworkPolicy objects and the job's own
+(``net.kubernetes``, docs/net-targets.md; the tenant is the job's account when the policy
+declares it), created before the workload so that no pod runs unisolated; a pod with
+``hostNetwork`` is refused (no NetworkPolicy governs it).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dolmen.jobs.audit import change
 from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
 from dolmen.jobs.kubernetes import jobset, manifests
 from dolmen.jobs.kubernetes.api import api_errors, connect, module
+from dolmen.jobs.kubernetes.isolation import apply_network_policy, isolation
 from dolmen.jobs.kubernetes.status import (
     create_shared_service,
     job_status,
@@ -67,6 +74,7 @@ class KubernetesBackend(Backend):
         python: str = "python3",
         checkpoint_claim: str = "dolmen-checkpoints",
         workload: str | None = None,
+        net_policy: str | None = None,
     ) -> None:
         if workload not in (None, *WORKLOADS):
             raise UsageError(f"workload {workload!r}: valid: {', '.join(WORKLOADS)}")
@@ -77,6 +85,7 @@ class KubernetesBackend(Backend):
         self.python = python
         self.checkpoint_claim = checkpoint_claim
         self._api: Any = None
+        self.net_policy = net_policy
 
     def _ns(self, spec: JobSpec | None = None) -> str:
         return self.namespace or (spec.account if spec else None) or "default"
@@ -90,12 +99,13 @@ class KubernetesBackend(Backend):
     def manifests(self, spec: JobSpec) -> list[dict[str, Any]]:
         """The objects ``submit`` creates, the workload first."""
         render = jobset.jobset_manifests if self.kind(spec) == "jobset" else manifests.job_manifests
-        return render(
+        objects = render(
             spec,
             namespace=self._ns(spec),
             python=self.python,
             checkpoint_claim=self.checkpoint_claim,
         )
+        return objects + isolation(self.net_policy, spec, objects, self._ns(spec))
 
     def plan(self, spec: JobSpec) -> Plan:
         spec.check()
@@ -151,11 +161,15 @@ class KubernetesBackend(Backend):
     def schedule(self, plan: Plan) -> JobStatus:
         """Create the workload, then what it owns (the Indexed Job's shared Service,
         Volcano's PodGroup) with an ownerReference to it."""
-        workload, *rest = self.manifests(plan.spec)
+        objects = self.manifests(plan.spec)
+        policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
+        workload, *rest = [o for o in objects if o["kind"] != "NetworkPolicy"]
         ns = self._ns(plan.spec)
         k = module("kubernetes.client")
         api = self.api()
         with api_errors():
+            for obj in policies:  # before the workload: no pod starts unisolated
+                apply_network_policy(k.NetworkingV1Api(api), ns, obj)
             if workload["kind"] == "JobSet":
                 created = k.CustomObjectsApi(api).create_namespaced_custom_object(
                     GROUP, VERSION, ns, "jobsets", workload
