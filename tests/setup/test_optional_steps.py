@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests.report.contract import assert_valid
 SKIP = ["--skip", "validate,tune,scheduler,users"]
 
 
-def _setup(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, dict]]:
+def _setup(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     rc = main(["setup", "--json", *args])
     doc = assert_valid(json.loads(capsys.readouterr().out))
     return rc, {s["step"]: s for s in doc["steps"]}
