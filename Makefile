@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: check fmt lint types test bench format test310 test-newest test-others
+.PHONY: check fmt lint types test test-parallel test-services bench format test310 test-newest test-others
 
 check: fmt lint types test
 
@@ -22,8 +22,20 @@ lint:
 types:
 	$(BIN)/mypy
 
-test:
-	$(BIN)/pytest $(PYTEST_ARGS)
+# The tests in two parts (docs/ci.md): those that need no root service on every core
+# (pytest-xdist, a test file per worker: a module-scoped server starts once), then the
+# slurm, netns and service ones one at a time (fixed names, ports and namespaces).
+# PYTEST_WORKERS=1 runs the first part in one process.
+PYTEST_WORKERS ?= auto
+SERVICES := slurm or netns or service
+
+test: test-parallel test-services
+
+test-parallel:
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not ($(SERVICES))" $(PYTEST_ARGS)
+
+test-services:
+	$(BIN)/pytest -m "$(SERVICES)" $(PYTEST_ARGS)
 
 # The tests without root services on pyenv's Python 3.10 (Ubuntu 22.04, DGX OS 6) and on
 # its newest 3.x, each in its own .venv-X.Y; CI runs both after `check` (scripts/ci-python).

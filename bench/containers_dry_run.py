@@ -17,29 +17,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 TARGET_RATIO = 8.0
 ENTRY = "import sys; from dolmen.cli.main import main; sys.exit(main())"
 ARGS = ["containers", "run", "--dry-run", "nvcr.io/nvidia/pytorch:24.05-py3", "--", "python"]
 
-
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall clock and CPU time (user + system) of one process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+from bench.startup import timed  # noqa: E402
 
 
 def main() -> int:

@@ -66,18 +66,7 @@ def main() -> int:
             fleet_cluster.inject_xid(trees / "n2")
             dolmen = [sys.executable, "-m", "dolmen.cli.main"]
             one = [*dolmen, "validate", "--json", "--level", "quick", "--from", str(trees / "n1")]
-            fleet = [
-                *dolmen,
-                "fleet",
-                "validate",
-                "--slurm",
-                "--prefix",
-                str(c.client),
-                "--from",
-                f"{trees}/{{node}}",
-                "-o",
-                str(root / "fleet"),
-            ]
+            fleet = [*dolmen, *fleet_cluster.fleet_argv(c, trees, root / "fleet")]
             timed(one, (0,))  # warm the page cache once
             runs: dict[str, list[float]] = {"one node": [], "fleet x1": [], "fleet x3": []}
             for _ in range(args.repeat):

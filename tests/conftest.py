@@ -23,6 +23,10 @@ _SANDBOX = Path(tempfile.mkdtemp(prefix="dolmen-tests-"))
 os.environ["DOLMEN_STATE_DIR"] = str(_SANDBOX / "state")
 os.environ["DOLMEN_CONFIG_DIR"] = str(_SANDBOX / "config")
 atexit.register(shutil.rmtree, _SANDBOX, True)
+# Output widths do not depend on who runs the tests: pytest-xdist's workers get
+# COLUMNS=80 and LINES=24 (execnet), a terminal its own; the CLI reads COLUMNS.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

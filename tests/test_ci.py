@@ -51,3 +51,17 @@ def test_without_pyenv_one_line_and_exit_0(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ci-python: pyenv not found: "), lines
+
+
+def test_the_others_leave_out_list_names_test_files_that_exist() -> None:
+    """A renamed or removed file would leave a stale line that skips nothing, or an
+    --ignore of a path that now holds other tests."""
+    listed = [
+        line.split("#", 1)[0].strip()
+        for line in (REPO / "scripts" / "ci-others-leave-out.txt").read_text().splitlines()
+    ]
+    paths = [p for p in listed if p]
+    assert paths, "the list is empty: the other interpreters would run every test (say so instead)"
+    for p in paths:
+        assert (REPO / p).is_file() and p.startswith("tests/") and p.endswith(".py"), p
+    assert len(set(paths)) == len(paths)

@@ -24,6 +24,7 @@ import pytest
 
 from dolmen.audit.reader import read_entries
 from dolmen.cli.main import main
+from tests.podman import private_config
 
 BUSYBOX = Path("/bin/busybox")
 IMAGE = "localhost/dolmen-containers-test:1"
@@ -53,29 +54,6 @@ devices:
 """
 
 
-def _conf(work: Path) -> dict[str, str]:
-    (work / "containers.conf").write_text(
-        "[containers]\n"
-        'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n'
-        'netns = "none"\n'
-        "[engine]\n"
-        'runtime = "runc"\n'
-        'cgroup_manager = "cgroupfs"\n'
-        'events_logger = "file"\n'
-        f'events_logfile_path = "{work}/events.log"\n'
-        f'tmp_dir = "{work}/tmp"\n'
-        "[network]\n"
-        f'network_config_dir = "{work}/networks"\n'
-    )
-    (work / "storage.conf").write_text(
-        f'[storage]\ndriver = "vfs"\nrunroot = "{work}/runroot"\ngraphroot = "{work}/root"\n'
-    )
-    return {
-        "CONTAINERS_CONF": str(work / "containers.conf"),
-        "CONTAINERS_STORAGE_CONF": str(work / "storage.conf"),
-    }
-
-
 def _rootfs(path: Path) -> None:
     """A tar of a static busybox with the applets the test uses."""
     with tarfile.open(path, "w") as tar:
@@ -96,7 +74,7 @@ def podman_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
     work = tmp_path / "podman"
     work.mkdir()
-    for key, value in _conf(work).items():
+    for key, value in private_config(work).items():
         monkeypatch.setenv(key, value)
     _rootfs(work / "rootfs.tar")
     host = LiveHost()

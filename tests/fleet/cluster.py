@@ -41,3 +41,20 @@ def inject_xid(tree: Path) -> None:
     dmesg = tree / "commands" / "dmesg"
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S,%f+00:00")
     dmesg.write_text(dmesg.read_text() + f"kern  :warn  : {now} {XID79}\n")
+
+
+def fleet_argv(c: SlurmCluster, trees: Path, fleet: Path, *more: str) -> list[str]:
+    """``dolmen fleet validate --slurm`` on the cluster's nodes, each node read from its
+    tree under ``trees`` (the tests and bench/fleet_validate.py run the same command)."""
+    return [
+        "fleet",
+        "validate",
+        "--slurm",
+        "--prefix",
+        str(c.client),
+        "--from",
+        f"{trees}/{{node}}",
+        "-o",
+        str(fleet),
+        *more,
+    ]

@@ -45,26 +45,11 @@ def trees(cluster: SlurmCluster, tmp_path: Path) -> Path:
     return dest
 
 
-def _fleet(c: SlurmCluster, trees: Path, fleet: Path, *more: str) -> list[str]:
-    return [
-        "fleet",
-        "validate",
-        "--slurm",
-        "--prefix",
-        str(c.client),
-        "--from",
-        f"{trees}/{{node}}",
-        "-o",
-        str(fleet),
-        *more,
-    ]
-
-
 def test_dry_run_then_drain_the_node_with_the_xid(
     cluster: SlurmCluster, trees: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c, fleet = cluster, tmp_path / "fleet"
-    assert main(_fleet(c, trees, fleet)) == 1  # a node is unhealthy
+    assert main(fleet_cluster.fleet_argv(c, trees, fleet)) == 1  # a node is unhealthy
     out = capsys.readouterr().out
     lines = {line.split(":", 1)[0]: line for line in out.splitlines()}
     assert "n1 healthy, nothing to do" in lines["n1"]
@@ -81,7 +66,7 @@ def test_dry_run_then_drain_the_node_with_the_xid(
     assert [a["action"] for a in manifest["actions"]] == ["none", "drain", "none"]
     assert not any(a["applied"] for a in manifest["actions"])
 
-    assert main(_fleet(c, trees, fleet, "--drain")) == 1
+    assert main(fleet_cluster.fleet_argv(c, trees, fleet, "--drain")) == 1
     out = capsys.readouterr().out
     assert "n2: drained n2: dolmen: unhealthy: gpu." in out
     assert c.node_states()["n2"] == "drain"
@@ -97,7 +82,7 @@ def test_dry_run_then_drain_the_node_with_the_xid(
     assert [e.details.get("phase") for e in mine][-2:] == ["intent", "outcome"]
 
     # the next run: n2 is drained now, so Slurm starts no task there: left out, named
-    assert main(_fleet(c, trees, fleet)) == 2
+    assert main(fleet_cluster.fleet_argv(c, trees, fleet)) == 2
     out = capsys.readouterr().out
     assert "n2: not validated: Slurm shows it IDLE+DRAIN (dolmen: unhealthy: gpu." in out
     report = tmp_path / "report.json"

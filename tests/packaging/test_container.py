@@ -30,6 +30,7 @@ from dolmen.host.command import command_key
 from dolmen.report.schemas import load as load_schema
 from tests.packaging import image
 from tests.packaging.common import PACKAGING, REPO
+from tests.podman import private_config
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,27 +51,9 @@ class Podman:
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        conf, storage = work / "containers.conf", work / "storage.conf"
-        conf.write_text(
-            "[containers]\n"
-            'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n'
-            'netns = "none"\n'
-            "[engine]\n"
-            'runtime = "runc"\n'
-            'cgroup_manager = "cgroupfs"\n'
-            'events_logger = "file"\n'
-            f'events_logfile_path = "{work}/events.log"\n'
-            f'tmp_dir = "{work}/tmp"\n'
-            "[network]\n"
-            f'network_config_dir = "{work}/networks"\n'
-        )
-        storage.write_text(
-            f'[storage]\ndriver = "overlay"\nrunroot = "{work}/runroot"\ngraphroot = "{work}/root"\n'
-        )
         self.env = {
             **os.environ,
-            "CONTAINERS_CONF": str(conf),
-            "CONTAINERS_STORAGE_CONF": str(storage),
+            **private_config(work, driver="overlay"),
             "TMPDIR": str(work / "tmp"),
         }
         (work / "tmp").mkdir()

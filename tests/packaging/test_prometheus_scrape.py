@@ -10,50 +10,26 @@ labels, and nothing about staleness for either."""
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dolmen import demo
-from tests.packaging.common import PACKAGING, dolmen_program, free_port
+from tests.packaging import prometheus
+from tests.packaging.common import dolmen_program, free_port
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
 
-PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-if PROMETHEUS is None or NODE_EXPORTER is None:
+if prometheus.PROMETHEUS is None or NODE_EXPORTER is None:
     pytest.skip(
         "prometheus or node_exporter is not installed (Debian: prometheus, "
         "prometheus-node-exporter)",
         allow_module_level=True,
     )
-
-
-def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()  # by its own PID, started here
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +51,7 @@ def alerts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, 
             assert done.returncode == code, done.stdout + done.stderr
             port = free_port()
             procs.append(
-                _start(
+                prometheus.start(
                     [
                         str(NODE_EXPORTER),
                         f"--web.listen-address=127.0.0.1:{port}",
@@ -87,49 +63,19 @@ def alerts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, 
                 )
             )
             targets[sample] = f"127.0.0.1:{port}"
-        rules = re.sub(r"^(\s+)for: \S+$", r"\1for: 0s", (PACKAGING / "prometheus/dolmen-rules.yml").read_text(), flags=re.M)  # fmt: skip
-        (work / "rules.yml").write_text(rules)
-        (work / "prometheus.yml").write_text(
-            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-            f"rule_files: [{work / 'rules.yml'}]\n"
-            "scrape_configs:\n"
+        prom, api = prometheus.run_prometheus(
+            work,
             "  - job_name: node\n"
             "    static_configs:\n"
             f"      - targets: ['{targets['hgx-h100-xid79']}']\n"
             "        labels: {node: broken}\n"
             f"      - targets: ['{targets['hgx-h100']}']\n"
-            "        labels: {node: healthy}\n"
-        )
-        port = free_port()
-        prom = _start(
-            [
-                str(PROMETHEUS),
-                f"--config.file={work / 'prometheus.yml'}",
-                f"--storage.tsdb.path={work / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            work / "prometheus.log",
+            "        labels: {node: healthy}\n",
         )
         procs.append(prom)
-        api = f"http://127.0.0.1:{port}/api/v1"
-        deadline = time.monotonic() + 60
-        firing: list[dict[str, Any]] = []
-        while time.monotonic() < deadline:
-            assert prom.poll() is None, (work / "prometheus.log").read_text()[-2000:]
-            try:
-                got = _get(f"{api}/alerts")["data"]["alerts"]
-            except OSError:
-                got = []
-            firing = [a for a in got if a["state"] == "firing"]
-            names = {a["labels"]["alertname"] for a in firing}
-            if {"DolmenNodeUnhealthy", "DolmenCheckFailing"} <= names:
-                time.sleep(3)  # a few more evaluations: nothing else may join
-                firing = [
-                    a for a in _get(f"{api}/alerts")["data"]["alerts"] if a["state"] == "firing"
-                ]
-                break
-            time.sleep(0.5)
-        health = _get(f"{api}/query?query=dolmen_health")["data"]["result"]
+        names = {"DolmenNodeUnhealthy", "DolmenCheckFailing"}
+        firing = prometheus.firing_once(prom, api, work / "prometheus.log", names)
+        health = prometheus.get(f"{api}/query?query=dolmen_health")["data"]["result"]
         assert {r["metric"]["node"]: r["value"][1] for r in health} == {
             "broken": "2",
             "healthy": "0",
@@ -137,7 +83,7 @@ def alerts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, 
         yield firing
     finally:
         for p in reversed(procs):
-            _stop(p)
+            prometheus.stop(p)
 
 
 def test_unhealthy_fires_for_the_broken_node_only(alerts: list[dict[str, Any]]) -> None:

@@ -148,7 +148,7 @@ def list_(as_json: bool, **kw: Any) -> None:
     """List the backend's jobs, newest first."""
     rows = backend_from(kw).list()
     if as_json:
-        _print_json({"schema": "dolmen.jobs.list/1", "jobs": [_job_row(s) for s in rows]})
+        _print_json({"schema": "dolmen.jobs.list/1", "jobs": [s.to_json() for s in rows]})
         return
     click.echo(f"{'ID':<8} {'NAME':<20} {'STATE':<11} {'RESTARTS':>8}  REASON")
     for s in rows:
@@ -242,21 +242,7 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
 
 def _status_json(st: Any) -> dict[str, Any]:
     """The ``dolmen.jobs.status/1`` document of one job."""
-    return {"schema": "dolmen.jobs.status/1", **_job_row(st)}
-
-
-def _job_row(st: Any) -> dict[str, Any]:
-    """One job as its status document and the rows of ``jobs list`` write it."""
-    return {
-        "job_id": st.job_id,
-        "name": st.name,
-        "backend": st.backend,
-        "state": st.state.value,
-        "restarts": st.restarts,
-        "nodes": list(st.nodes),
-        "reason": st.reason,
-        "details": dict(st.details),
-    }
+    return {"schema": "dolmen.jobs.status/1", **st.to_json()}
 
 
 def _warn(warnings: Any) -> None:

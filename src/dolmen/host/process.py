@@ -82,10 +82,16 @@ def spawn(
     ``cgroup``: a cgroup v2 folder the child joins before it runs (``JobTree.cgroup``).
     """
     out = open(log, "ab") if log is not None else None  # noqa: SIM115
+    parent = os.getpid()
 
     def setup() -> None:  # pragma: no cover - runs in the forked child
         if die_with_parent:
             _die_with_parent()
+            # A parent that died between the fork and the prctl sends no signal: the child
+            # would run on, an orphan whose environment (the parent's until exec) does not
+            # carry the job's marker yet, so a cancel scanning for it then finds nothing.
+            if os.getppid() != parent:
+                os._exit(1)
         if cgroup is not None:
             with contextlib.suppress(OSError):  # the other marks still hold
                 (cgroup / "cgroup.procs").write_text("0\n")

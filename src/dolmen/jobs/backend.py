@@ -80,6 +80,22 @@ class JobStatus:
     reason: str = ""
     details: Mapping[str, str] = field(default_factory=dict)
 
+    def to_json(self, *, details: bool = True) -> dict[str, Any]:
+        """One job as ``dolmen jobs status --json`` and ``jobs list`` write it, and as
+        ``dolmen serve``'s /v1/jobs pages it (without ``details``: backend-specific)."""
+        row: dict[str, Any] = {
+            "job_id": self.job_id,
+            "name": self.name,
+            "backend": self.backend,
+            "state": self.state.value,
+            "restarts": self.restarts,
+            "nodes": list(self.nodes),
+            "reason": self.reason,
+        }
+        if details:
+            row["details"] = dict(self.details)
+        return row
+
 
 @dataclass(frozen=True)
 class Option:

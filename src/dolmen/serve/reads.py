@@ -85,18 +85,7 @@ def jobs(state: str | None, query: Mapping[str, str]) -> dict[str, Any]:
     """The local backend's jobs, newest first (``dolmen jobs list --backend local``)."""
     from dolmen.jobs.local.backend import LocalBackend
 
-    rows = [
-        {
-            "job_id": st.job_id,
-            "name": st.name,
-            "backend": st.backend,
-            "state": st.state.value,
-            "restarts": st.restarts,
-            "nodes": list(st.nodes),
-            "reason": st.reason,
-        }
-        for st in LocalBackend(state).list()
-    ]
+    rows = [st.to_json(details=False) for st in LocalBackend(state).list()]
     return page(rows, limit_of(query), cursor_of(query, "after") or 0)
 
 
