@@ -43,6 +43,9 @@ SUBSYSTEMS: dict[str, str] = {
         "dcgm",  # a recorded dcgmi diag -j (bundles only)
     )
 }
+# Encrypted storage's posture lives beside its enrolment (layer 5b, docs/crypt.md); loaded
+# by name like every subsystem, so the facts layer imports nothing of it.
+SUBSYSTEMS["crypt"] = "dolmen.crypt.posture"
 
 
 class FactError(Exception):
