@@ -265,3 +265,27 @@ def test_random_text_per_key_is_refused_when_empty_or_with_control_characters(
     with pytest.raises(ConfigError) as e:
         parse_config(text, "s.toml")
     assert e.value.line == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('provider = "hsm"', "[keys] provider must be one of file, vault, pkcs11"),
+        ('pkcs11_key_id = "xyz"', "[keys] pkcs11_key_id must be 1 to 32 bytes in hex"),
+        ('vault_address = "vault:8200"', "[keys] vault_address must be an address"),
+        ("timeout = 0", "[keys] timeout must be above 0"),
+        ('vault_token = "s.abc"', "unknown key 'vault_token' in [keys]"),
+    ],
+)
+def test_keys_section_is_checked(body: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(f"[keys]\n{body}\n", "dolmen.toml")
+    assert message in str(info.value) and "dolmen.toml:2" in str(info.value)
+
+
+def test_keys_section_accepted() -> None:
+    cfg = parse_config(
+        '[keys]\nprovider = "vault"\nvault_address = "https://127.0.0.1:8200"\n'
+        'pkcs11_key_id = "0a0B"\ntimeout = 2.5\n'
+    )
+    assert cfg.get("keys", "provider") == "vault"

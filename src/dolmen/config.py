@@ -48,6 +48,28 @@ from dolmen.paths import config_dir
 # tests/workloads hold the two lists equal).
 WORKLOAD_NAMES = ("gemm", "memory", "collective", "storage", "dcgm")
 
+# The [keys] fields (dolmen.keys.settings.KeySettings; config sits beside keys and cannot
+# import it). Hex fields are PKCS#11 CKA_IDs.
+KEYS_TEXT = (
+    "provider",
+    "kek_file",
+    "signing_key_file",
+    "vault_address",
+    "vault_token_file",
+    "vault_mount",
+    "vault_key",
+    "vault_signing_key",
+    "vault_ca_cert",
+    "vault_client_cert",
+    "vault_client_key",
+    "vault_namespace",
+    "pkcs11_module",
+    "pkcs11_token",
+    "pkcs11_pin_file",
+    "pkcs11_key_id",
+    "pkcs11_signing_key_id",
+)
+
 # section -> key -> accepted Python type(s). Add a section here with the feature that reads it.
 SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "validate": {
@@ -89,6 +111,10 @@ SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
         **dict.fromkeys(("listen", "interval", "run_timeout", "max_age", "state", "fleet"), str),
         **dict.fromkeys(("tls_cert", "tls_key", "tls_client_ca"), str),
         "open_reads": bool,
+    },
+    "keys": {  # key providers (keys/settings.py, docs/keys.md)
+        **dict.fromkeys(KEYS_TEXT, str),
+        "timeout": (int, float),
     },
 }
 FREE_SECTIONS = {"thresholds"}  # validated against the check registry: check_thresholds
@@ -135,6 +161,19 @@ def _duration(value: Any) -> str | None:
         parse_duration(value, positive=True)
     except UsageError:
         return "be a duration longer than zero, such as 50s or 2m"
+    return None
+
+
+def _hex_id(value: Any) -> str | None:
+    """A PKCS#11 CKA_ID base: 1 to 32 bytes in hex (a version is appended to it)."""
+    if not re.fullmatch(r"(?:[0-9a-fA-F]{2}){1,32}", value):
+        return "be 1 to 32 bytes in hex, such as 646f6c6d656e"
+    return None
+
+
+def _url(value: Any) -> str | None:
+    if not re.fullmatch(r"https?://[^\s/]+(:\d+)?/?", value):
+        return "be an address such as https://vault.example:8200"
     return None
 
 
@@ -189,6 +228,15 @@ RULES: dict[str, dict[str, Rule]] = {
         **dict.fromkeys(
             ("listen", "state", "fleet", "tls_cert", "tls_key", "tls_client_ca"), _name
         ),
+    },
+    "keys": {
+        **dict.fromkeys(KEYS_TEXT, _name),
+        "provider": _choice("file", "vault", "pkcs11"),
+        "vault_address": _url,
+        "vault_namespace": lambda v: None,  # "" is the root namespace
+        "pkcs11_key_id": _hex_id,
+        "pkcs11_signing_key_id": _hex_id,
+        "timeout": _between(0, 300, above=True),
     },
 }
 

@@ -34,7 +34,7 @@ class FileKeyProvider:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        data = _read_protected(path)
+        data = read_protected(path)
         begin = data.find(b"-----BEGIN")
         m = _EPOCH.search(data[: max(begin, 0)])
         if begin < 0 or m is None:
@@ -89,7 +89,7 @@ class FileKeyProvider:
                 f.flush()
                 os.fsync(f.fileno())
             if replace:
-                _shred(path)
+                shred(path)
                 os.replace(tmp, path)
             else:
                 os.link(tmp, path)  # fails if a key appeared meanwhile: never clobber one
@@ -115,26 +115,28 @@ class FileKeyProvider:
         return FileKeyProvider.generate(self.path, self._epoch + 1, replace=True)
 
 
-def _read_protected(path: Path) -> bytes:
+def read_protected(path: Path, what: str = "signing key") -> bytes:
+    """The bytes of a key file that only its owner may read or write (see module docstring);
+    KeyProblem naming ``what`` and the fix otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError as e:
-        raise KeyProblem(f"no signing key at {path}") from e
+        raise KeyProblem(f"no {what} at {path}") from e
     except OSError as e:
-        raise KeyProblem(f"cannot open the signing key {path}: {e.strerror}") from e
+        raise KeyProblem(f"cannot open the {what} {path}: {e.strerror}") from e
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise KeyProblem(f"the signing key {path} is not a regular file")
+            raise KeyProblem(f"the {what} {path} is not a regular file")
         mode = stat.S_IMODE(st.st_mode)
         if mode & 0o077:
             raise KeyProblem(
-                f"the signing key {path} has mode {mode:04o}: others may read or change it",
+                f"the {what} {path} has mode {mode:04o}: others may read or change it",
                 hint=f"chmod 600 {path} (dolmen refuses keys readable by anyone but their owner)",
             )
         if st.st_uid != os.geteuid():
             raise KeyProblem(
-                f"the signing key {path} belongs to uid {st.st_uid}, not to uid {os.geteuid()}",
+                f"the {what} {path} belongs to uid {st.st_uid}, not to uid {os.geteuid()}",
                 hint=f"chown {os.geteuid()} {path}",
             )
         with os.fdopen(fd, "rb") as f:
@@ -145,7 +147,7 @@ def _read_protected(path: Path) -> bytes:
             os.close(fd)
 
 
-def _shred(path: Path) -> None:
+def shred(path: Path) -> None:
     """Overwrite a private key before it is replaced (best effort: a journaling or
     copy-on-write file system may keep old blocks; the file is also replaced)."""
     try:
