@@ -57,6 +57,10 @@ JSON_COMMANDS = {
     "users list": {"dolmen.users/1"},
     "quota show": {"dolmen.quota/1"},
     "audit verify": {"dolmen.audit.verify/1"},
+    **{
+        f"crypt {c}": {"dolmen.crypt.plan/1", "dolmen.crypt.result/1"}
+        for c in ("enrol", "unlock", "rotate", "recovery-key")
+    },
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

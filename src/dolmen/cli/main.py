@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tune": ("dolmen.cli.tune:tune", "Plan, apply, verify and roll back performance profiles."),
     "stack": ("dolmen.cli.stack:stack", "Lock, diff, plan and apply the exact software stack."),
     "audit": ("dolmen.cli.audit:audit", "Show, verify and export the audit trail."),
+    "crypt": (
+        "dolmen.cli.crypt:crypt",
+        "Enrol, unlock and rotate LUKS2 keys held in Vault or an HSM.",
+    ),
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),
