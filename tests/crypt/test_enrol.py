@@ -76,8 +76,8 @@ def test_enrol_unlock_rotate_recovery(
     rc, _, err = run(capsys, "unlock", str(image), "--yes", "--name", "dolmen-test")
     assert rc == 3 and "device-mapper" in err  # dm-crypt cannot activate here
 
-    from dolmen.crypt.keys import provider_for
     from dolmen.config import Config
+    from dolmen.crypt.keys import provider_for
 
     assert provider_for(Config(), "file").rotate() == 2
     rc, out, err = run(capsys, "rotate", str(image), "--yes", "--json")
@@ -153,7 +153,7 @@ def test_refusals(
         ((str(luks1),), "LUKS1, which has no tokens"),
     ]
     for args, words in cases:
-        rc, out, err = run(capsys, "enrol", *args, "--provider", "file", "--key-file", key)
+        rc, _out, err = run(capsys, "enrol", *args, "--provider", "file", "--key-file", key)
         assert rc == 2 and words in err and len(err.strip().splitlines()) <= 2, (args, err)
     rc, _, err = run(capsys, "enrol", str(image), "--provider", "file", "--key-file", str(fifo))
     assert rc == 2 and "key file" in err

@@ -60,7 +60,7 @@ def head(path: Path, size: int = MAX_READ) -> bytes:
         return f.read(size)
 
 
-@pytest.mark.parametrize("name", sorted(KINDS) + ["luks2-tokens"])
+@pytest.mark.parametrize("name", [*sorted(KINDS), "luks2-tokens"])
 def test_real_headers_match_luksdump(images: dict[str, Path], name: str) -> None:
     got = parse_header(head(images[name]))
     assert got.header is not None, got.reason
