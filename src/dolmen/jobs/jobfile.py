@@ -87,6 +87,7 @@ KEYS: dict[str, type | tuple[type, ...]] = {
     "reservation": str,
     "slurm": dict,
     "kubernetes": dict,
+    "scratch": str,  # "encrypted": docs/crypt.md
 }
 SLURM_KEYS: dict[str, type | tuple[type, ...]] = {"extra": list}
 KUBERNETES_KEYS: dict[str, type | tuple[type, ...]] = {

@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dolmen.host.process import (
     Child,
@@ -50,6 +50,9 @@ from dolmen.jobs.local.placement import NoRoom, Placement, Slot, place
 from dolmen.jobs.local.store import JobStore, RankRow
 from dolmen.jobs.local.tree import MARKER_ENV, tree
 from dolmen.values.duration import human
+
+if TYPE_CHECKING:
+    from dolmen.crypt.scratch import Scratch
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Supervisor:
         self.noted: set[str] = set()
         self.tree: JobTree | None = tree(job)
         self.marker = str(job.options.get("marker") or "")
+        self.scratch: Scratch | None = None  # an encrypted checkpoint folder (docs/crypt.md)
 
     # --- the loop --------------------------------------------------------------------
     def run(self) -> JobState:
@@ -108,6 +112,15 @@ class Supervisor:
             if earlier:
                 self._event("cleanup", f"killing {len(earlier)} processes left by an earlier run")
                 self.tree.kill(self.opts.stop_grace)
+        from dolmen.crypt.scratch import open_job_scratch
+        from dolmen.errors import DolmenError
+
+        try:
+            self.scratch = open_job_scratch(
+                self.spec.scratch, self.spec.checkpoint_dir, str(self.id)
+            )
+        except DolmenError as e:
+            return self._finish(JobState.FAILED, f"encrypted scratch: {e}")
         while True:
             placement = self._allocate()
             if placement is None:
@@ -298,6 +311,10 @@ class Supervisor:
         )
 
     def _finish(self, state: JobState, reason: str) -> JobState:
+        if self.scratch is not None:  # the key goes whatever the outcome: crypto-shredding
+            from dolmen.crypt.scratch import close_job_scratch
+
+            close_job_scratch(self.scratch)
         # The audit event first: whoever sees the final state can find its event.
         if state is JobState.FAILED:
             self._audit("jobs.fail", reason=reason, outcome="failure")
