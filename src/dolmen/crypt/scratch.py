@@ -79,16 +79,17 @@ def open_scratch(folder: str | Path, job: str, provider: KeyProvider) -> Scratch
     key = master_key(raw, job)
     target = f"job:{job}"
     record_event("crypt.scratch_open", target, outcome="unknown", details={"folder": str(path)})
-    identifier = None
+    added: list[bytes] = []
     try:
         identifier = _add(path, key)
+        added.append(identifier)
         try:
             fscrypt.set_policy(path, identifier)
         except OSError as e:
             raise EnvironmentProblem(f"{path}: cannot encrypt it ({e.strerror})", hint=_HINT) from e
     except EnvironmentProblem as e:  # leave nothing: no key in the keyring, no folder
-        if identifier is not None:
-            fscrypt.remove_key(path.parent, identifier)
+        for ident in added:
+            fscrypt.remove_key(path.parent, ident)
         path.rmdir()
         details = {"folder": str(path), "error": str(e)}
         record_event("crypt.scratch_open", target, outcome="failure", details=details)
