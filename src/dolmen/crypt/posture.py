@@ -200,8 +200,9 @@ def _device_name(r: _Reader, number: str, source: str) -> str | None:
         link = r.host.readlink(f"sys/dev/block/{number}")
         if link:
             return link.rstrip("/").rsplit("/", 1)[-1]
-    if source.startswith("/dev/mapper/"):
-        want = source.removeprefix("/dev/mapper/")
+    parts = source.split("/")  # a device-mapper name: ["", "dev", "mapper", "root"]
+    if parts[1:3] == ["dev", "mapper"] and len(parts) == 4:
+        want = parts[3]
         for dm in r.host.glob(f"{BLOCK}/dm-*"):
             if r.host.read_value(f"{dm}/dm/name") == want:
                 return dm.rsplit("/", 1)[-1]
