@@ -36,3 +36,26 @@ def image(pristine_image: Path, tmp_path: Path) -> Path:
     shutil.copyfile(pristine_image, copy)
     shutil.copyfile(pristine_image.with_suffix(".key"), copy.with_suffix(".key"))
     return copy
+
+
+@pytest.fixture(scope="session")
+def loop_device(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A LUKS2 image attached to a real loop device (``losetup --find --show``), detached at
+    the end of the session. Tests that use it are marked ``service`` (loop devices are the
+    machine's: run them under the shared lock)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0 or not Path("/dev/loop-control").exists():
+        pytest.skip("loop devices need root and /dev/loop-control")
+    image = make_image(tmp_path_factory.mktemp("loop") / "luks2.img", "--type", "luks2", *FAST)
+    found = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        pytest.skip(f"no loop device: {found.stderr.strip()}")
+    device = Path(found.stdout.strip())
+    try:
+        yield device
+    finally:
+        subprocess.run(["losetup", "-d", str(device)], check=False)

@@ -22,6 +22,7 @@
     cpus_per_task = 12           # also the pod's CPU request (x ranks per node)
     exclusive = true
     reservation = "maint-window"
+    scratch = "encrypted"        # local: checkpoint_dir on fscrypt, shredded at the end
 
     [env]
     NCCL_DEBUG = "WARN"
