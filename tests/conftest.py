@@ -13,6 +13,10 @@ import pytest
 
 from dolmen.host.command import command_key
 
+# The real key services (OpenBao dev server, SoftHSM2 token) as session fixtures for
+# every folder: tests/keys, tests/crypt and tests/integrity share one of each.
+pytest_plugins = ("tests.keys.services",)
+
 # Safety net: no test may touch the real /etc/dolmen or /var/lib/dolmen. Every process the
 # tests start inherits these; a test that needs its own folders sets them itself.
 _SANDBOX = Path(tempfile.mkdtemp(prefix="dolmen-tests-"))

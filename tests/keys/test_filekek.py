@@ -157,3 +157,17 @@ def test_settings_from_section(tmp_path: Path) -> None:
     assert s.provider == "file" and s.kek_path == tmp_path / "k" and s.timeout == 2.0
     with pytest.raises(KeyProblem, match="unknown key provider"):
         open_provider(KeySettings(provider="nope"))
+
+
+def test_file_signer_and_its_rotation(tmp_path: Path) -> None:
+    from dolmen.keys import verify_signature
+    from dolmen.keys.file import FileKeyProvider
+
+    p = _provider(tmp_path)
+    with pytest.raises(KeyProblem, match="no signing key at"):
+        p.signer()
+    FileKeyProvider.generate(p.signing_key_path)
+    assert p.signer().epoch == 1
+    new = p.rotate_signer()
+    assert new.epoch == 2 and verify_signature(new.public_key, b"m", new.sign(b"m"))
+    assert [k.purpose for k in p.status().keys] == ["sign"]

@@ -207,8 +207,17 @@ class KeyProvider(Protocol):
         """Put a new KEK version in service; returns it. Old versions still unwrap."""
         ...
 
+    def set_min_decryption_version(self, version: int) -> None:
+        """Retire the KEK versions below ``version``: they never unwrap again."""
+        ...
+
     def signer(self) -> Signer:
         """The provider's signing key (audit checkpoints, integrity manifests)."""
+        ...
+
+    def rotate_signer(self) -> Signer:
+        """A new signing key in the next epoch; the old private key is destroyed (file:
+        overwritten, vault: trimmed, pkcs11: its object deleted), so it never signs again."""
         ...
 
     def status(self) -> ProviderStatus:

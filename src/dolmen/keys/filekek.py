@@ -217,6 +217,10 @@ class FileProvider:
         """The ed25519 key file (the audit log's by default)."""
         return FileKeyProvider(self.signing_key_path)
 
+    def rotate_signer(self) -> Signer:
+        """The ed25519 key file replaced by one in the next epoch (keys/file.py)."""
+        return FileKeyProvider(self.signing_key_path).rotate()
+
     def status(self) -> ProviderStatus:
         """The ring's versions; ``answers`` is whether the files can be read."""
         start = time.perf_counter()

@@ -23,8 +23,14 @@ def open_provider(settings: KeySettings, *, on_release: OnRelease | None = None)
         from dolmen.keys.filekek import FileProvider
 
         return FileProvider(settings.kek_path, settings.signing_key_path, on_release=on_release)
-    if name in ("vault", "pkcs11"):  # next commits of issue 12
-        raise KeyProblem(f"the {name} key provider is not in this build yet")
+    if name == "vault":
+        from dolmen.keys.vault import VaultProvider
+
+        return VaultProvider(settings, on_release=on_release)
+    if name == "pkcs11":
+        from dolmen.keys.hsm import Pkcs11Provider
+
+        return Pkcs11Provider(settings, on_release=on_release)
     raise KeyProblem(
         f"unknown key provider {name!r}; known: {', '.join(PROVIDERS)}",
         hint="set [keys] provider in dolmen.toml",
