@@ -169,3 +169,12 @@ def test_forged_but_sound_header_is_read_with_odd_values_as_none() -> None:
 def test_dump_json_junk() -> None:
     assert parse_dump_json("Device x is not a valid LUKS device.").reason.startswith("malformed")
     assert parse_metadata("text").reason == "malformed: metadata is not a JSON object"
+
+
+def test_read_size(images: dict[str, Path]) -> None:
+    from dolmen.crypt.luks2 import read_size
+
+    assert read_size(head(images["luks2-default"], 4096)) == 2 * 16384
+    assert read_size(head(images["luks2-64k-meta"], 4096)) == 2 * 65536
+    for junk in (b"", b"LUKS\xba\xbe\0\2", _forge({}, size=12345)[:4096], b"\0" * 4096):
+        assert read_size(junk) == MAX_READ

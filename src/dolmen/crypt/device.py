@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from dolmen.crypt.luks2 import MAX_READ, NOT_LUKS, LuksHeader, parse_header
+from dolmen.crypt.luks2 import BINARY_SIZE, NOT_LUKS, LuksHeader, parse_header, read_size
 from dolmen.errors import InputError, NeedsRoot
 from dolmen.host import Host
 from dolmen.host.blockdev import kind, read_head
@@ -36,7 +36,8 @@ def read_luks2(host: Host, device: str) -> LuksHeader:
             hint="run as root (sudo dolmen crypt ...)",
         )
     try:
-        parsed = parse_header(read_head(host, rel, MAX_READ))
+        head = read_head(host, rel, BINARY_SIZE)
+        parsed = parse_header(read_head(host, rel, read_size(head)))
     except PermissionError:
         raise NeedsRoot(f"{device}: this user may not read it", hint="run as root") from None
     except OSError as e:

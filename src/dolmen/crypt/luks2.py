@@ -127,6 +127,17 @@ def parse_header(data: bytes) -> Parsed:
     return first
 
 
+def read_size(head: bytes) -> int:
+    """How many bytes hold both copies of the header that starts with ``head`` (its first
+    4 KiB): ``2 * hdr_size`` for a sound LUKS2 binary header, else ``MAX_READ`` (a torn
+    primary: the secondary may be at any offset LUKS2 allows)."""
+    if head[:6] == MAGIC and head[6:8] == b"\0\2" and len(head) >= 16:
+        size = struct.unpack(">Q", head[8:16])[0]
+        if size in HDR_SIZES:
+            return 2 * int(size)
+    return MAX_READ
+
+
 def _with_copy(h: LuksHeader, copy: str) -> LuksHeader:
     return LuksHeader(
         h.version, h.uuid, h.label, h.cipher, h.key_bits, h.sector_size, h.keyslots, h.tokens, copy
@@ -169,10 +180,7 @@ def _luks2_copy(data: bytes, offset: int) -> Parsed:
         meta = json.loads(raw_json.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return Parsed(None, "malformed: JSON area is not JSON")
-    parsed = parse_metadata(meta, uuid=_text(head[168:208]), label=_text(head[24:72]))
-    if parsed.header is None:
-        return parsed
-    return parsed
+    return parse_metadata(meta, uuid=_text(head[168:208]), label=_text(head[24:72]))
 
 
 def parse_metadata(meta: object, *, uuid: str = "", label: str = "") -> Parsed:

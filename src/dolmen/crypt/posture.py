@@ -17,66 +17,23 @@ from __future__ import annotations
 
 import re
 
-from dolmen.crypt.luks2 import BINARY_SIZE, MAX_READ, NOT_LUKS, Parsed, parse_dump_json
+from dolmen.crypt.luks2 import BINARY_SIZE, NOT_LUKS, Parsed, parse_dump_json, read_size
 from dolmen.crypt.luks2 import parse_header as parse_luks
 from dolmen.crypt.model import CryptFacts, Layer, LuksDevice, NvmeDrive, Volume
+from dolmen.crypt.mounts import (
+    BOOT_MOUNTS,
+    Mounted,
+    crypt_of,
+    parse_mountinfo,
+    parse_mounts_dev,
+    role_of,
+)
 from dolmen.facts.reading import absent, read_text, reason_for
-from dolmen.facts.storage import MEMORY_FS, NETWORK_FS, PSEUDO_FS, unescape
 from dolmen.host import Host
 from dolmen.host.blockdev import read_head
 
 BLOCK = "sys/class/block"
-OS_MOUNTS = frozenset({"/", "/usr", "/var", "/home", "/opt", "/srv", "/tmp"})
-BOOT_MOUNTS = ("/boot", "/efi")
 _NVME_DISK = re.compile(r"nvme\d+n\d+")
-_CRYPT_UUID = re.compile(r"CRYPT-([A-Z0-9]+)-([0-9a-fA-F]{32})?")
-
-
-def parse_mountinfo(text: str) -> list[tuple[str, str, str, str]]:
-    """``(mountpoint, major:minor, fstype, source)`` of each line of ``proc/self/mountinfo``;
-    a mount point listed twice keeps its last line (the one on top)."""
-    found: dict[str, tuple[str, str, str, str]] = {}
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        a, b = left.split(), right.split()
-        if not sep or len(a) < 5 or len(b) < 2 or not re.fullmatch(r"\d+:\d+", a[2]):
-            continue
-        point = unescape(a[4])
-        found.pop(point, None)
-        found[point] = (point, a[2], b[0], unescape(b[1]))
-    return list(found.values())
-
-
-def parse_mounts_dev(text: str) -> list[tuple[str, str, str, str]]:
-    """The same from ``proc/self/mounts``, without device numbers (``""``)."""
-    found: dict[str, tuple[str, str, str, str]] = {}
-    for line in text.splitlines():
-        p = line.split()
-        if len(p) >= 3:
-            found.pop(unescape(p[1]), None)
-            found[unescape(p[1])] = (unescape(p[1]), "", p[2], unescape(p[0]))
-    return list(found.values())
-
-
-def role_of(point: str, fstype: str) -> str | None:
-    """``os``, ``data`` or None (a pseudo, memory, network, overlay or boot mount)."""
-    if fstype in PSEUDO_FS or fstype in MEMORY_FS or fstype in NETWORK_FS:
-        return None
-    if fstype in ("overlay", "squashfs", "swap") or fstype.startswith("fuse"):
-        return "os" if point == "/" else None
-    if point.startswith(BOOT_MOUNTS) or point.startswith(("/proc", "/sys", "/dev", "/run")):
-        return None
-    return "os" if point in OS_MOUNTS else "data"
-
-
-def crypt_of(dm_uuid: str | None) -> tuple[str | None, str | None]:
-    """``(type, LUKS UUID)`` from a device-mapper uuid (``CRYPT-LUKS2-<32 hex>-root``)."""
-    m = _CRYPT_UUID.match(dm_uuid or "")
-    if not m:
-        return None, None
-    raw = m.group(2)
-    uuid = f"{raw[:8]}-{raw[8:12]}-{raw[12:16]}-{raw[16:20]}-{raw[20:]}".lower() if raw else None
-    return m.group(1), uuid
 
 
 class _Reader:
@@ -86,8 +43,14 @@ class _Reader:
         self.host = host
         self.unread: dict[str, str] = {}
         self.luks: dict[str, LuksDevice] = {}
+        self.layers: dict[str, Layer] = {}
 
     def layer(self, name: str) -> Layer:
+        if name not in self.layers:
+            self.layers[name] = self._layer(name)
+        return self.layers[name]
+
+    def _layer(self, name: str) -> Layer:
         base = f"{BLOCK}/{name}"
         uuid = self.host.read_value(f"{base}/dm/uuid")
         dm_name = self.host.read_value(f"{base}/dm/name")
@@ -156,7 +119,7 @@ class _Reader:
             head = read_head(self.host, rel, BINARY_SIZE)
             parsed = parse_luks(head)
             if parsed.header is None and not parsed.reason.startswith(NOT_LUKS):
-                parsed = parse_luks(read_head(self.host, rel, MAX_READ))
+                parsed = parse_luks(read_head(self.host, rel, read_size(head)))
             return LuksDevice(name, parsed.header, parsed.reason, rel)
         except FileNotFoundError:
             why = absent(self.host, rel)
@@ -183,7 +146,7 @@ def collect(host: Host) -> CryptFacts:
     return CryptFacts(volumes, tuple(r.luks.values()), nvme, r.unread)
 
 
-def _mounts(host: Host, unread: dict[str, str]) -> list[tuple[str, str, str, str]]:
+def _mounts(host: Host, unread: dict[str, str]) -> list[Mounted]:
     info = read_text(host, "proc/self/mountinfo")
     if info.text is not None:
         return parse_mountinfo(info.text)
@@ -236,7 +199,7 @@ def _volume(r: _Reader, point: str, number: str, fstype: str, source: str) -> Vo
     return Volume(point, role, source, fstype, layers, False)
 
 
-def _nvme(r: _Reader, mounts: list[tuple[str, str, str, str]]) -> tuple[NvmeDrive, ...]:
+def _nvme(r: _Reader, mounts: list[Mounted]) -> tuple[NvmeDrive, ...]:
     held: dict[str, list[str]] = {}
     boot: set[str] = set()
     for point, number, fstype, source in mounts:
