@@ -112,15 +112,16 @@ class Supervisor:
             if earlier:
                 self._event("cleanup", f"killing {len(earlier)} processes left by an earlier run")
                 self.tree.kill(self.opts.stop_grace)
-        from dolmen.crypt.scratch import open_job_scratch
-        from dolmen.errors import DolmenError
+        if self.spec.scratch is not None:  # an encrypted checkpoint folder (docs/crypt.md)
+            from dolmen.crypt.scratch import open_job_scratch
+            from dolmen.errors import DolmenError
 
-        try:
-            self.scratch = open_job_scratch(
-                self.spec.scratch, self.spec.checkpoint_dir, str(self.id)
-            )
-        except DolmenError as e:
-            return self._finish(JobState.FAILED, f"encrypted scratch: {e}")
+            try:
+                self.scratch = open_job_scratch(
+                    self.spec.scratch, self.spec.checkpoint_dir, str(self.id)
+                )
+            except DolmenError as e:
+                return self._finish(JobState.FAILED, f"encrypted scratch: {e}")
         while True:
             placement = self._allocate()
             if placement is None:
