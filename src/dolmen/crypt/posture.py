@@ -1,9 +1,10 @@
 """Encrypted-storage posture: which block devices hold / and the data mounts, and which are LUKS.
 
 Sources, each named in ``unread`` when it fails: ``proc/self/mountinfo`` (each mount's
-device number; else ``proc/self/mounts`` and the device's name), ``sys/dev/block/MAJ:MIN``
-(the number to a device name), ``sys/class/block/<dev>/{slaves,holders,partition,dm/uuid,
-dm/name,md}`` (the stack from a mount down to its disks), and the first bytes of each
+device number; else ``proc/self/mounts`` or ``proc/mounts`` and the device's name),
+``sys/dev/block/MAJ:MIN`` (the number to a device name),
+``sys/class/block/<dev>/{slaves,holders,partition,dm/uuid,dm/name,md}`` (the stack from a
+mount down to its disks), and the first bytes of each
 device that may hold a LUKS header (``host.blockdev.read_head``; on a tree without them, a
 recorded ``cryptsetup luksDump --dump-json-metadata /dev/<dev>``). dm-crypt names what it
 opened in the mapping's uuid (``CRYPT-LUKS2-<uuid without dashes>-<name>``), so an open
@@ -150,10 +151,13 @@ def _mounts(host: Host, unread: dict[str, str]) -> list[Mounted]:
     info = read_text(host, "proc/self/mountinfo")
     if info.text is not None:
         return parse_mountinfo(info.text)
-    plain = read_text(host, "proc/self/mounts")
-    if plain.text is not None:
-        return parse_mounts_dev(plain.text)
-    unread["volumes"] = f"{info.reason}: proc/self/mountinfo; {plain.reason}: proc/self/mounts"
+    why = [f"{info.reason}: proc/self/mountinfo"]
+    for rel in ("proc/self/mounts", "proc/mounts"):  # as facts.storage reads them
+        plain = read_text(host, rel)
+        if plain.text is not None:
+            return parse_mounts_dev(plain.text)
+        why.append(f"{plain.reason}: {rel}")
+    unread["volumes"] = "; ".join(why)
     return []
 
 
