@@ -3,12 +3,15 @@ on truncated, junk and hostile bytes."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dolmen.crypt.luks2 import MAX_READ, NOT_LUKS, parse_dump_json, parse_header, parse_metadata
 from tests.crypt.images import FAST, cryptsetup, dump_json, make_image, needs_cryptsetup
@@ -53,6 +56,17 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     cryptsetup("token", "import", str(tokened), stdin=json.dumps(clevis).encode())
     out["luks2-tokens"] = tokened
     return out
+
+
+@functools.cache
+def real_header() -> bytes:
+    """A real LUKS2 header (both copies) made by cryptsetup, for the mutation test."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        image = make_image(Path(tmp) / "h.img", "--type", "luks2", *FAST, size_mb=18)
+        with open(image, "rb") as f:
+            return f.read(2 * 16384)
 
 
 def head(path: Path, size: int = MAX_READ) -> bytes:
@@ -178,3 +192,16 @@ def test_read_size(images: dict[str, Path]) -> None:
     assert read_size(head(images["luks2-64k-meta"], 4096)) == 2 * 65536
     for junk in (b"", b"LUKS\xba\xbe\0\2", _forge({}, size=12345)[:4096], b"\0" * 4096):
         assert read_size(junk) == MAX_READ
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_real_headers_never_raise(data: st.DataObject) -> None:
+    """Any byte of a real header flipped, any cut: a header or a reason, never an exception."""
+    raw = bytearray(real_header())
+    for _ in range(data.draw(st.integers(0, 8))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        raw[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(raw)))
+    got = parse_header(bytes(raw[:cut]))
+    assert (got.header is None) == bool(got.reason)
