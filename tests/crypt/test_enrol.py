@@ -182,3 +182,38 @@ def test_a_token_copied_to_another_device_does_not_unlock_it(
     cryptsetup("token", "import", str(other), stdin=token.replace(b'["1"]', b'["0"]'))
     rc, _, err = run(capsys, "unlock", str(other), "--yes")
     assert rc == 2 and "wrapped for LUKS UUID" in err
+
+
+def test_a_plain_user_is_told_to_run_as_root(image: Path, tmp_path: Path) -> None:
+    """As nobody: a device that may be read but not written, and one behind a folder that may
+    not be searched, each refused in one line with exit 3 (the environment refused)."""
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged user")
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*nobody, sys.executable, "-c", "pass"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{sys.executable} does not run unprivileged")
+    shared = Path(f"/tmp/dolmen-crypt-nobody-{os.getpid()}")
+    shared.mkdir(mode=0o755)
+    try:
+        readable = shared / "disk.img"
+        readable.write_bytes(image.read_bytes()[: 1 << 20])
+        readable.chmod(0o644)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+            "DOLMEN_STATE_DIR": str(shared / "state"),
+            "DOLMEN_CONFIG_DIR": str(shared / "config"),
+        }
+        cmd = [*nobody, sys.executable, "-m", "dolmen.cli.main", "crypt", "unlock"]
+        for device, words in ((readable, "may not write it"), (image, "may not reach it")):
+            out = subprocess.run([*cmd, str(device)], env=env, capture_output=True, text=True)
+            assert out.returncode == 3 and words in out.stderr, out.stderr
+            assert len(out.stderr.strip().splitlines()) <= 2
+    finally:
+        import shutil
+
+        shutil.rmtree(shared)

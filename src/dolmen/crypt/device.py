@@ -25,7 +25,12 @@ def absolute(device: str) -> str:
 def read_luks2(host: Host, device: str) -> LuksHeader:
     """The LUKS2 header of ``device`` (absolute path on ``host``); raises the refusals."""
     rel = device.lstrip("/")
-    what = kind(host, rel)
+    try:
+        what = kind(host, rel)
+    except PermissionError:
+        raise NeedsRoot(
+            f"{device}: this user may not reach it", hint="run as root (sudo dolmen crypt ...)"
+        ) from None
     if what is None:
         raise InputError("no such device or file", path=device, hint=_HINT)
     if what not in ("a block device", "a regular file"):

@@ -42,8 +42,10 @@ def read_head(host: Host, rel: str, size: int) -> bytes:
 
 
 def kind(host: Host, rel: str) -> str | None:
-    """What ``rel`` is, in words (``a block device``, ``a FIFO``), or None when absent."""
+    """What ``rel`` is, in words (``a block device``, ``a FIFO``), or None when absent.
+
+    PermissionError when a folder on the way may not be searched: that is not absence."""
     try:
         return kind_of(os.stat(host.path(rel)).st_mode)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
