@@ -12,12 +12,12 @@ from typing import Any, cast
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
-from dolmen.checks.storage.encryption import REMEDY
+from dolmen.checks.security.encryption import REMEDY
 from dolmen.crypt.model import CryptFacts
 
 
 @check(
-    "storage.encryption.nvme",
+    "security.encryption.nvme",
     title="Every NVMe drive is LUKS-encrypted",
     level=Level.STANDARD,
     needs=("crypt",),

@@ -23,7 +23,7 @@ REMEDY = (
 
 
 @check(
-    "storage.encryption.volumes",
+    "security.encryption.volumes",
     title="The OS and data volumes are on LUKS2 (dm-crypt)",
     level=Level.STANDARD,
     needs=("crypt",),
