@@ -33,6 +33,7 @@ mem = "500G"
 cpus_per_task = 12
 exclusive = true
 reservation = "maint-window"
+scratch = "encrypted"
 
 [env]
 NCCL_DEBUG = "WARN"

@@ -69,6 +69,10 @@ JSON_COMMANDS = {
     "net ib verify": {"dolmen.net.ib.verify/1"},
     "net prove": {"dolmen.net.prove/1"},
     "integrity verify": {"dolmen.integrity.verify/1"},
+    **{
+        f"crypt {c}": {"dolmen.crypt.plan/1", "dolmen.crypt.result/1"}
+        for c in ("enrol", "unlock", "rotate", "recovery-key")
+    },
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("dolmen.cli.keys:keys", "Show and rotate the keys of the site's key provider."),
     "net": ("dolmen.cli.net:net", "Isolate jobs and tenants: nftables policy, plan to rollback."),
     "integrity": ("dolmen.cli.integrity:integrity", "Seal and verify the boot chain and AI stack."),
+    "crypt": (
+        "dolmen.cli.crypt:crypt",
+        "Enrol, unlock and rotate LUKS2 keys held in Vault or an HSM.",
+    ),
     "jobs": ("dolmen.cli.jobs:jobs", "Run multi-node GPU jobs on local, Slurm or Kubernetes."),
     "users": ("dolmen.cli.users:users", "Manage users and groups of the job backends."),
     "quota": ("dolmen.cli.quota:quota", "Set and show GPU quotas."),

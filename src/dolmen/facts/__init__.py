@@ -41,6 +41,7 @@ SUBSYSTEMS: dict[str, str] = {
         "security",
         "tuning",
         "dcgm",  # a recorded dcgmi diag -j (bundles only)
+        "crypt",  # encrypted storage's posture (docs/crypt.md); enrolment is dolmen.crypt
     )
 }
 

@@ -179,6 +179,8 @@ class Backend(ABC):
         from dolmen.jobs.audit import submit_intent, submit_outcome
 
         plan = self.plan(self.resolve(spec))
+        if plan.spec.scratch and self.name != "local":  # its supervisor does it (docs/crypt.md)
+            raise UsageError(f'scratch = "encrypted": the local backend only, not {self.name}')
         self.preflight(plan)
         submit_intent(self.name, plan.spec)
         try:

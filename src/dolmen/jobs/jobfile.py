@@ -22,6 +22,7 @@
     cpus_per_task = 12           # also the pod's CPU request (x ranks per node)
     exclusive = true
     reservation = "maint-window"
+    scratch = "encrypted"        # local: checkpoint_dir on fscrypt, shredded at the end
 
     [env]
     NCCL_DEBUG = "WARN"
@@ -87,6 +88,7 @@ KEYS: dict[str, type | tuple[type, ...]] = {
     "reservation": str,
     "slurm": dict,
     "kubernetes": dict,
+    "scratch": str,  # "encrypted": docs/crypt.md
 }
 SLURM_KEYS: dict[str, type | tuple[type, ...]] = {"extra": list}
 KUBERNETES_KEYS: dict[str, type | tuple[type, ...]] = {

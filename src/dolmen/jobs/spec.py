@@ -83,6 +83,8 @@ class JobSpec:
     reservation: str | None = None
     slurm_extra: tuple[str, ...] = ()  # [slurm] extra: more sbatch options, checked
     kubernetes: PodOptions = field(default_factory=PodOptions)
+    # "encrypted": checkpoint_dir on fscrypt with a per-job key, shredded at the end (crypt/).
+    scratch: str | None = None
 
     @property
     def ranks_per_node(self) -> int:
@@ -141,6 +143,10 @@ class JobSpec:
         if self.cpus_per_task is not None and not 1 <= self.cpus_per_task <= MAX_CPUS_PER_TASK:
             raise UsageError(
                 f"--cpus-per-task must be 1 to {MAX_CPUS_PER_TASK}, not {self.cpus_per_task}"
+            )
+        if self.scratch not in (None, "encrypted") or (self.scratch and not self.checkpoint_dir):
+            raise UsageError(
+                f'scratch {_safe(str(self.scratch))!r}: only "encrypted", with a checkpoint_dir'
             )
         check_extra(self.slurm_extra, "the job file's [slurm] extra")
         self.kubernetes.check()

@@ -1,1 +1,1 @@
-"""``security.*`` checks: advisory boot-chain and kernel-integrity posture."""
+"""``security.*`` checks: advisory boot-chain and kernel-integrity posture, encrypted storage."""

@@ -261,6 +261,240 @@ def _dolmen_facts_cpu_model_CpuInfo(_type_vendor, _type_model_name, _type_thread
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_facts_crypt_luks2_Keyslot(_type_slot, _type_type, _type_key_size, _type_cipher, _type_kdf, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,slot:_type_slot,type:_type_type,key_size:_type_key_size,cipher:_type_cipher,kdf:_type_kdf)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'slot',slot)
+        __dataclass_builtins_object__.__setattr__(self,'type',type)
+        __dataclass_builtins_object__.__setattr__(self,'key_size',key_size)
+        __dataclass_builtins_object__.__setattr__(self,'cipher',cipher)
+        __dataclass_builtins_object__.__setattr__(self,'kdf',kdf)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(slot={self.slot!r}, type={self.type!r}, key_size={self.key_size!r}, cipher={self.cipher!r}, kdf={self.kdf!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.slot,self.type,self.key_size,self.cipher,self.kdf,)==(other.slot,other.type,other.key_size,other.cipher,other.kdf,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('slot','type','key_size','cipher','kdf',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('slot','type','key_size','cipher','kdf',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.slot,self.type,self.key_size,self.cipher,self.kdf,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_luks2_LuksHeader(_type_version, _type_uuid, _type_label, _type_cipher, _type_key_bits, _type_sector_size, _type_keyslots, _type_tokens, _type_copy, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_label, _dflt_cipher, _dflt_key_bits, _dflt_sector_size, _dflt_keyslots, _dflt_tokens, _dflt_copy, _return_type, cls, FrozenInstanceError):
+    def __init__(self,version:_type_version,uuid:_type_uuid,label:_type_label=_dflt_label,cipher:_type_cipher=_dflt_cipher,key_bits:_type_key_bits=_dflt_key_bits,sector_size:_type_sector_size=_dflt_sector_size,keyslots:_type_keyslots=_dflt_keyslots,tokens:_type_tokens=_dflt_tokens,copy:_type_copy=_dflt_copy)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'version',version)
+        __dataclass_builtins_object__.__setattr__(self,'uuid',uuid)
+        __dataclass_builtins_object__.__setattr__(self,'label',label)
+        __dataclass_builtins_object__.__setattr__(self,'cipher',cipher)
+        __dataclass_builtins_object__.__setattr__(self,'key_bits',key_bits)
+        __dataclass_builtins_object__.__setattr__(self,'sector_size',sector_size)
+        __dataclass_builtins_object__.__setattr__(self,'keyslots',keyslots)
+        __dataclass_builtins_object__.__setattr__(self,'tokens',tokens)
+        __dataclass_builtins_object__.__setattr__(self,'copy',copy)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(version={self.version!r}, uuid={self.uuid!r}, label={self.label!r}, cipher={self.cipher!r}, key_bits={self.key_bits!r}, sector_size={self.sector_size!r}, keyslots={self.keyslots!r}, tokens={self.tokens!r}, copy={self.copy!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.version,self.uuid,self.label,self.cipher,self.key_bits,self.sector_size,self.keyslots,self.tokens,self.copy,)==(other.version,other.uuid,other.label,other.cipher,other.key_bits,other.sector_size,other.keyslots,other.tokens,other.copy,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('version','uuid','label','cipher','key_bits','sector_size','keyslots','tokens','copy',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('version','uuid','label','cipher','key_bits','sector_size','keyslots','tokens','copy',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.version,self.uuid,self.label,self.cipher,self.key_bits,self.sector_size,self.keyslots,self.tokens,self.copy,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_luks2_Parsed(_type_header, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _return_type, cls, FrozenInstanceError):
+    def __init__(self,header:_type_header,reason:_type_reason=_dflt_reason)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'header',header)
+        __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(header={self.header!r}, reason={self.reason!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.header,self.reason,)==(other.header,other.reason,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('header','reason',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('header','reason',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.header,self.reason,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_luks2_Token(_type_token, _type_type, _type_keyslots, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,token:_type_token,type:_type_type,keyslots:_type_keyslots)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'token',token)
+        __dataclass_builtins_object__.__setattr__(self,'type',type)
+        __dataclass_builtins_object__.__setattr__(self,'keyslots',keyslots)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(token={self.token!r}, type={self.type!r}, keyslots={self.keyslots!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.token,self.type,self.keyslots,)==(other.token,other.type,other.keyslots,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('token','type','keyslots',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('token','type','keyslots',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.token,self.type,self.keyslots,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_model_CryptFacts(_type_volumes, _type_luks, _type_nvme, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_volumes, _dflt_luks, _dflt_nvme, _dflt_unread, _return_type, cls, FrozenInstanceError):
+    def __init__(self,volumes:_type_volumes=_dflt_volumes,luks:_type_luks=_dflt_luks,nvme:_type_nvme=_dflt_nvme,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'volumes',volumes)
+        __dataclass_builtins_object__.__setattr__(self,'luks',luks)
+        __dataclass_builtins_object__.__setattr__(self,'nvme',nvme)
+        __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(volumes={self.volumes!r}, luks={self.luks!r}, nvme={self.nvme!r}, unread={self.unread!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.volumes,self.luks,self.nvme,self.unread,)==(other.volumes,other.luks,other.nvme,other.unread,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('volumes','luks','nvme','unread',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('volumes','luks','nvme','unread',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.volumes,self.luks,self.nvme,self.unread,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_model_Layer(_type_name, _type_kind, _type_dm_name, _type_crypt_type, _type_luks_uuid, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_dm_name, _dflt_crypt_type, _dflt_luks_uuid, _return_type, cls, FrozenInstanceError):
+    def __init__(self,name:_type_name,kind:_type_kind,dm_name:_type_dm_name=_dflt_dm_name,crypt_type:_type_crypt_type=_dflt_crypt_type,luks_uuid:_type_luks_uuid=_dflt_luks_uuid)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+        __dataclass_builtins_object__.__setattr__(self,'dm_name',dm_name)
+        __dataclass_builtins_object__.__setattr__(self,'crypt_type',crypt_type)
+        __dataclass_builtins_object__.__setattr__(self,'luks_uuid',luks_uuid)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, kind={self.kind!r}, dm_name={self.dm_name!r}, crypt_type={self.crypt_type!r}, luks_uuid={self.luks_uuid!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.name,self.kind,self.dm_name,self.crypt_type,self.luks_uuid,)==(other.name,other.kind,other.dm_name,other.crypt_type,other.luks_uuid,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('name','kind','dm_name','crypt_type','luks_uuid',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('name','kind','dm_name','crypt_type','luks_uuid',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.name,self.kind,self.dm_name,self.crypt_type,self.luks_uuid,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_model_LuksDevice(_type_name, _type_header, _type_reason, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _dflt_source, _return_type, cls, FrozenInstanceError):
+    def __init__(self,name:_type_name,header:_type_header,reason:_type_reason=_dflt_reason,source:_type_source=_dflt_source)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'header',header)
+        __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+        __dataclass_builtins_object__.__setattr__(self,'source',source)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, header={self.header!r}, reason={self.reason!r}, source={self.source!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.name,self.header,self.reason,self.source,)==(other.name,other.header,other.reason,other.source,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('name','header','reason','source',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('name','header','reason','source',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.name,self.header,self.reason,self.source,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_model_NvmeDrive(_type_name, _type_parts, _type_encrypted, _type_plain, _type_mounts, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_parts, _dflt_encrypted, _dflt_plain, _dflt_mounts, _dflt_reason, _return_type, cls, FrozenInstanceError):
+    def __init__(self,name:_type_name,parts:_type_parts=_dflt_parts,encrypted:_type_encrypted=_dflt_encrypted,plain:_type_plain=_dflt_plain,mounts:_type_mounts=_dflt_mounts,reason:_type_reason=_dflt_reason)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'parts',parts)
+        __dataclass_builtins_object__.__setattr__(self,'encrypted',encrypted)
+        __dataclass_builtins_object__.__setattr__(self,'plain',plain)
+        __dataclass_builtins_object__.__setattr__(self,'mounts',mounts)
+        __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, parts={self.parts!r}, encrypted={self.encrypted!r}, plain={self.plain!r}, mounts={self.mounts!r}, reason={self.reason!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.name,self.parts,self.encrypted,self.plain,self.mounts,self.reason,)==(other.name,other.parts,other.encrypted,other.plain,other.mounts,other.reason,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('name','parts','encrypted','plain','mounts','reason',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('name','parts','encrypted','plain','mounts','reason',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.name,self.parts,self.encrypted,self.plain,self.mounts,self.reason,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_crypt_model_Volume(_type_mountpoint, _type_role, _type_source, _type_fstype, _type_layers, _type_encrypted, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_layers, _dflt_encrypted, _dflt_reason, _return_type, cls, FrozenInstanceError):
+    def __init__(self,mountpoint:_type_mountpoint,role:_type_role,source:_type_source,fstype:_type_fstype,layers:_type_layers=_dflt_layers,encrypted:_type_encrypted=_dflt_encrypted,reason:_type_reason=_dflt_reason)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'mountpoint',mountpoint)
+        __dataclass_builtins_object__.__setattr__(self,'role',role)
+        __dataclass_builtins_object__.__setattr__(self,'source',source)
+        __dataclass_builtins_object__.__setattr__(self,'fstype',fstype)
+        __dataclass_builtins_object__.__setattr__(self,'layers',layers)
+        __dataclass_builtins_object__.__setattr__(self,'encrypted',encrypted)
+        __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(mountpoint={self.mountpoint!r}, role={self.role!r}, source={self.source!r}, fstype={self.fstype!r}, layers={self.layers!r}, encrypted={self.encrypted!r}, reason={self.reason!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.mountpoint,self.role,self.source,self.fstype,self.layers,self.encrypted,self.reason,)==(other.mountpoint,other.role,other.source,other.fstype,other.layers,other.encrypted,other.reason,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('mountpoint','role','source','fstype','layers','encrypted','reason',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('mountpoint','role','source','fstype','layers','encrypted','reason',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.mountpoint,self.role,self.source,self.fstype,self.layers,self.encrypted,self.reason,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_facts_dcgm_DcgmFacts(_type_results, _type_version, _type_driver_version, _type_serials, _type_runtime_error, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_results, _dflt_version, _dflt_driver_version, _dflt_serials, _dflt_runtime_error, _dflt_unread, _return_type, cls, FrozenInstanceError):
     def __init__(self,results:_type_results=_dflt_results,version:_type_version=_dflt_version,driver_version:_type_driver_version=_dflt_driver_version,serials:_type_serials=_HAS_DEFAULT_FACTORY,runtime_error:_type_runtime_error=_dflt_runtime_error,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'results',results)
@@ -1615,6 +1849,15 @@ RECORDS = {
     'dolmen.facts.cpu.model.CpuFacts': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;sockets:int | None:False;cores:int | None:False;threads:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;online:tuple[int, ...] | None:False;isolated:tuple[int, ...] | None:False;smt_active:bool | None:False;cpufreq:tuple[CpuFreqPolicy, ...]:True;implementer:int | None:True;part:int | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_cpu_model_CpuFacts, ('_type_vendor', '_type_model_name', '_type_sockets', '_type_cores', '_type_threads', '_type_flags', '_type_hypervisor', '_type_online', '_type_isolated', '_type_smt_active', '_type_cpufreq', '_type_implementer', '_type_part', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_cpufreq', '_dflt_implementer', '_dflt_part', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.cpu.model.CpuFreqPolicy': ('order=False;post_init=False;name:str:False;cpus:tuple[int, ...]:False;driver:str | None:True;governor:str | None:True;epp:str | None:True;min_khz:int | None:True;max_khz:int | None:True;hw_min_khz:int | None:True;hw_max_khz:int | None:True', _dolmen_facts_cpu_model_CpuFreqPolicy, ('_type_name', '_type_cpus', '_type_driver', '_type_governor', '_type_epp', '_type_min_khz', '_type_max_khz', '_type_hw_min_khz', '_type_hw_max_khz', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_driver', '_dflt_governor', '_dflt_epp', '_dflt_min_khz', '_dflt_max_khz', '_dflt_hw_min_khz', '_dflt_hw_max_khz', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.cpu.model.CpuInfo': ('order=False;post_init=False;vendor:str | None:False;model_name:str | None:False;threads:int:False;sockets:int | None:False;cores:int | None:False;flags:frozenset[str]:False;hypervisor:bool | None:False;implementer:int | None:True;part:int | None:True', _dolmen_facts_cpu_model_CpuInfo, ('_type_vendor', '_type_model_name', '_type_threads', '_type_sockets', '_type_cores', '_type_flags', '_type_hypervisor', '_type_implementer', '_type_part', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_implementer', '_dflt_part', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.luks2.Keyslot': ('order=False;post_init=False;slot:int:False;type:str:False;key_size:int | None:False;cipher:str | None:False;kdf:str | None:False', _dolmen_facts_crypt_luks2_Keyslot, ('_type_slot', '_type_type', '_type_key_size', '_type_cipher', '_type_kdf', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.luks2.LuksHeader': ('order=False;post_init=False;version:int:False;uuid:str:False;label:str:True;cipher:str | None:True;key_bits:int | None:True;sector_size:int | None:True;keyslots:tuple[Keyslot, ...]:True;tokens:tuple[Token, ...]:True;copy:str:True', _dolmen_facts_crypt_luks2_LuksHeader, ('_type_version', '_type_uuid', '_type_label', '_type_cipher', '_type_key_bits', '_type_sector_size', '_type_keyslots', '_type_tokens', '_type_copy', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_label', '_dflt_cipher', '_dflt_key_bits', '_dflt_sector_size', '_dflt_keyslots', '_dflt_tokens', '_dflt_copy', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.luks2.Parsed': ('order=False;post_init=False;header:LuksHeader | None:False;reason:str:True', _dolmen_facts_crypt_luks2_Parsed, ('_type_header', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reason', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.luks2.Token': ('order=False;post_init=False;token:int:False;type:str:False;keyslots:tuple[int, ...]:False', _dolmen_facts_crypt_luks2_Token, ('_type_token', '_type_type', '_type_keyslots', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.model.CryptFacts': ('order=False;post_init=False;volumes:tuple[Volume, ...]:True;luks:tuple[LuksDevice, ...]:True;nvme:tuple[NvmeDrive, ...]:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_crypt_model_CryptFacts, ('_type_volumes', '_type_luks', '_type_nvme', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_volumes', '_dflt_luks', '_dflt_nvme', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.model.Layer': ('order=False;post_init=False;name:str:False;kind:str:False;dm_name:str | None:True;crypt_type:str | None:True;luks_uuid:str | None:True', _dolmen_facts_crypt_model_Layer, ('_type_name', '_type_kind', '_type_dm_name', '_type_crypt_type', '_type_luks_uuid', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_dm_name', '_dflt_crypt_type', '_dflt_luks_uuid', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.model.LuksDevice': ('order=False;post_init=False;name:str:False;header:LuksHeader | None:False;reason:str:True;source:str:True', _dolmen_facts_crypt_model_LuksDevice, ('_type_name', '_type_header', '_type_reason', '_type_source', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_reason', '_dflt_source', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.model.NvmeDrive': ('order=False;post_init=False;name:str:False;parts:tuple[str, ...]:True;encrypted:bool | None:True;plain:tuple[str, ...]:True;mounts:tuple[str, ...]:True;reason:str:True', _dolmen_facts_crypt_model_NvmeDrive, ('_type_name', '_type_parts', '_type_encrypted', '_type_plain', '_type_mounts', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_parts', '_dflt_encrypted', '_dflt_plain', '_dflt_mounts', '_dflt_reason', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.crypt.model.Volume': ('order=False;post_init=False;mountpoint:str:False;role:str:False;source:str:False;fstype:str:False;layers:tuple[Layer, ...]:True;encrypted:bool | None:True;reason:str:True', _dolmen_facts_crypt_model_Volume, ('_type_mountpoint', '_type_role', '_type_source', '_type_fstype', '_type_layers', '_type_encrypted', '_type_reason', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_layers', '_dflt_encrypted', '_dflt_reason', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.dcgm.DcgmFacts': ('order=False;post_init=False;results:tuple[DiagResult, ...]:True;version:str | None:True;driver_version:str | None:True;serials:Mapping[int, str]:field(False, True, True, True, True, None, None);runtime_error:str | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_dcgm_DcgmFacts, ('_type_results', '_type_version', '_type_driver_version', '_type_serials', '_type_runtime_error', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_results', '_dflt_version', '_dflt_driver_version', '_dflt_serials', '_dflt_runtime_error', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.dcgm.DiagResult': ('order=False;post_init=False;category:str:False;test:str:False;status:str:False;gpu:int | None:True;messages:tuple[str, ...]:True;error_ids:tuple[int, ...]:True;info:tuple[str, ...]:True', _dolmen_facts_dcgm_DiagResult, ('_type_category', '_type_test', '_type_status', '_type_gpu', '_type_messages', '_type_error_ids', '_type_info', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_gpu', '_dflt_messages', '_dflt_error_ids', '_dflt_info', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.gpu.GpuFacts': ('order=False;post_init=False;present:bool:True;pci_gpus:tuple[str, ...]:True;inventory:GpuInventory:field(False, True, True, True, True, None, None);gpus:tuple[Gpu, ...]:True;nvlinks:Mapping[str, tuple[NvLink, ...]]:field(False, True, True, True, True, None, None);nvlink_notes:Mapping[str, str]:field(False, True, True, True, True, None, None);nvlink_gpus:tuple[Gpu, ...]:True;driver_version:str | None:True;cuda_version:str | None:True;source:str:True;error:str | None:True;seen:tuple[SeenGpu, ...]:True;unnamed:Mapping[str, int]:field(False, True, True, True, True, None, None);sources:Mapping[str, str]:field(False, True, True, True, True, None, None);unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_gpu_GpuFacts, ('_type_present', '_type_pci_gpus', '_type_inventory', '_type_gpus', '_type_nvlinks', '_type_nvlink_notes', '_type_nvlink_gpus', '_type_driver_version', '_type_cuda_version', '_type_source', '_type_error', '_type_seen', '_type_unnamed', '_type_sources', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_present', '_dflt_pci_gpus', '_dflt_inventory', '_dflt_gpus', '_dflt_nvlinks', '_dflt_nvlink_notes', '_dflt_nvlink_gpus', '_dflt_driver_version', '_dflt_cuda_version', '_dflt_source', '_dflt_error', '_dflt_seen', '_dflt_unnamed', '_dflt_sources', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dolmen.errors import DolmenError
 from dolmen.host.process import (
@@ -52,6 +52,9 @@ from dolmen.jobs.local.placement import NoRoom, Placement, Slot, place
 from dolmen.jobs.local.store import JobStore, RankRow
 from dolmen.jobs.local.tree import MARKER_ENV, tree
 from dolmen.values.duration import human
+
+if TYPE_CHECKING:
+    from dolmen.crypt.scratch import Scratch
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class Supervisor:
         self.tree: JobTree | None = tree(job)
         self.marker = str(job.options.get("marker") or "")
         self.isolation: isolation.Isolation | None = None
+        self.scratch: Scratch | None = None  # an encrypted checkpoint folder (docs/crypt.md)
 
     # --- the loop --------------------------------------------------------------------
     def run(self) -> JobState:
@@ -113,6 +117,15 @@ class Supervisor:
                 self.tree.kill(self.opts.stop_grace)
         # No rank starts before the job's network isolation is in place (net/jobs.py).
         self.isolation = isolation.begin(self.store, self.id, self._event)
+        if self.spec.scratch is not None:  # an encrypted checkpoint folder (docs/crypt.md)
+            from dolmen.crypt.scratch import open_job_scratch
+
+            try:
+                self.scratch = open_job_scratch(
+                    self.spec.scratch, self.spec.checkpoint_dir, str(self.id)
+                )
+            except DolmenError as e:
+                return self._finish(JobState.FAILED, f"encrypted scratch: {e}")
         while True:
             placement = self._allocate()
             if placement is None:
@@ -303,6 +316,10 @@ class Supervisor:
         )
 
     def _finish(self, state: JobState, reason: str) -> JobState:
+        if self.scratch is not None:  # the key goes whatever the outcome: crypto-shredding
+            from dolmen.crypt.scratch import close_job_scratch
+
+            close_job_scratch(self.scratch)
         # The audit event first: whoever sees the final state can find its event.
         if state is JobState.FAILED:
             self._audit("jobs.fail", reason=reason, outcome="failure")
