@@ -133,10 +133,12 @@ def test_a_dead_supervisor_is_noticed_and_takes_its_ranks(local: LocalBackend) -
     wait_for(lambda: rank_pid and not pid_alive(rank_pid), timeout=10, what="rank to die")
 
 
-def test_jobs_wait_for_gpus_another_job_holds(gpu_local: LocalBackend, state: Path) -> None:
-    first = gpu_local.submit(
-        JobSpec(name="a", command=py("import time; time.sleep(3)"), gpus_per_node=6)
-    )
+def test_jobs_wait_for_gpus_another_job_holds(
+    gpu_local: LocalBackend, state: Path, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"  # the first job holds its GPUs until the test saw b wait
+    hold = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    first = gpu_local.submit(JobSpec(name="a", command=py(hold), gpus_per_node=6))
     wait_for(lambda: gpu_local.status(first.job_id).details["ranks_running"] == "6", what="a")
     second = gpu_local.submit(JobSpec(name="b", command=py("pass"), gpus_per_node=4))
     waiting = wait_for(
@@ -144,6 +146,7 @@ def test_jobs_wait_for_gpus_another_job_holds(gpu_local: LocalBackend, state: Pa
     )
     assert waiting.state is JobState.PENDING
     assert waiting.reason == f"waiting for GPUs: 2 free of 4 needed (held by job {first.job_id})"
+    release.touch()
     assert done(gpu_local, second.job_id).state is JobState.COMPLETED  # type: ignore[attr-defined]
     events = gpu_local.store.events(int(second.job_id))
     assert [e.message for e in events if e.kind == "allocate"] == ["GPUs 0,1,2,3"]

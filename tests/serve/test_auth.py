@@ -28,7 +28,7 @@ def test_tokens_are_stored_hashed_and_listed_without_secrets(home: Path) -> None
     secret = _token(home, "alice", "operator")
     assert secret.startswith("dlm_")
     stored = (home / "state" / "serve" / "tokens.json").read_text()
-    assert secret not in stored and secret.split("_")[2] not in stored
+    assert secret not in stored and secret.split("_", 2)[2] not in stored
     assert (home / "state" / "serve" / "tokens.json").stat().st_mode & 0o777 == 0o600
     listed = dolmen(home, "serve", "token", "list", "--json")
     doc = json.loads(listed.stdout)
