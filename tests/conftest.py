@@ -29,6 +29,18 @@ for _var in ("COLUMNS", "LINES"):
     os.environ.pop(_var, None)
 
 
+@pytest.fixture
+def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """DOLMEN_STATE_DIR and DOLMEN_CONFIG_DIR (made) under tmp_path, so that no test touches
+    the real ones; returns the state folder (audit log, journals, key rings)."""
+    state, config = tmp_path / "state", tmp_path / "config"
+    config.mkdir()
+    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
+    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(config))
+    monkeypatch.delenv("DOLMEN_TUNE_CRASH_AT", raising=False)
+    return state
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -10,17 +10,6 @@ import pytest
 from tests.crypt.images import FAST, make_image
 
 
-@pytest.fixture
-def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """DOLMEN_STATE_DIR (audit log, KEK ring, header backups) and DOLMEN_CONFIG_DIR under
-    tmp_path; yields the state folder."""
-    state, config = tmp_path / "state", tmp_path / "config"
-    config.mkdir()
-    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
-    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(config))
-    yield state
-
-
 @pytest.fixture(scope="session")
 def pristine_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LUKS2 image with the passphrase of images.PASSPHRASE in keyslot 0, made once."""

@@ -30,16 +30,6 @@ SRV, MEMBER, OUTSIDER, MGMT = "10.77.0.1", "10.77.0.2", "10.77.0.3", "10.77.0.10
 PORTS = (22, 29500, 40050, 9999)  # ssh, rendezvous, an NCCL port, one no policy opens
 
 
-@pytest.fixture
-def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """DOLMEN_STATE_DIR and DOLMEN_CONFIG_DIR under tmp_path: nothing real is touched."""
-    state = tmp_path / "state"
-    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
-    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.delenv("DOLMEN_TUNE_CRASH_AT", raising=False)
-    return state
-
-
 @dataclass
 class Cluster:
     srv: NetnsHost

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,9 @@ from tests.hosts import scenarios
 
 
 @pytest.fixture(autouse=True)
-def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """DOLMEN_STATE_DIR and DOLMEN_CONFIG_DIR under tmp_path: no test touches the real ones."""
-    state, config = tmp_path / "state", tmp_path / "config"
-    config.mkdir()
-    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
-    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(config))
-    yield state
+def _private_dirs(dolmen_dirs: Path) -> Path:
+    """No setup test touches the real state or config folders (tests/conftest.py)."""
+    return dolmen_dirs
 
 
 @pytest.fixture(scope="session")

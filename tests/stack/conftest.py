@@ -29,16 +29,6 @@ PACKAGES = {
 TOOLS = ("apt-get", "apt-mark", "apt-cache", "dpkg", "dpkg-deb", "dpkg-scanpackages")
 
 
-@pytest.fixture
-def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """DOLMEN_STATE_DIR and DOLMEN_CONFIG_DIR under tmp_path."""
-    state, config = tmp_path / "state", tmp_path / "config"
-    config.mkdir()
-    monkeypatch.setenv("DOLMEN_STATE_DIR", str(state))
-    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(config))
-    return state
-
-
 def _digest(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -225,3 +226,31 @@ class KeyProvider(Protocol):
     def status(self) -> ProviderStatus:
         """Whether the provider answers, how fast, and which key versions it holds."""
         ...
+
+
+class LocalUnwrap:
+    """``unwrap`` and ``rewrap`` of a provider that opens a wrapped key itself (``_open``:
+    the file ring, the HSM token), as opposed to a server that rewraps (vault): the key is
+    reported to ``on_release`` before it is returned, and a rewrap releases nothing."""
+
+    name: str
+    _on_release: Callable[[KeyRelease], None] | None
+
+    def _open(self, wrapped: WrappedKey) -> bytes:
+        raise NotImplementedError
+
+    def wrap(self, data_key: bytes, *, context: str = "") -> WrappedKey:
+        raise NotImplementedError
+
+    def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
+        """The data key; reported to ``on_release`` before it is returned."""
+        key = self._open(wrapped)
+        if self._on_release is not None:
+            self._on_release(
+                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
+            )
+        return key
+
+    def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
+        """The same data key under the newest KEK version (it never leaves this process)."""
+        return self.wrap(self._open(wrapped), context=wrapped.context)

@@ -34,6 +34,7 @@ from dolmen.keys import (
     KeyProblem,
     KeyRelease,
     KeyVersions,
+    LocalUnwrap,
     ProviderStatus,
     Signer,
     WrappedKey,
@@ -93,7 +94,7 @@ def format_ring(ring: dict[int, bytes], min_version: int) -> bytes:
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-class FileProvider:
+class FileProvider(LocalUnwrap):
     """The ``file`` KeyProvider: a KEK ring file (wrap/unwrap) and an ed25519 key file (sign)."""
 
     name = "file"
@@ -184,19 +185,6 @@ class FileProvider:
                 f"context {wrapped.context!r}: tampered, or wrapped for another context or KEK",
                 hint="check the context (node or volume id) and the KEK file's backup",
             ) from None
-
-    def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
-        """The data key; reported to ``on_release`` before it is returned."""
-        key = self._open(wrapped)
-        if self._on_release is not None:
-            self._on_release(
-                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
-            )
-        return key
-
-    def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
-        """The same data key under the newest KEK version (it never leaves this process)."""
-        return self.wrap(self._open(wrapped), context=wrapped.context)
 
     def rotate(self) -> int:
         """Add a KEK version; older ones still unwrap until the minimum is raised. The

@@ -29,6 +29,7 @@ from dolmen.keys import (
     KeyProblem,
     KeyRelease,
     KeyVersions,
+    LocalUnwrap,
     ProviderStatus,
     Signer,
     WrappedKey,
@@ -54,7 +55,7 @@ def _tag(version: int, context: str) -> bytes:
     return hashlib.sha256(aad("pkcs11", version, context)).digest()
 
 
-class Pkcs11Provider:
+class Pkcs11Provider(LocalUnwrap):
     """The ``pkcs11`` KeyProvider (see module docstring)."""
 
     name = "pkcs11"
@@ -180,19 +181,6 @@ class Pkcs11Provider:
                 hint="check the context (node or volume id) and that this is the right token",
             )
         return key
-
-    def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
-        """The data key, unwrapped in the token; reported to ``on_release``."""
-        key = self._open(wrapped)
-        if self._on_release is not None:
-            self._on_release(
-                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
-            )
-        return key
-
-    def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
-        """The same data key under the newest KEK version."""
-        return self.wrap(self._open(wrapped), context=wrapped.context)
 
     def rotate(self) -> int:
         """A new KEK in the token with the next CKA_ID; returns its version."""
