@@ -228,6 +228,17 @@ class KeyProvider(Protocol):
         ...
 
 
+def report_release(
+    on_release: Callable[[KeyRelease], None] | None,
+    provider: str,
+    wrapped: WrappedKey,
+    purpose: str,
+) -> None:
+    """Hand one key release to ``on_release`` (every provider's unwrap, before it returns)."""
+    if on_release is not None:
+        on_release(KeyRelease(provider, wrapped.key_ref, wrapped.version, wrapped.context, purpose))
+
+
 class LocalUnwrap:
     """``unwrap`` and ``rewrap`` of a provider that opens a wrapped key itself (``_open``:
     the file ring, the HSM token), as opposed to a server that rewraps (vault): the key is
@@ -245,10 +256,7 @@ class LocalUnwrap:
     def unwrap(self, wrapped: WrappedKey, *, purpose: str) -> bytes:
         """The data key; reported to ``on_release`` before it is returned."""
         key = self._open(wrapped)
-        if self._on_release is not None:
-            self._on_release(
-                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
-            )
+        report_release(self._on_release, self.name, wrapped, purpose)
         return key
 
     def rewrap(self, wrapped: WrappedKey) -> WrappedKey:

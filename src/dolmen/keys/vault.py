@@ -31,6 +31,7 @@ from dolmen.keys import (
     PublicKey,
     Signer,
     WrappedKey,
+    report_release,
 )
 from dolmen.keys.settings import KeySettings
 from dolmen.keys.vault_transit import Transit, VaultSigner, b64
@@ -164,10 +165,7 @@ class VaultProvider:
             key = base64.b64decode(r["data"]["plaintext"], validate=True)
         except (binascii.Error, ValueError, KeyError, TypeError) as e:
             raise KeyProblem(f"{self.address} answered a decrypt without a key") from e
-        if self._on_release is not None:
-            self._on_release(
-                KeyRelease(self.name, wrapped.key_ref, wrapped.version, wrapped.context, purpose)
-            )
+        report_release(self._on_release, self.name, wrapped, purpose)
         return key
 
     def rewrap(self, wrapped: WrappedKey) -> WrappedKey:
