@@ -63,5 +63,9 @@ def test_the_others_leave_out_list_names_test_files_that_exist() -> None:
     paths = [p for p in listed if p]
     assert paths, "the list is empty: the other interpreters would run every test (say so instead)"
     for p in paths:
-        assert (REPO / p).is_file() and p.startswith("tests/") and p.endswith(".py"), p
+        file, _, test = p.partition("::")
+        assert (REPO / file).is_file() and file.startswith("tests/") and file.endswith(".py"), p
+        if test:  # one test of a file whose others stay: it must still be there
+            assert re.search(rf"^def {re.escape(test)}\(", (REPO / file).read_text(), re.M), p
+            assert file not in paths, f"{p}: its whole file is left out already"
     assert len(set(paths)) == len(paths)

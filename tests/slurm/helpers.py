@@ -19,6 +19,8 @@ from tests.slurm.cluster import SlurmCluster
 
 TRAIN = str(Path(__file__).with_name("train.py"))
 RESUMED = re.compile(r"^0: resumed from step (\S+) restart=(\d+) host=(\S+)", re.MULTILINE)
+# rank 0's line after it saved the checkpoint of step K (tests/slurm/train.py)
+SAVED = re.compile(r"^0: step (\d+) total=", re.MULTILINE)
 
 
 def backend(c: SlurmCluster, **options: object) -> SlurmBackend:
