@@ -52,7 +52,9 @@ def test_the_node_page_shows_the_matrix_the_verdict_carries(
     html = _client(make_store(tmp_path, verdict_texts)).get("/fleet/node/n2").text
     assert '<h2 id="topology">Topology</h2>' in html
     rows = _cells(html, "topology-matrix")
-    assert [r[0] for r in rows][:9] == [f"GPU{i}" for i in range(8)] + ["NIC0"]  # no legend: no name
+    assert [r[0] for r in rows][:9] == [f"GPU{i}" for i in range(8)] + [
+        "NIC0"
+    ]  # no legend: no name
     assert rows[0][1:4] == ["X", "NV18", "NV18"] and rows[0][-2:] == ["0-79", "0"]
     assert rows[7][1 + 9] == "PIX"  # GPU7 and NIC1 on one PCIe switch
     nic6 = rows[14]  # the paste ends before NIC6's row: its column still holds its cells

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from dolmen.errors import InputError, UsageError
+from dolmen.errors import InputError
 from dolmen.host import open_live
 from tests.serve.conftest import dolmen
 

@@ -33,9 +33,7 @@ def _actions() -> list[tuple[str, str]]:
     path = audit_settings().path
     if not path.exists():
         return []
-    return [
-        (e.event.action, e.event.outcome) for e in read_entries(path) if e.event is not None
-    ]
+    return [(e.event.action, e.event.outcome) for e in read_entries(path) if e.event is not None]
 
 
 def _journal(state: Path) -> list[dict[str, Any]]:
@@ -83,9 +81,7 @@ def test_dry_run_then_reapply_only_what_a_reboot_resets(
     kinds = {r["target"]["setting"] for r in doc["rows"]}
     assert "irq" in kinds and "sysctl" in kinds and not kinds & {"limits", "boot", "services"}
     drifted = {r["target"]["name"] for r in doc["rows"] if r["action"] == "change"}
-    assert drifted == {"vm.swappiness"} | {
-        f"irq {f.parent.name} (nvme0)" for f in files
-    }
+    assert drifted == {"vm.swappiness"} | {f"irq {f.parent.name} (nvme0)" for f in files}
     assert {f.read_text() for f in files} == {"0-3\n"}  # the dry run wrote nothing
     assert _journal(tmp_path / "state") == before_journal and _actions() == before_audit
 

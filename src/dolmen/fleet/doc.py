@@ -110,3 +110,10 @@ def verdict_of(doc: Mapping[str, Any]) -> Verdict:
         duration_s=float(doc.get("duration_s") or 0),
         coverage=coverage,
     )
+
+
+def obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``d[key]`` when it is an object, else an empty one: a verdict from another machine
+    may hold anything where an object is expected."""
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}

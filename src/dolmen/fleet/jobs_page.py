@@ -85,7 +85,8 @@ def _table(ident: str, caption: str, rows: Rows | str, now: datetime) -> str:
     body = []
     for r in rows:
         state = str(r.get("state"))
-        nodes = r.get("nodes") if isinstance(r.get("nodes"), list) else []
+        listed = r.get("nodes")
+        nodes = listed if isinstance(listed, list) else []
         cells = (
             escape(str(r.get("name") or "")),
             badge(STATE_COLOUR.get(state, "unknown"), state),

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from dolmen.fleet.doc import obj
+
 # status -> (background, text colour); contrast >= 4.5:1 each (tests/fleet/test_web_browser)
 COLOURS = {
     "pass": ("#d3f0da", "#0b3d17"),
@@ -167,7 +169,7 @@ def node(
 
 
 def _gpus(doc: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
-    gpus = _obj(_obj(doc, "inventory"), "gpus")
+    gpus = obj(obj(doc, "inventory"), "gpus")
     devices = [d for d in gpus.get("devices") or () if isinstance(d, dict)]
     if not devices:
         why = gpus.get("error") or gpus.get("state") or "no GPU inventory in this verdict"
@@ -206,7 +208,7 @@ def _xids(findings: Sequence[Mapping[str, Any]]) -> str:
     for f in findings:
         if f["check"] != "gpu.xid":
             continue
-        events = _obj(f, "evidence").get("events")
+        events = obj(f, "evidence").get("events")
         events = events if isinstance(events, list) else []
         for e in events:
             if isinstance(e, dict):
@@ -288,8 +290,3 @@ def audit(manifests: Sequence[Mapping[str, Any]], check: Callable[[str, str], st
 
 
 FILTER_JS = _FILTER_JS
-
-
-def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = d.get(key)
-    return v if isinstance(v, dict) else {}

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from dolmen.fleet.doc import obj
+
 # nvidia-smi's own legend, printed under every matrix (facts/topology/model.py)
 LEGEND = (
     ("X", "the device itself"),
@@ -77,8 +79,7 @@ def section(latest: Mapping[str, Any], found: tuple[str, Mapping[str, Any]] | No
 
 def _table(topo: Mapping[str, Any]) -> str:
     devices = [str(d) for d in topo["devices"]]
-    nics = topo.get("nics") if isinstance(topo.get("nics"), dict) else {}
-    affinity = topo.get("affinity") if isinstance(topo.get("affinity"), dict) else {}
+    nics, affinity = obj(topo, "nics"), obj(topo, "affinity")
 
     def label(d: str) -> str:
         name = nics.get(d)
@@ -88,7 +89,7 @@ def _table(topo: Mapping[str, Any]) -> str:
     rows = []
     for d, cells in zip(devices, topo["paths"], strict=False):
         tds = "".join(_cell(c) for c in (cells if isinstance(cells, list) else []))
-        a = affinity.get(d) if isinstance(affinity.get(d), dict) else {}
+        a = obj(affinity, d)
         aff = "".join(
             f"<td>{escape(str(a.get(k))) if a.get(k) is not None else '-'}</td>"
             for k in ("cpus", "numa_node")
