@@ -22,7 +22,7 @@ def test_nothing_loaded_is_not_read_and_nothing_is_collected(tmp_path: Path) -> 
         store = FactStore(host)
         inv = inventory(store)
         assert store.done("gpu") is None and store.done("os") is None  # nothing collected
-    assert inv == {k: {"state": NOT_READ} for k in ("host", "gpus", "ib", "nics")}
+    assert inv == {k: {"state": NOT_READ} for k in ("host", "gpus", "ib", "nics", "topology")}
 
 
 def test_a_failed_collector_is_unreadable_with_its_reason(tmp_path: Path) -> None:

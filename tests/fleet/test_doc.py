@@ -30,6 +30,9 @@ def _bytes(doc: object) -> bytes:
         (b"\xff\xfe{", "not UTF-8"),
         (_bytes(GOOD)[:-7], "cut off (truncated JSON)"),
         (b'{"schema": "dolmen.verdict/1", "host": ', "cut off"),
+        (b'{"schema": "dolmen.verdict/1", "inventory": {"x": nu', "cut off"),  # in a literal
+        (b'{"schema": "dolmen.verdict/1", "ok": fals', "cut off"),
+        (b'{"schema": "dolmen.verdict/1", "ok": nope}', "not JSON"),
         (b"<html>502 Bad Gateway</html>", "not JSON"),
         (b"[1, 2]", "a JSON list"),
         (b"null", "a JSON NoneType"),

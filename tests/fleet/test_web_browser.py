@@ -1,6 +1,7 @@
 """The dashboard in a real browser: Playwright (PyPI) driving Debian's chromium against
 ``make_app`` mounted under /fleet and served by uvicorn on 127.0.0.1, as ``dolmen serve
---fleet`` mounts it. Clicks through grid, node and audit pages; saves screenshots and
+--fleet`` mounts it. Clicks through grid, node (its topology matrix), jobs and audit pages;
+saves screenshots and
 compares them structurally (size, the boxes of the page's parts, the same after a
 reload); checks the accessibility basics in the rendered page: language, labels, table
 captions and header scopes, and the contrast of every status colour as computed."""
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.fleet.web_store import make_store
+from tests.fleet.web_store import make_jobs, make_store
 
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
@@ -39,7 +40,8 @@ def base_url(tmp_path: Path, verdict_texts: dict[str, str]) -> Iterator[str]:
     from dolmen.fleet.web import make_app
 
     fleet = make_store(tmp_path, verdict_texts)
-    app = Starlette(routes=[Mount("/fleet", app=make_app(fleet))])
+    jobs = make_jobs(tmp_path / "state")
+    app = Starlette(routes=[Mount("/fleet", app=make_app(fleet, jobs=jobs))])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -174,6 +176,15 @@ def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: P
     lost = page.locator("#gpus tbody tr", has_text="00000000:86:00.0")
     assert lost.locator("td").nth(2).inner_text() == "fail"
     assert "79" in page.locator("#xids tbody tr").first.inner_text()
+    # the topology matrix its standard run read: 17 devices, a header cell per column
+    matrix = page.locator("#topology-matrix")
+    assert matrix.locator("tbody tr").count() == 17
+    assert matrix.locator("thead th").count() == 1 + 17 + 2
+    assert matrix.locator("tbody tr").first.locator("td").nth(1).inner_text() == "NV18"
+    nv = matrix.locator("abbr", has_text="NV18").first
+    assert nv.get_attribute("title") == "18 bonded NVLinks"
+    box = matrix.bounding_box()
+    assert box is not None and box["y"] > page.locator("#gpus").bounding_box()["y"]
     _accessible(page)
     _shot(page, shots / "node-n2.png")
 
@@ -181,6 +192,21 @@ def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: P
     page.goto(base_url + "node/n3")
     assert "<script>window.pwned" in page.locator("main").inner_text()
     assert _accessible(page)["pwned"] == 0
+
+    # the jobs page from the navigation: this node's jobs, their state in text and colour
+    page.get_by_role("link", name="Jobs", exact=True).click()
+    page.wait_for_url("**/fleet/jobs")
+    jobs = page.locator("#local-jobs tbody tr")
+    assert jobs.count() == 2
+    states = {r.get_attribute("data-state") for r in jobs.all()}
+    assert states == {"pending", "failed"}
+    failed = page.locator("#local-jobs tbody tr[data-state=failed]")
+    assert failed.locator("td").nth(2).inner_text() == "2"  # restarts
+    _accessible(page)
+    rows = _boxes(page, "#local-jobs tr")
+    page.reload()
+    assert _boxes(page, "#local-jobs tr") == rows
+    _shot(page, shots / "jobs.png")
 
     # audit trail, then back to the grid through the navigation
     page.get_by_role("link", name="Audit trail").click()
@@ -195,5 +221,6 @@ def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: P
         "audit.png",
         "grid-reload.png",
         "grid.png",
+        "jobs.png",
         "node-n2.png",
     ]

@@ -4,8 +4,6 @@ strict, and its Job template against the official Kubernetes schemas."""
 
 from __future__ import annotations
 
-import copy
-import gzip
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from dolmen.jobs.kubernetes.options import PodOptions
 from dolmen.jobs.kubernetes.pod import memory_quantity, torchrun
 from dolmen.jobs.kubernetes.status import jobset_status
 from dolmen.jobs.spec import JobSpec
+from tests.crd import crd_schema
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 CRD = Path(__file__).parent / "data" / "jobset.x-k8s.io_jobsets.v0.12.0.yaml.gz"
@@ -59,28 +58,8 @@ PLAIN = JobSpec(name="single", command=("./run.sh",), image="img", nodes=2)
 
 @cache
 def schema() -> dict[str, Any]:
-    """The CRD's v1alpha2 schema, strict: where it lists properties and does not keep
-    unknown fields, an unknown one is an error (the API server would prune it silently)."""
-    with gzip.open(CRD) as f:
-        crd = yaml.safe_load(f)
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
-    return _strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
-
-
-def _strict(node: Any) -> Any:
-    if isinstance(node, dict):
-        if (
-            "properties" in node
-            and "additionalProperties" not in node
-            and not node.get("x-kubernetes-preserve-unknown-fields")
-        ):
-            node["additionalProperties"] = False
-        for value in node.values():
-            _strict(value)
-    elif isinstance(node, list):
-        for value in node:
-            _strict(value)
-    return node
+    """The CRD's v1alpha2 schema, strict (tests/crd.py)."""
+    return crd_schema(CRD, "v1alpha2")
 
 
 def render(spec: JobSpec, **options: Any) -> list[dict[str, Any]]:

@@ -148,9 +148,9 @@ def test_judges_a_host_tree_mounted_into_it(podman: Podman, tmp_path: Path) -> N
     assert verdict["status"] == "unhealthy"
 
 
-def _driver_root(tmp_path: Path) -> Path:
+def _driver_root(tmp_path: Path, sample: str = "hgx-h100") -> Path:
     """A stand-in driver root: usr/bin/nvidia-smi replays the sample node's recorded XML."""
-    tree = demo.build_sample("hgx-h100", tmp_path / "hgx")
+    tree = demo.build_sample(sample, tmp_path / f"{sample}-for-driver")
     root = tmp_path / "driver"
     (root / "usr/bin").mkdir(parents=True)
     shutil.copy2(tree / "commands" / command_key(["nvidia-smi", "-q", "-x"]), root / "q-x.xml")
@@ -216,3 +216,69 @@ def test_validates_live_on_a_read_only_root(podman: Podman, tmp_path: Path) -> N
     assert verdict["level"] == "quick" and verdict["status"] in (
         "healthy", "degraded", "unhealthy", "undecided",
     )  # fmt: skip
+
+
+def test_the_run_label_mounts_the_node_read_only_at_host(podman: Podman) -> None:
+    labels = json.loads(podman("image", "inspect", TAG).stdout)[0]["Config"]["Labels"]
+    run = labels["RUN"].split()
+    assert run[-1] == "IMAGE" and "-v" in run
+    mounts = [run[i + 1] for i, a in enumerate(run) if a == "-v"]
+    assert "/:/host:ro,rslave" in mounts and "DOLMEN_HOST_ROOT=/host" in run
+    assert "/run/nvidia/driver:/run/nvidia/driver:ro,rslave" in mounts
+
+
+_FETCH = """
+import json, sys, time, urllib.request, urllib.error
+end = time.monotonic() + 150
+while True:
+    try:
+        urllib.request.urlopen("http://127.0.0.1:9405/readyz", timeout=5)
+        break
+    except (urllib.error.URLError, OSError) as e:
+        if time.monotonic() > end:
+            sys.exit(f"never ready: {e}")
+        time.sleep(0.5)
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9405/v1/verdict/latest").read().decode())
+"""
+
+
+def test_the_agent_serves_a_verdict_of_the_node_mounted_at_host(
+    podman: Podman, tmp_path: Path
+) -> None:
+    """dolmen serve in the image, DOLMEN_HOST_ROOT=/host, a host tree mounted there read-only
+    (its files stand for the node's /), the stand-in driver root replaying that node's
+    nvidia-smi: the verdict served over HTTP is of the node, not of the container."""
+    import jsonschema
+
+    tree = demo.build_sample("hgx-h100-xid79", tmp_path / "node")
+    state = tmp_path / "state"
+    state.mkdir()
+    name = "dolmen-agent-host-root"
+    started = podman(
+        "run", "-d", "--rm", "--name", name, "--network", "none", "--read-only",
+        "-v", f"{tree}:/host:ro", "-e", "DOLMEN_HOST_ROOT=/host",
+        "-v", f"{_driver_root(tmp_path, 'hgx-h100-xid79')}:/run/nvidia/driver:ro",
+        "-v", f"{state}:/var/lib/dolmen",
+        TAG, "serve", "--interval", "1h", "--state", "/var/lib/dolmen",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    try:
+        got = podman("exec", name, "/opt/dolmen/bin/python", "-c", _FETCH, timeout=240)
+        assert got.returncode == 0, got.stderr + podman("logs", name).stderr
+        verdict = json.loads(got.stdout)
+    finally:
+        podman("rm", "--force", name)
+    jsonschema.validate(verdict, load_schema("verdict"))
+    assert verdict["host"] == (tree / "etc/hostname").read_text().strip() == "h100-node-01"
+    assert verdict["source"] == {"kind": "live", "root": "/host", "hostname": "h100-node-01"}
+    assert verdict["level"] == "quick"
+    os_name = verdict["inventory"]["host"]["os"]
+    assert f'PRETTY_NAME="{os_name}"' in (tree / "etc/os-release").read_text()
+    assert verdict["inventory"]["gpus"]["count"] == 8  # the driver root's nvidia-smi
+    assert (state / "serve/agent.db").is_file()  # the history, on the state volume
+
+
+def test_a_host_root_that_is_not_mounted_is_one_line(podman: Podman) -> None:
+    done = podman.run("--read-only", "-e", "DOLMEN_HOST_ROOT=/host", TAG, "serve")
+    assert done.returncode == 2, done.stderr
+    assert "--host-root: no such folder" in done.stderr and "/host" in done.stderr

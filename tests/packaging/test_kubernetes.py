@@ -64,8 +64,15 @@ def test_daemonset_tolerates_gpu_taints_and_mounts_the_driver_root() -> None:
     mounts = {m["name"]: m for m in agent["volumeMounts"]}
     assert mounts["driver-root"]["mountPath"] == "/run/nvidia/driver"
     assert mounts["driver-root"]["readOnly"] is True
-    assert mounts["sys"]["mountPath"] == "/sys" and pod["hostPID"] is True  # host /proc
+    assert pod["hostPID"] is True  # NVML's process lists: the node's PIDs
     env = {e["name"]: e.get("value") for e in agent["env"]}
+    # the node's / read-only at /host, where dolmen serve --host-root reads its files
+    host = mounts["host-root"]
+    assert env["DOLMEN_HOST_ROOT"] == host["mountPath"] == "/host"
+    assert host["readOnly"] is True and host["mountPropagation"] == "HostToContainer"
+    assert vols["host-root"]["hostPath"] == {"path": "/", "type": "Directory"}
+    writable = {m["mountPath"] for m in agent["volumeMounts"] if not m.get("readOnly")}
+    assert writable == {"/dev", "/var/lib/dolmen", "/tmp"}  # NVML opens /dev/nvidia* rw
     assert "/run/nvidia/driver/usr/bin" in env["PATH"].split(":")
     assert env["DOLMEN_STATE_DIR"] == mounts["state"]["mountPath"]
     assert agent["args"][0] == "serve"

@@ -80,13 +80,12 @@ def test_standard_tier_writes_the_textfile_it_may_write() -> None:
     assert one(timer, "Install", "WantedBy") == "timers.target"
 
 
-def test_tune_boot_runs_the_script_before_irqbalance() -> None:
+def test_tune_boot_reapplies_before_irqbalance() -> None:
     u = load_unit(SYSTEMD / "dolmen-tune-boot.service")
-    assert one(u, "Service", "ExecStart") == "/opt/dolmen/libexec/dolmen-tune-boot"
+    assert one(u, "Service", "ExecStart") == "/opt/dolmen/bin/dolmen tune reapply --yes"
     assert one(u, "Service", "Type") == "oneshot"
     assert "irqbalance.service" in one(u, "Unit", "Before").split()
     assert "systemd-sysctl.service" in one(u, "Unit", "After").split()
-    assert (SYSTEMD / "dolmen-tune-boot").stat().st_mode & 0o111
 
 
 def test_unit_reader_handles_what_systemd_accepts() -> None:
@@ -104,11 +103,10 @@ def _root(tmp_path: Path, units: dict[str, str]) -> Path:
     etc.mkdir(parents=True)
     for name, text in units.items():
         (etc / name).write_text(text)
-    for prog in ("opt/dolmen/bin/dolmen", "opt/dolmen/libexec/dolmen-tune-boot"):
-        p = root / prog
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text("#!/bin/sh\n")
-        p.chmod(0o755)
+    prog = root / "opt/dolmen/bin/dolmen"
+    prog.parent.mkdir(parents=True)
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
     return root
 
 

@@ -41,6 +41,7 @@ JSON_COMMANDS = {
     "tune rollback": {"dolmen.tune.rollback/1"},
     "tune recover": {"dolmen.tune.apply/1", "dolmen.tune.rollback/1"},
     "tune verify": {"dolmen.tune.verify/1"},
+    "tune reapply": {"dolmen.tune.reapply/1"},
     "tune status": {"dolmen.tune.status/1"},
     "tune profiles": {"dolmen.tune.profiles/1"},
     "tune show": {"dolmen.tune.profile/1"},

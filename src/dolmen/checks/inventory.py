@@ -1,4 +1,5 @@
-"""What the run found, in a few lines: the verdict's ``inventory`` (host, GPUs, NICs, IB ports).
+"""What the run found, in a few lines: the verdict's ``inventory`` (host, GPUs, NICs, IB ports,
+and the GPU/NIC topology matrix when the run read it).
 
 A report opens with what it looked at (nvidia-smi's header, NHC's host line) before it says
 what is wrong; a healthy 8-GPU node that prints only "HEALTHY" has not said what it found.
@@ -27,7 +28,8 @@ def inventory(store: FactStore) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     parts = (("host", "os", _host), ("gpus", "gpu", _gpus), ("ib", "infiniband", _ib))
-    for name, subsystem, build in (*parts, ("nics", "network", _nics)):
+    more = (("nics", "network", _nics), ("topology", "topology", _topology))
+    for name, subsystem, build in (*parts, *more):
         facts = store.done(subsystem)
         if facts is None:
             out[name] = {"state": NOT_READ}
@@ -99,6 +101,37 @@ def _nics(net: Any) -> dict[str, Any]:
         "speeds_mbps": _counts(str(i.speed_mbps) if i.speed_mbps else "unread" for i in nics),
         "reason": net.unread.get("interfaces"),  # why there are none: absent, not in the bundle
     }
+
+
+def _topology(topo: Any) -> dict[str, Any]:
+    """``nvidia-smi topo -m`` as read (level standard: the quick tier never runs it): the
+    device labels in order, one row of path codes per device (None: a cell not read), the
+    GPUs' CPU and NUMA affinity and the NIC legend; the fleet dashboard's node page shows it."""
+    m = topo.matrix
+    if m is None:
+        return {"devices": [], "reason": topo.unread.get("matrix")}
+    # a cell from either device's row: a paste cut before a NIC's row still has its column
+    # (the parser keeps no cell for a device and itself: nvidia-smi's X)
+    cells = [["X" if a == b else _path(m.path(a, b)) for b in m.devices] for a in m.devices]
+    affinity = {
+        label: {
+            "cpus": None if a.cpus is None else str(a.cpus),
+            "numa_node": a.numa_node,
+            "gpu_numa_id": a.gpu_numa_id,
+        }
+        for label, a in m.affinity.items()
+    }
+    return {
+        "devices": list(m.devices),
+        "paths": cells,
+        "affinity": affinity,
+        "nics": dict(m.nic_names),
+        "problems": list(m.problems),
+    }
+
+
+def _path(path: Any) -> str | None:
+    return None if path is None else str(path)
 
 
 def _rate(gbps: float | None) -> str:

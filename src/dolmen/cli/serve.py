@@ -39,6 +39,14 @@ from dolmen.cli.common import config_option, from_option
     help="Mutual TLS: require client certificates signed by this CA.",
 )
 @click.option("--fleet", metavar="DIR", help="Mount the fleet dashboard of DIR at /fleet.")
+@click.option(
+    "--host-root",
+    "host_root",
+    metavar="DIR",
+    envvar="DOLMEN_HOST_ROOT",
+    help="Read this node's /proc, /sys, /etc and /dev under DIR (the agent in a container, "
+    "with the node's / mounted there read-only); env DOLMEN_HOST_ROOT.",
+)
 @from_option
 @config_option
 @click.pass_context
@@ -60,10 +68,13 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
 
     config = load_config(config_path)
     settings = resolve(flags, config)
-    if settings.source is not None:
-        from dolmen.host import open_host
+    from dolmen.host import open_host, open_live
 
+    root = settings.host_root
+    if settings.source is not None:
         open_host(settings.source).close()  # a bad --from: refused before anything listens
+    elif root is not None:
+        open_live(root).close()  # a bad --host-root: likewise
     store = Store(settings.folder / "agent.db")
     if store.degraded:
         click.echo(f"dolmen serve: {store.degraded}; serving read-only", err=True)
@@ -74,6 +85,7 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
         run_timeout=settings.run_timeout,
         max_age=settings.max_age,
         config=config,
+        host_factory=(lambda: open_live(root)) if root is not None else None,
     )
     auth = Authenticator(TokenFile(settings.folder / "tokens.json"))
     state = ServeState(agent, auth, settings.open_reads)
@@ -81,7 +93,8 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
     scheme = "https" if settings.listen.tls_cert else "http"
     click.echo(
         f"dolmen serve: {scheme}://{settings.listen.host}:{settings.listen.port} "
-        f"(quick tier every {settings.interval:g} s, state {settings.folder})",
+        f"(quick tier every {settings.interval:g} s, state {settings.folder}"
+        + (f", the node's files under {root})" if root is not None else ")"),
         err=True,
     )
     try:

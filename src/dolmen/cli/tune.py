@@ -5,6 +5,7 @@
     dolmen tune verify [PROFILE]    compare the host with the active profile (exit 1: drift)
     dolmen tune rollback            restore every original (asks on a terminal)
     dolmen tune recover             finish or undo an apply that was interrupted
+    dolmen tune reapply             what a reboot undid of the active profile (tune_reapply.py)
     dolmen tune status | profiles | show PROFILE | recommend
 
 Every command takes ``--root DIR`` to work on a host tree exactly as on the live
@@ -440,3 +441,8 @@ def recommend(root: str | None, as_json: bool) -> None:
     click.echo(f"{rec.profile}: {rec.why}")
     for note in rec.notes:
         click.echo(f"note: {note}")
+
+
+from dolmen.cli.tune_reapply import reapply  # noqa: E402  (one module per command past 400 lines)
+
+tune.add_command(reapply)

@@ -2,7 +2,9 @@
 
 A source is a file (one verdict), a folder (its ``*.json`` files, not recursive) or an
 agent URL: ``http://host:9405`` reads ``GET /v1/verdict/latest`` (``dolmen serve``), a
-URL with a path is read as given. Each source that fails says so in one line and the
+URL with a path is read as given; an agent's ``GET /v1/jobs`` is read too, into the
+manifest (the dashboard's jobs page), a failure there noted beside a stored verdict. Each
+source that fails says so in one line and the
 others are still collected: a dead agent, a cut-off file, junk, a node seen twice. Bytes
 that are not a verdict are kept under ``rejected/``; a node seen twice is stored twice
 (``-2``), the later ``started`` being its latest. The collection's manifest records all
@@ -12,6 +14,7 @@ of it.
 from __future__ import annotations
 
 import hashlib
+import json
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from dolmen.fleet.store import MAX_VERDICT_BYTES, FleetStore, collection_id
 from dolmen.fsutil import read_regular
 
 AGENT_PATH = "/v1/verdict/latest"
+JOBS_PATH = "/v1/jobs?limit=500"  # the API's largest page
 TIMEOUT_S = 10.0
 
 
@@ -37,6 +41,8 @@ class Item:
     error: str | None = None
     started: str | None = None
     sha256: str | None = None  # of the stored bytes: the audit page checks the file still is
+    jobs: list[dict[str, Any]] | None = None  # an agent's /v1/jobs rows
+    jobs_error: str | None = None  # why they could not be read
 
     def line(self) -> str:
         """The one line ``collect`` prints for it."""
@@ -155,6 +161,8 @@ def collect(
             item.error = str(e)
             continue
         add_bytes(run, store, item, data)
+        if item.file and isinstance(target, str) and target != label:  # an agent's base URL
+            _agent_jobs(item, target.removesuffix(AGENT_PATH) + JOBS_PATH, fetch)
     seen: dict[str, list[str]] = {}
     for i in run.stored:
         seen.setdefault(str(i.node), []).append(i.source)
@@ -183,6 +191,22 @@ def add_bytes(
     item.node, item.started = node or doc["host"], str(doc.get("started") or "") or None
     item.sha256 = hashlib.sha256(data).hexdigest()
     item.file = str(store.add(run.id, item.node, data).relative_to(store.root))
+
+
+def _agent_jobs(item: Item, url: str, fetch: Fetch) -> None:
+    """The agent's jobs (``dolmen serve``'s ``/v1/jobs`` page) onto the item, or why not:
+    the verdict is stored either way."""
+    try:
+        doc = json.loads(fetch(url))
+        rows = doc["items"]
+        if not isinstance(rows, list):
+            raise TypeError("items is not a list")
+    except OSError as e:
+        item.jobs_error = f"{url}: {e}"
+    except (ValueError, KeyError, TypeError) as e:
+        item.jobs_error = f"{url}: not a page of jobs ({e.__class__.__name__}: {e})"
+    else:
+        item.jobs = [r for r in rows if isinstance(r, dict)]
 
 
 def _read(path: Path) -> bytes:

@@ -48,8 +48,11 @@ def parse_verdict(data: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        # A file cut mid-write ends inside a value (or a string): name it as such.
-        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        # A file cut mid-write ends inside a value, a string or a literal (``nu`` of null):
+        # name it as such.
+        rest = text[e.pos :].strip()
+        cut = not rest or e.msg.startswith("Unterminated string")
+        cut = cut or any(word.startswith(rest) for word in ("null", "true", "false"))
         what = "cut off (truncated JSON)" if cut else f"not JSON ({e.msg})"
         raise NotAVerdict(f"{what} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
@@ -107,3 +110,10 @@ def verdict_of(doc: Mapping[str, Any]) -> Verdict:
         duration_s=float(doc.get("duration_s") or 0),
         coverage=coverage,
     )
+
+
+def obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``d[key]`` when it is an object, else an empty one: a verdict from another machine
+    may hold anything where an object is expected."""
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}

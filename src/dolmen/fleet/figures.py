@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dolmen.fleet.doc import obj
+
 SLOW_FRACTION = 0.10  # as workload.gemm's max_below_median among one node's GPUs
 TEXT_FIGURES = ("driver", "cuda", "nccl", "gpu_model", "gpu_count", "kernel", "ib_rates")
 
@@ -35,31 +37,31 @@ class Outlier:
 
 def node_figures(doc: Mapping[str, Any]) -> dict[str, str | float]:
     """Pure: the figures one verdict document carries (absent ones left out)."""
-    inv = _obj(doc, "inventory")
+    inv = obj(doc, "inventory")
     out: dict[str, str | float] = {}
-    gpus = _obj(inv, "gpus")
+    gpus = obj(inv, "gpus")
     for key in ("driver", "cuda"):
         if isinstance(gpus.get(key), str) and gpus[key]:
             out[key] = gpus[key]
     models = {
-        m: n for m, n in _obj(gpus, "models").items() if isinstance(n, int) and "not read" not in m
+        m: n for m, n in obj(gpus, "models").items() if isinstance(n, int) and "not read" not in m
     }
     if models:
         out["gpu_model"] = max(models, key=lambda m: (models[m], m))
     if gpus.get("state") == "read" and isinstance(gpus.get("count"), int):
         out["gpu_count"] = str(gpus["count"])
-    kernel = _obj(inv, "host").get("kernel")
+    kernel = obj(inv, "host").get("kernel")
     if isinstance(kernel, str) and kernel:
         out["kernel"] = kernel
-    ib = _obj(inv, "ib")
-    rates = {r: n for r, n in _obj(ib, "rates").items() if isinstance(n, int) and r != "unread"}
+    ib = obj(inv, "ib")
+    rates = {r: n for r, n in obj(ib, "rates").items() if isinstance(n, int) and r != "unread"}
     if rates:  # no port read is "not known", not "no IB"
         out["ib_rates"] = ", ".join(f"{r} x{rates[r]}" for r in sorted(rates))
     gemm: dict[str, list[float]] = {}
     for f in doc.get("findings") or ():
         if not isinstance(f, dict):
             continue
-        ev = _obj(f, "evidence")
+        ev = obj(f, "evidence")
         if f.get("check") == "stack.libraries.consistent" and f.get("subject") == "lib:nccl":
             if isinstance(ev.get("version"), str):
                 out["nccl"] = ev["version"]
@@ -124,8 +126,3 @@ def _slow(name: str, have: dict[str, float]) -> list[Outlier]:
         for node, v in sorted(have.items())
         if median > 0 and v < floor
     ]
-
-
-def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = d.get(key)
-    return v if isinstance(v, dict) else {}

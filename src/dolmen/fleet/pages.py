@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from dolmen.fleet.doc import obj
+
 # status -> (background, text colour); contrast >= 4.5:1 each (tests/fleet/test_web_browser)
 COLOURS = {
     "pass": ("#d3f0da", "#0b3d17"),
@@ -36,6 +38,8 @@ _STYLE = "\n".join(
         "caption{text-align:left;font-weight:bold;padding:0.3rem 0}",
         "nav a{margin-right:1rem}",
         "a{color:#0645ad}",
+        ".scroll{overflow-x:auto;max-width:100%}",
+        ".matrix th,.matrix td{padding:0.15rem 0.3rem;font-size:0.85rem;white-space:nowrap}",
         *(f".s-{k}{{background:{bg};color:{fg}}}" for k, (bg, fg) in COLOURS.items()),
         ".s-fail a,.s-unhealthy a,.s-error a{color:#ffffff}",
     ]
@@ -59,7 +63,8 @@ def page(title: str, body: str, *, home: str, script: str = "") -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)} - dolmen fleet</title><style>{_STYLE}</style></head>"
         f'<body><nav aria-label="fleet"><a href="{home}">Fleet</a>'
-        f'<a href="{home}audit">Audit trail</a></nav><main><h1>{escape(title)}</h1>'
+        f'<a href="{home}jobs">Jobs</a><a href="{home}audit">Audit trail</a></nav>'
+        f"<main><h1>{escape(title)}</h1>"
         f"{body}</main>{js}</body></html>\n"
     )
 
@@ -130,13 +135,20 @@ def outliers(report: Mapping[str, Any]) -> str:
     return f"<h2>Outliers against the fleet</h2>{body}"
 
 
-def node(name: str, doc: Mapping[str, Any], history: Iterable[tuple[str, str]]) -> str:
-    """A node's page: verdict, GPUs with their findings, recent Xids, tune/stack state."""
+def node(
+    name: str,
+    doc: Mapping[str, Any],
+    history: Iterable[tuple[str, str]],
+    topology: str = "",
+) -> str:
+    """A node's page: verdict, GPUs with their findings, the topology section (HTML made
+    by fleet/topology.py), recent Xids, tune/stack state."""
     findings = [f for f in doc.get("findings") or () if isinstance(f, dict)]
     parts = [
         f"<p>Verdict: {badge(doc['status'])} at level {escape(str(doc.get('level')))}, "
         f"started {escape(str(doc.get('started')))}.</p>",
         _gpus(doc, findings),
+        topology,
         _xids(findings),
         _state("Tune state", [f for f in findings if f["check"].startswith("tuning.")]),
         _state("Stack state", [f for f in findings if f["check"].startswith("stack.")]),
@@ -157,7 +169,7 @@ def node(name: str, doc: Mapping[str, Any], history: Iterable[tuple[str, str]]) 
 
 
 def _gpus(doc: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
-    gpus = _obj(_obj(doc, "inventory"), "gpus")
+    gpus = obj(obj(doc, "inventory"), "gpus")
     devices = [d for d in gpus.get("devices") or () if isinstance(d, dict)]
     if not devices:
         why = gpus.get("error") or gpus.get("state") or "no GPU inventory in this verdict"
@@ -196,7 +208,7 @@ def _xids(findings: Sequence[Mapping[str, Any]]) -> str:
     for f in findings:
         if f["check"] != "gpu.xid":
             continue
-        events = _obj(f, "evidence").get("events")
+        events = obj(f, "evidence").get("events")
         events = events if isinstance(events, list) else []
         for e in events:
             if isinstance(e, dict):
@@ -278,8 +290,3 @@ def audit(manifests: Sequence[Mapping[str, Any]], check: Callable[[str, str], st
 
 
 FILTER_JS = _FILTER_JS
-
-
-def _obj(d: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = d.get(key)
-    return v if isinstance(v, dict) else {}

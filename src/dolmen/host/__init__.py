@@ -3,6 +3,8 @@
 ``open_host(source)`` gives a live host for None or ``/``, a tree for a folder, an
 extracted snapshot or sosreport for a tar archive, and a partial tree for any other
 single file dolmen reads (``dolmen.host.paste``: what users paste into a ticket).
+``open_live(root)`` is the live host whose files are read under ``root``: the node's
+``/`` mounted into the agent's container at ``/host`` (``dolmen serve --host-root``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "RunStatus",
     "command_key",
     "open_host",
+    "open_live",
 ]
 
 
@@ -58,6 +61,24 @@ def open_host(source: str | Path | None = None) -> Host:
     if path.is_symlink():
         raise InputError("a symbolic link to nothing (or a link loop)", path=str(path), hint=_HINT)
     raise InputError("no such host tree, snapshot or file", path=str(path), hint=_HINT)
+
+
+def open_live(root: str | Path | None = None) -> Host:
+    """This machine, its files read under ``root`` (default ``/``) and its commands run
+    here: in a container, the node's own /proc, /sys, /etc and /dev mounted read-only at
+    ``root``, while nvidia-smi and libnvidia-ml come from the driver root on PATH and
+    LD_LIBRARY_PATH. InputError when ``root`` is not a mounted host's root."""
+    from dolmen.host.live import LiveHost
+
+    if root is None or str(root) == "/":
+        return LiveHost()
+    path = Path(root)
+    hint = "mount the node's / there read-only (podman -v /:/host:ro,rslave; docs/deploy.md)"
+    if not path.is_dir():
+        raise InputError("--host-root: no such folder", path=str(path), hint=hint)
+    if not any((path / part).is_dir() for part in ("proc", "sys", "etc")):
+        raise InputError("--host-root: no proc/, sys/ or etc/ under it", path=str(path), hint=hint)
+    return LiveHost(path)
 
 
 _HINT = (

@@ -19,7 +19,8 @@ _REAP_WAIT = 2.0  # seconds a killed command is given to end and close its outpu
 
 
 class LiveHost(Host):
-    """The machine dolmen runs on."""
+    """The machine dolmen runs on; ``root`` is where its files are read (``/``, or the
+    node's ``/`` mounted into a container: ``open_live``). Commands always run here."""
 
     kind = "live"
 
@@ -78,6 +79,12 @@ class LiveHost(Host):
 
     @property
     def hostname(self) -> str:
+        if str(self.root) != "/":
+            # A container's UTS name is its own unless it shares the node's (hostNetwork);
+            # the node's configured name is in its /etc/hostname.
+            name = (self.read_value("etc/hostname") or "").split()
+            if name:
+                return name[0]
         return socket.gethostname()
 
 

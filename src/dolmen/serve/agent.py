@@ -141,7 +141,7 @@ class Agent:
         if age > limit:
             return {"refused": f"verdict {age:.0f} s old, older than {limit:g} s"}
         if req.slurm:  # a drain or resume each time: never cached
-            with open_host(self.source) as host:
+            with self._host_factory() as host:
                 return render(req, verdict, host, age)
         return _aged(self._rendered(req, verdict), age)
 

@@ -156,15 +156,16 @@ async def tokens(request: Request, _t: Token | None) -> Response:
     )
 
 
-def _fleet(folder: Path) -> Any:
-    """The fleet dashboard of ``folder`` (dolmen.fleet.web, iface of issue 14)."""
+def _fleet(folder: Path, jobs_state: str | None) -> Any:
+    """The fleet dashboard of ``folder`` (dolmen.fleet.web), its jobs page showing this
+    node's local jobs (the rows of /v1/jobs)."""
     from dolmen.errors import UsageError
 
     try:
         from dolmen.fleet.web import make_app as fleet_app  # type: ignore[import-not-found,unused-ignore]
     except ImportError as e:
         raise UsageError(f"--fleet: the fleet dashboard is not in this dolmen ({e})") from None
-    return fleet_app(folder)
+    return fleet_app(folder, jobs=lambda: reads.job_rows(jobs_state))
 
 
 def make_app(state: ServeState, *, fleet: Path | None = None, start_agent: bool = True) -> Bounded:
@@ -206,6 +207,6 @@ def make_app(state: ServeState, *, fleet: Path | None = None, start_agent: bool 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.serve = state
     if fleet is not None:
-        app.mount("/fleet", _fleet(fleet))
+        app.mount("/fleet", _fleet(fleet, state.jobs_state))
 
     return Bounded(app)

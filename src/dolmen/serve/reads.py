@@ -83,10 +83,27 @@ def facts(host: Host, only: str | None) -> dict[str, Any]:
 
 def jobs(state: str | None, query: Mapping[str, str]) -> dict[str, Any]:
     """The local backend's jobs, newest first (``dolmen jobs list --backend local``)."""
+    return page(job_rows(state), limit_of(query), cursor_of(query, "after") or 0)
+
+
+def job_rows(state: str | None) -> list[dict[str, Any]]:
+    """Every local job as ``/v1/jobs`` pages it, with ``created`` (UTC, ISO 8601): the
+    fleet dashboard's jobs page shows its age."""
+    from datetime import datetime
+
+    from dolmen.compat import UTC
     from dolmen.jobs.local.backend import LocalBackend
 
-    rows = [st.to_json(details=False) for st in LocalBackend(state).list()]
-    return page(rows, limit_of(query), cursor_of(query, "after") or 0)
+    backend = LocalBackend(state)
+    statuses = backend.list()
+    created = {str(j.id): j.created for j in backend.store.jobs()}
+    out = []
+    for st in statuses:
+        when = created.get(st.job_id)
+        iso = None if when is None else datetime.fromtimestamp(when, UTC)
+        stamp = None if iso is None else iso.isoformat(timespec="seconds").replace("+00:00", "Z")
+        out.append({**st.to_json(details=False), "created": stamp})
+    return out
 
 
 def audit(query: Mapping[str, str]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ the default; checked once, before anything listens.
     tls_key = "/etc/dolmen/tls/node.key"
     tls_client_ca = "/etc/dolmen/tls/ca.pem"   # mutual TLS
     fleet = "/var/lib/dolmen/fleet"            # mount the fleet dashboard at /fleet
+    host_root = "/host"       # read the node's files there (the agent in a container)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Settings:
     open_reads: bool
     source: str | None
     fleet: Path | None
+    host_root: Path | None = None  # the node's / mounted here (--host-root, DOLMEN_HOST_ROOT)
 
     @property
     def folder(self) -> Path:
@@ -76,4 +78,19 @@ def resolve(flags: dict[str, Any], config: Config) -> Settings:
         open_reads=listen.loopback if open_reads is None else bool(open_reads),
         source=flags.get("source"),
         fleet=path("fleet"),
+        host_root=_host_root(path("host_root"), flags.get("source")),
     )
+
+
+def _host_root(root: Path | None, source: str | None) -> Path | None:
+    """``--host-root``, checked against ``--from`` (a recorded host has its own root)."""
+    if root is None or str(root) == "/":
+        return None
+    if source is not None:
+        from dolmen.errors import UsageError
+
+        raise UsageError(
+            f"--host-root {root} and --from {source} name two hosts",
+            hint="--from reads a recorded host; --host-root this node mounted into a container",
+        )
+    return root

@@ -19,6 +19,7 @@ ACTIONS = (
     "tune.apply",
     "tune.rollback",
     "tune.recover",
+    "tune.reapply",  # the active profile's non-persistent rows, at boot (tune/reapply.py)
     # dolmen net drives the same engine with its [nftables] setting (docs/net.md)
     "net.apply",
     "net.rollback",

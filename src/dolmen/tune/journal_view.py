@@ -31,7 +31,7 @@ class State(StrEnum):
 
 
 STEP_KINDS = ("save", "done", "skipped", "failed", "reverted")
-KINDS = (*STEP_KINDS, "commit", "rollback", "end")
+KINDS = (*STEP_KINDS, "commit", "rollback", "end", "reapplied")
 
 
 @dataclass
@@ -49,6 +49,7 @@ class JournalView:
     failed: dict[int, str] = field(default_factory=dict)
     reverted: dict[int, dict[str, Any]] = field(default_factory=dict)  # the latest per step
     committed: str | None = None
+    reapplied: dict[int, dict[str, Any]] = field(default_factory=dict)  # tune reapply, latest
     rollback: dict[str, Any] | None = None
     ended: str | None = None
 
@@ -83,6 +84,8 @@ class JournalView:
             if self.committed is not None or self.rollback is not None or missing:
                 raise ValueError(f"a commit with steps {missing} not written, or a second one")
             self.committed = str(r.get("time", ""))
+        elif kind == "reapplied":
+            self._reapplied(r)
         elif kind == "rollback":
             if self.rollback is not None:
                 raise ValueError("a second rollback record")
@@ -91,6 +94,18 @@ class JournalView:
             if self.rollback is None:
                 raise ValueError("an end record without a rollback record")
             self.ended = _text(r, "state", "closed")
+
+    def _reapplied(self, r: Mapping[str, Any]) -> None:
+        """``tune reapply`` rewrote row ``row`` of the active profile (tune/reapply.py):
+        only while the profile is active; the originals stay the apply's."""
+        i = r.get("row")
+        if self.committed is None or self.rollback is not None:
+            raise ValueError("a reapplied record outside an active profile")
+        if type(i) is not int or not 0 <= i < len(self.changes):
+            raise ValueError(f"row {i!r} is not a row of the plan")
+        _opt_text(r, "before")
+        _opt_text(r, "after")
+        self.reapplied[i] = dict(r)
 
     def _step(self, kind: str, i: int, r: Mapping[str, Any]) -> None:
         settled = self.committed is not None or self.rollback is not None

@@ -49,6 +49,12 @@ class Setting(ABC):
     extra_fields: ClassVar[frozenset[str]] = frozenset()
     effect: ClassVar[Effect] = Effect.NOW
     key_order: ClassVar[tuple[str, ...]] = ()  # keys applied first, in this order
+    # Whether what this kind sets survives a reboot by itself (every kind says it, in one
+    # line; a conformance test holds them to it): True, a file or a unit state that lasts
+    # (limits.d, GRUB, systemd); False, a runtime value of the kernel or the driver that a
+    # boot resets (the [boot] files bring some back; `dolmen tune reapply` rewrites them all
+    # from the active profile's journal: tune/reapply.py).
+    persists: ClassVar[bool]
 
     # --- load time -------------------------------------------------------------------
     def key(self, raw: str) -> str:
@@ -108,6 +114,11 @@ class Setting(ABC):
 
     def boot_line(self, target: Target) -> tuple[str, str] | None:
         """(file kind, line) that makes this target hold at boot, or None (not persisted)."""
+        return None
+
+    def moved(self, host: Host, target: Target) -> str | None:
+        """Why a journaled target no longer names the same thing after a reboot (an IRQ
+        number now another device's), or None; ``tune reapply`` never writes such a one."""
         return None
 
 

@@ -29,6 +29,7 @@ class BootFiles(DropIn):
     """dolmen's sysctl.d and tmpfiles.d files (see module docstring)."""
 
     section = "boot"
+    persists = True
     title = "boot persistence (sysctl.d, tmpfiles.d)"
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:

@@ -113,6 +113,7 @@ class Cmdline(Setting):
     """Kernel command line parameters (next boot)."""
 
     section = "cmdline"
+    persists = True
     title = "kernel command line (staged for the next boot)"
     effect = Effect.REBOOT
 

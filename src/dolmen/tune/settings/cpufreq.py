@@ -48,6 +48,7 @@ class CpuFreq(KernelFileSetting):
     """CPU governor and EPP, per cpufreq policy."""
 
     section = "cpu"
+    persists = False
     title = "CPU frequency governor and energy-performance preference"
     key_order = ("governor", "energy_performance_preference")  # intel_pstate: EPP follows
 

@@ -29,6 +29,7 @@ class GpuPersistence(Setting):
     """GPU persistence mode (all GPUs at once)."""
 
     section = "gpu"
+    persists = False  # lasts until the driver unloads (module docstring)
     title = "GPU persistence mode"
 
     def key(self, raw: str) -> str:

@@ -47,6 +47,7 @@ class HugePages(KernelFileSetting):
     """Persistent huge page counts, per NUMA node."""
 
     section = "hugepages"
+    persists = False
     title = "persistent huge pages per NUMA node"
     extra_fields = frozenset({"per_node", "total"})
 

@@ -63,6 +63,7 @@ class Irq(KernelFileSetting):
     """IRQ affinity of NICs and NVMe drives, and irqbalance."""
 
     section = "irq"
+    persists = False  # IRQ numbers change across boots (module docstring)
     title = "IRQ affinity to the device's NUMA node; irqbalance"
     extra_fields = frozenset({"devices"})
     key_order = ("irqbalance", "affinity")  # stop irqbalance before it can move them back
@@ -102,6 +103,7 @@ class Irq(KernelFileSetting):
                             path,
                             entry.origin,
                             entry.source,
+                            {"device": name},  # tune reapply checks the number is still its
                         )
                     )
         return out or f"no {'/'.join(classes)} device with a NUMA node and MSI interrupts here"
@@ -190,6 +192,18 @@ class Irq(KernelFileSetting):
 
     def boot_line(self, target: Target) -> tuple[str, str] | None:
         return None  # IRQ numbers change across boots (module docstring)
+
+    def moved(self, host: Host, target: Target) -> str | None:
+        if target.key != "affinity":
+            return None
+        irq, device = target.path.split("/")[2], target.extra.get("device")
+        if device is None:
+            return "the journal does not name the interrupt's device (an older dolmen's)"
+        if any(
+            irq in host.listdir(f"{c}/{device}/device/msi_irqs") for c in DEVICE_CLASSES.values()
+        ):
+            return None
+        return f"irq {irq} is no longer {device}'s (IRQ numbers change across boots)"
 
 
 def _restart_irqbalance(host: Host) -> None:

@@ -49,6 +49,7 @@ class Limits(DropIn):
     """Resource limits of logins (limits.d) and container runtimes (systemd drop-ins)."""
 
     section = "limits"
+    persists = True
     title = "memlock/stack/nofile limits (limits.d, container runtimes)"
     effect = Effect.RESTART
 

@@ -37,6 +37,7 @@ class Nftables(Setting):
     """A whole nftables table (module docstring)."""
 
     section = "nftables"
+    persists = False  # the kernel's ruleset (dolmen net's own journal)
     title = "nftables table"
 
     def key(self, raw: str) -> str:

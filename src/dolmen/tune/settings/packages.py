@@ -103,6 +103,7 @@ class Packages(Setting):
     """Packages at exact versions, held (module docstring)."""
 
     section = "packages"
+    persists = True
     title = "distribution packages"
     effect = Effect.REBOOT  # a new kernel or driver runs after a reboot (or a module reload)
 

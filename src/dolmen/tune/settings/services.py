@@ -50,6 +50,7 @@ class Services(Setting):
     A target's ``name`` is the unit (other settings reuse this one for their units)."""
 
     section = "services"
+    persists = True
     title = "systemd units"
 
     def key(self, raw: str) -> str:

@@ -57,6 +57,7 @@ class Sysctl(KernelFileSetting):
     """Kernel parameters (``sysctl -w``)."""
 
     section = "sysctl"
+    persists = False  # a kernel value; sysctl.d brings it back when the profile persists
     title = "kernel parameters (/proc/sys)"
 
     def key(self, raw: str) -> str:

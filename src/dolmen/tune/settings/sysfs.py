@@ -51,6 +51,7 @@ class Sysfs(KernelFileSetting):
     """Values of kernel objects under /sys (THP, per-device queue settings...)."""
 
     section = "sysfs"
+    persists = False
     title = "kernel object values (/sys)"
     read_only_reason = "read-only here (the kernel refuses writes to it)"
 

@@ -1,0 +1,152 @@
+"""The dashboard's node topology section and jobs page in-process (Starlette's TestClient):
+the matrix a standard run read (a real, cut-off ``nvidia-smi topo -m``), taken from an
+older verdict when the latest is a quick one, and said absent with why; this node's jobs
+from a real local jobs store; a node's jobs as its real agent (``dolmen serve``) answered
+``fleet collect``. tests/fleet/test_web_browser.py drives the same pages in chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import warnings
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+with warnings.catch_warnings():  # starlette 1.x prefers httpx2; httpx is what is installed
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+from dolmen.compat import UTC
+from dolmen.fleet.collect import collect
+from dolmen.fleet.jobs_page import age, node_jobs
+from dolmen.fleet.store import FleetStore
+from dolmen.fleet.web import make_app
+from tests.fleet.conftest import as_node, write
+from tests.fleet.web_store import make_jobs, make_store, topology_of, with_topology
+from tests.hosts import scenarios
+from tests.serve.conftest import Served
+
+
+def _client(fleet: Path, **kw: Any) -> TestClient:
+    return TestClient(Starlette(routes=[Mount("/fleet", app=make_app(fleet, **kw))]))
+
+
+def _cells(html: str, table: str) -> list[list[str]]:
+    body = html.split(f'<table id="{table}"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body.split("<tbody>", 1)[1])
+    return [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)]
+        for r in rows
+    ]
+
+
+def test_the_node_page_shows_the_matrix_the_verdict_carries(
+    tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    html = _client(make_store(tmp_path, verdict_texts)).get("/fleet/node/n2").text
+    assert '<h2 id="topology">Topology</h2>' in html
+    rows = _cells(html, "topology-matrix")
+    assert [r[0] for r in rows][:9] == [f"GPU{i}" for i in range(8)] + [
+        "NIC0"
+    ]  # no legend: no name
+    assert rows[0][1:4] == ["X", "NV18", "NV18"] and rows[0][-2:] == ["0-79", "0"]
+    assert rows[7][1 + 9] == "PIX"  # GPU7 and NIC1 on one PCIe switch
+    nic6 = rows[14]  # the paste ends before NIC6's row: its column still holds its cells
+    assert nic6[0] == "NIC6" and nic6[1] == "NODE" and nic6[16] == "not read"
+    assert '<abbr title="18 bonded NVLinks">NV18</abbr>' in html
+    assert "no row for NIC6, NIC7, NIC8 (the output ends early)" in html
+    assert 'id="topology-legend"' in html and 'id="topology-picture"' not in html  # no SVG yet
+    assert "From the verdict of collection" not in html  # the latest verdict carries it
+
+
+def test_a_quick_latest_verdict_falls_back_to_the_standard_one(
+    tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    fleet, src = tmp_path / "fleet", tmp_path / "in"
+    standard = with_topology(as_node(verdict_texts["healthy"], "n1"), topology_of(tmp_path))
+    write(src / "a", "n1.json", standard)
+    first = collect([str(src / "a")], FleetStore(fleet), collection="20261201T100000.000000Z")
+    write(src / "b", "n1.json", as_node(verdict_texts["healthy"], "n1"))  # the agent's, quick
+    collect([str(src / "b")], FleetStore(fleet), collection="20261201T110000.000000Z")
+    html = _client(fleet).get("/fleet/node/n1").text
+    assert f"From the verdict of collection {first.id} (level standard" in html
+    assert len(_cells(html, "topology-matrix")) == 17
+
+
+def test_no_matrix_says_why_and_where_one_is_read(
+    tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    html = _client(make_store(tmp_path, verdict_texts)).get("/fleet/node/n1").text
+    assert 'id="topology-matrix"' not in html
+    assert "No <code>nvidia-smi topo -m</code> matrix: no verdict of this node read it" in html
+    assert "level standard" in html and "quick tier does not run it" in html
+
+
+def test_the_jobs_page_lists_this_nodes_jobs(tmp_path: Path, verdict_texts: dict[str, str]) -> None:
+    client = _client(make_store(tmp_path, verdict_texts), jobs=make_jobs(tmp_path / "state"))
+    grid = client.get("/fleet/").text
+    assert '<a href="./jobs">Jobs</a>' in grid
+    html = client.get("/fleet/jobs").text
+    rows = _cells(html, "local-jobs")
+    by_name = {r[1]: r for r in rows}
+    assert set(by_name) == {"llama-ft", "nccl-sweep"}
+    assert by_name["nccl-sweep"][2:5] == ["failed", "2", "local:0"]
+    assert by_name["nccl-sweep"][6] == "rank 3 exited 1"
+    assert re.fullmatch(r"\d+s", by_name["llama-ft"][5]), by_name["llama-ft"]  # just made
+    assert '<span class="status s-fail">failed</span>' in html
+    assert "No node's jobs in this store" in html
+    bare = _client(make_store(tmp_path / "again", verdict_texts)).get("/fleet/jobs").text
+    assert "No jobs store was given to this dashboard" in bare
+
+
+@pytest.mark.parametrize(
+    ("created", "want"),
+    [("2026-12-01T15:00:00Z", "1h"), ("2026-12-01T15:59:30+00:00", "30s"),
+     ("2026-11-29T13:30:00Z", "2d2h30m"), ("2026-12-01T17:00:00Z", "in the future (clocks differ)"),
+     (None, "unknown"), ("yesterday", "unknown"), (17, "unknown")],
+)  # fmt: skip
+def test_age(created: object, want: str) -> None:
+    assert age(created, datetime(2026, 12, 1, 16, 0, tzinfo=UTC)) == want
+
+
+def test_node_jobs_come_from_the_newest_collection_that_asked() -> None:
+    manifests = [
+        {"collection": "c3", "items": [{"node": "n1", "file": "x"}]},  # a file: no jobs asked
+        {"collection": "c2", "items": [{"node": "n1", "jobs": [{"job_id": "7"}]},
+                                       {"node": "n2", "jobs_error": "HTTP 404"}]},
+        {"collection": "c1", "items": [{"node": "n1", "jobs": []}, "junk", {"node": 3}]},
+    ]  # fmt: skip
+    assert node_jobs(manifests) == {"n1": ("c2", [{"job_id": "7"}]), "n2": ("c2", "HTTP 404")}
+
+
+def test_collect_reads_an_agents_jobs_for_the_page(tmp_path: Path) -> None:
+    """A real ``dolmen serve`` whose state holds a local job; ``fleet collect`` of its URL
+    stores its verdict and its /v1/jobs rows; the page lists them under the node."""
+    home = Path(tempfile.mkdtemp(prefix="dfw-", dir="/tmp"))  # a socket path is short
+    (home / "config").mkdir()
+    make_jobs(home / "state")
+    tree = scenarios.build("h100-xid79", tmp_path / "tree")
+    s = Served(home, "--from", str(tree), "--interval", "1h")
+    try:
+        s.wait(seconds=120)
+        run = collect([s.url], FleetStore(tmp_path / "fleet"))
+    finally:
+        s.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    fleet = tmp_path / "fleet"
+    [item] = run.items
+    assert item.file and item.jobs is not None and item.jobs_error is None
+    assert {j["name"] for j in item.jobs} == {"llama-ft", "nccl-sweep"}
+    assert all(j["created"].endswith("Z") for j in item.jobs)
+    html = _client(fleet).get("/fleet/jobs").text
+    node = item.node
+    assert f'<h3><a href="node/{node}">{node}</a></h3>' in html
+    assert {r[1] for r in _cells(html, f"jobs-{node}")} == {"llama-ft", "nccl-sweep"}
+    again = collect([s.url], FleetStore(fleet))  # the agent is gone: one line, no jobs
+    assert again.items[0].error and again.items[0].jobs is None
