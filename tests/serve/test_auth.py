@@ -109,11 +109,17 @@ def test_writes_need_operator_and_are_audited_with_the_principal(
 def test_reads_need_a_viewer_when_not_open(serve: Any, home: Path, xid79: Path) -> None:
     (home / "config" / "dolmen.toml").write_text("[serve]\nopen_reads = false\n")
     viewer = _token(home, "vic", "viewer")
-    s = serve("--from", str(xid79), "--interval", "1h")
+    (home / "fleet").mkdir()
+    s = serve("--from", str(xid79), "--interval", "1h", "--fleet", str(home / "fleet"))
     s.wait()
     assert s.client.get("/metrics").status_code == 401
     assert s.client.get("/v1/verdicts").status_code == 401
-    ok = s.client.get("/metrics", headers={"Authorization": f"Bearer {viewer}"})
+    # the dashboard shows verdicts and jobs: closed with the reads, every page of it
+    for page in ("/fleet/", "/fleet/jobs", "/fleet/node/n1", "/fleet/audit"):
+        assert s.client.get(page).status_code == 401, page
+    as_viewer = {"Authorization": f"Bearer {viewer}"}
+    assert s.client.get("/fleet/", headers=as_viewer).status_code == 200
+    ok = s.client.get("/metrics", headers=as_viewer)
     assert ok.status_code == 200 and "dolmen_agent_up 1" in ok.text
     revoked = dolmen(home, "serve", "token", "revoke", _only_id(home))
     assert revoked.returncode == 0

@@ -23,7 +23,7 @@ from dolmen.serve import reads
 from dolmen.serve.agent import Agent
 from dolmen.serve.auth import Token
 from dolmen.serve.bounds import Bounded, blocking
-from dolmen.serve.guard import ServeState, guarded, state_of
+from dolmen.serve.guard import ServeState, guarded, guarded_app, state_of
 from dolmen.serve.metrics import render_metrics
 from dolmen.serve.write_routes import drain, job_cancel, resume, tune_apply
 
@@ -207,6 +207,7 @@ def make_app(state: ServeState, *, fleet: Path | None = None, start_agent: bool 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.serve = state
     if fleet is not None:
-        app.mount("/fleet", _fleet(fleet, state.jobs_state))
+        # the dashboard shows verdicts and jobs: the reads' role check guards it too
+        app.mount("/fleet", guarded_app(_fleet(fleet, state.jobs_state), state))
 
     return Bounded(app)

@@ -24,6 +24,7 @@ from dolmen.serve.auth import Authenticator, Token, allows
 from dolmen.serve.bounds import Busy, Slow, TooLarge
 
 Handler = Callable[[Request], Awaitable[Response]]
+Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 
 
 @dataclass
@@ -45,6 +46,34 @@ def state_of(request: Request) -> ServeState:
     return state
 
 
+def refusal(state: ServeState, authorization: str | None, role: str | None) -> JSONResponse | None:
+    """The 401 or 403 answer for a request that may not do what ``role`` allows (None:
+    open), None when it may. Reads (``viewer``) are open when ``open_reads`` is."""
+    token = state.auth.check(authorization)
+    needed = None if role == "viewer" and state.open_reads else role
+    if needed is not None and token is None:
+        return error(401, "a bearer token is needed", needs=needed)
+    if needed is not None and token is not None and not allows(token.role, needed):
+        return error(403, f"role {token.role} may not do this", needs=needed)
+    return None
+
+
+def guarded_app(app: Asgi, state: ServeState, role: str = "viewer") -> Asgi:
+    """A mounted application (the fleet dashboard) behind the same role check as the API's
+    reads: it shows verdicts and jobs, so it is closed whenever reads are."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            raw = dict(scope.get("headers") or ()).get(b"authorization")
+            no = refusal(state, raw.decode("latin-1") if raw is not None else None, role)
+            if no is not None:
+                await no(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return asgi
+
+
 def guarded(
     role: str | None,
 ) -> Callable[[Callable[[Request, Token | None], Awaitable[Response]]], Handler]:
@@ -53,14 +82,11 @@ def guarded(
     def wrap(fn: Callable[[Request, Token | None], Awaitable[Response]]) -> Handler:
         async def handler(request: Request) -> Response:
             st = state_of(request)
-            token = st.auth.check(request.headers.get("authorization"))
-            needed = role
-            if role == "viewer" and st.open_reads:
-                needed = None
-            if needed is not None and token is None:
-                return error(401, "a bearer token is needed", needs=needed)
-            if needed is not None and token is not None and not allows(token.role, needed):
-                return error(403, f"role {token.role} may not do this", needs=needed)
+            authorization = request.headers.get("authorization")
+            no = refusal(st, authorization, role)
+            if no is not None:
+                return no
+            token = st.auth.check(authorization)
             try:
                 return await fn(request, token)
             except reads.BadQuery as e:
