@@ -74,7 +74,7 @@ def collect(host: Host) -> PciFacts:
                 else "missing (no sys/bus/pci/devices and no lspci output)"
             )
         else:
-            for gap in ("aer", "parent", "local_cpus"):
+            for gap in ("aer", "local_cpus"):
                 unread[gap] = "not supported (devices listed by lspci -vvv only)"
         return PciFacts(tuple(listed), unread)
     by_bus = {BusId.parse(d.bdf): d for d in listed}
