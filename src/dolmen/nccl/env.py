@@ -76,6 +76,7 @@ def nccl_env(
     interfaces: Sequence[Interface],
     default_route: str | None,
     topo_file: str | None = None,
+    interfaces_unread: str = "",
 ) -> NcclEnv:
     """The environment (module docstring)."""
     hca, chosen = _ib_hca(topo)
@@ -83,7 +84,7 @@ def nccl_env(
         (
             hca,
             _gid_index(chosen),
-            _socket_ifname(interfaces, default_route),
+            _socket_ifname(interfaces, default_route, interfaces_unread),
             _gdr_level(topo),
             Var(
                 "NCCL_CROSS_NIC",
@@ -112,8 +113,11 @@ def _ib_hca(topo: HostTopology) -> tuple[Var, list[tuple[Device, int]]]:
     name = "NCCL_IB_HCA"
     named = [n for n in topo.nics if n.name and n.ports]
     if not named:
-        why = topo.unread.get("nic.names", "no RDMA device (sys/class/infiniband)")
-        return Var(name, None, f"{why}: NCCL uses its socket transport"), []
+        unnamed = topo.unread.get("nic.names")
+        if unnamed:
+            return Var(name, None, f"{unnamed}: the HCAs' names are not known"), []
+        why = "no RDMA device (sys/class/infiniband): NCCL uses its socket transport"
+        return Var(name, None, why), []
     by = topo.by_label()
     chosen: list[tuple[Device, int]] = []
     notes: list[str] = []
@@ -172,7 +176,7 @@ def virtual_name(name: str) -> bool:
     return _VIRTUAL.fullmatch(name) is not None
 
 
-def _socket_ifname(interfaces: Sequence[Interface], route: str | None) -> Var:
+def _socket_ifname(interfaces: Sequence[Interface], route: str | None, unread: str) -> Var:
     name = "NCCL_SOCKET_IFNAME"
     by = {i.name: i for i in interfaces}
     if route and not virtual_name(route):
@@ -187,13 +191,13 @@ def _socket_ifname(interfaces: Sequence[Interface], route: str | None) -> Var:
         why = f"the first Ethernet interface that is up ({pick.name})"
         why += f"; the default route is on {route}, a virtual one" if route else ""
         return Var(name, f"={pick.name}", why)
-    seen = "no interface read" if not by else "no Ethernet interface up"
+    seen = (unread or "no interface read") if not by else "no Ethernet interface up"
     return Var(name, None, f"{seen}; NCCL picks one itself")
 
 
 def _gdr_level(topo: HostTopology) -> Var:
     name = "NCCL_NET_GDR_LEVEL"
-    if not topo.gpus or not any(n.ports for n in topo.nics):
+    if not topo.gpus or not any(n.root for n in topo.nics):
         return Var(name, None, "no GPU or no HCA: nothing to decide")
     kinds = []
     for g in topo.gpus:

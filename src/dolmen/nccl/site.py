@@ -25,7 +25,9 @@ def compute(
     nets = network.collect(host)
     route = parse_default_route(host.read_opt("proc/net/route") or "")
     written = f"/{TOPO_FILE}" if host.exists(TOPO_FILE) else None
-    return tree, nccl_env(tree, nets.interfaces, route, topo_file or written)
+    return tree, nccl_env(
+        tree, nets.interfaces, route, topo_file or written, nets.unread.get("interfaces", "")
+    )
 
 
 def launch_env(host: Host) -> dict[str, str]:

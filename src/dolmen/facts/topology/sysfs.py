@@ -213,10 +213,9 @@ def _place(
 ) -> tuple[str | None, tuple[str, ...]]:
     """The host bridge and bridges above ``d``: from its sysfs link target, else (lspci)
     by walking the parents the bus ranges gave."""
-    if d.source != "lspci":
+    if d.source != "lspci":  # no link in the tree: no place, never one guessed from the bus
         target = host.readlink(f"{pci.DEVICES}/{d.bdf}")
-        if target:
-            return chain_from_link(target)
+        return chain_from_link(target) if target else (None, ())
     chain: list[str] = []
     parent = d.parent
     while parent is not None and len(chain) < _MAX_DEPTH and parent not in chain:
