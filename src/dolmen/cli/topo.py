@@ -37,7 +37,8 @@ def topo(source: str | None, as_json: bool, svg: str | None, png: str | None) ->
 
     if svg and png:
         raise UsageError("give --svg or --png, not both", hint="run twice for both pictures")
-    picture = Path(svg or png) if svg or png else None
+    named = svg or png
+    picture = Path(named) if named else None
     if picture is not None:
         output_target(picture, what="picture")  # refused before any work
     with open_host(source) as host:

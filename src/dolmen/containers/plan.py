@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dolmen.containers.site import NCCL_CONF, RUNTIMES, TOPO_FILE, UNLIMITED, Site
+from dolmen.containers.site import RUNTIMES, UNLIMITED, Site
 from dolmen.errors import UsageError
+from dolmen.nccl import NCCL_CONF, TOPO_FILE
 
 CHECKPOINT_MOUNT = "/checkpoints"
 MEMLOCK = UNLIMITED

@@ -112,8 +112,8 @@ def topo_xml(topo: HostTopology) -> tuple[str, tuple[str, ...]]:
             nics.append(n)
     tree: dict[tuple[str, ...], list[Device]] = {}
     for d in (*topo.gpus, *nics):
-        node = d.numa_node if d.numa_node is not None else -1
-        tree.setdefault((str(node), *folded(d.chain)), []).append(d)
+        numaid = str(d.numa_node if d.numa_node is not None else -1)
+        tree.setdefault((numaid, *folded(d.chain)), []).append(d)
     highest = max((c for cpus in topo.numa.values() for c in cpus), default=0)
     lines = [f'<system version="{VERSION}">']
     for node in sorted({k[0] for k in tree}, key=int):
@@ -165,7 +165,7 @@ def _endpoint(topo: HostTopology, d: Device, pad: str) -> list[str]:
     cls = f"0x{d.class_id}00" if d.class_id else None
     inner = pad + "  "
     if d.kind == "gpu":
-        sm = d.compute_capability.replace(".", "") if d.compute_capability else None
+        sm = _sm(d.name)
         gdr = "1" if topo.gdr else None
         head = (
             f"{inner}<gpu{_attrs((('dev', d.index), ('sm', sm), ('rank', d.index), ('gdr', gdr)))}"
@@ -194,6 +194,17 @@ def _endpoint(topo: HostTopology, d: Device, pad: str) -> list[str]:
         *body,
         f"{pad}</pci>",
     ]
+
+
+def _sm(name: str | None) -> str | None:
+    """NCCL's ``sm``: the compute capability of the GPU's model (knowledge base), ``90``."""
+    if not name:
+        return None
+    from dolmen.kb import load_kb
+
+    model = load_kb().gpus.match(name)
+    cc = model.compute_capability if model else None
+    return cc.replace(".", "") if cc else None
 
 
 def _nvlinks(topo: HostTopology, g: Device) -> list[str]:

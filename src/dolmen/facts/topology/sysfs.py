@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from dolmen.facts import gpu as gpu_facts
 from dolmen.facts import infiniband, numa, pci
 from dolmen.facts.pci import PciDevice
 from dolmen.facts.topology.gids import read_roce_v2_index
@@ -38,16 +37,18 @@ _MAX_DEPTH = 32  # PCIe allows far fewer nested bridges; a cycle in hostile inpu
 _ARCH = {"GenuineIntel": "x86_64", "AuthenticAMD": "x86_64", "HygonGenuine": "x86_64"}
 
 
-def collect_tree(host: Host) -> HostTopology:
-    """Read and build the topology of ``host`` (module docstring)."""
-    facts = pci.collect(host)
+def collect_tree(host: Host, *, inventory: bool = True) -> HostTopology:
+    """Read and build the topology of ``host`` (module docstring). ``inventory=False``
+    skips the GPU inventory (names, NVLinks): the GPUs are then numbered in PCI order,
+    which is NVML's own (what a launch's NCCL variables need, at a tenth of the cost)."""
+    facts = pci.collect(host, aer=False)
     if not facts.devices:
         why = facts.unread.get("devices", "missing (no PCI devices)")
         return HostTopology(unread={"devices": why})
     unread: dict[str, str] = {}
     by = facts.by_bdf()
     source = "lspci -vvv" if all(d.source == "lspci" for d in facts.devices) else "sysfs"
-    gpus = _gpus(host, facts.devices, unread)
+    gpus = _gpus(host, facts.devices, unread, inventory)
     nics = _nics(host, by, unread)
     switches = [
         _device(host, by, d, f"NVS{i}", NVSWITCH)
@@ -57,8 +58,8 @@ def collect_tree(host: Host) -> HostTopology:
     nodes = numa.collect(host)
     cpus = {n.id: CpuList(n.cpus) for n in nodes.nodes if n.cpus is not None}
     nvlink, links = _nvlinks(host, gpus, bool(switches), unread)
-    paths, why = all_paths(devices, links, single_node=len(cpus) == 1)
-    unread.update(why)
+    paths, unplaced = all_paths(devices, links, single_node=len(cpus) == 1)
+    unread.update(unplaced)
     bridges = {b: _bridge(by.get(b), b) for d in devices for b in d.chain}
     return HostTopology(
         devices=devices,
@@ -107,49 +108,46 @@ def _is_nvswitch(d: PciDevice) -> bool:
     return d.vendor_id == "10de" and d.class_id == "0680"
 
 
-def _gpus(host: Host, devices: tuple[PciDevice, ...], unread: dict[str, str]) -> list[Device]:
+def _gpus(
+    host: Host, devices: tuple[PciDevice, ...], unread: dict[str, str], inventory: bool
+) -> list[Device]:
     """The NVIDIA display/3D functions, labelled by the driver's index (PCI order without
     an inventory: NVML enumerates by bus id)."""
     found = [d for d in devices if _is_gpu(d)]
-    inv = gpu_facts.collect(host)
-    known = {g.pci_address: g for g in inv.inventory.gpus if g.pci_address}
-    if found and not known:
+    inv = None
+    if inventory and found:
+        from dolmen.facts import gpu as gpu_facts  # the inventory only where it is asked for
+
+        inv = gpu_facts.collect(host)
+    known = {g.pci_address: g for g in inv.inventory.gpus if g.pci_address} if inv else {}
+    if found and inventory and not known:
         unread["gpu.index"] = "not in this bundle: GPU inventory (indices follow PCI order)"
     by = {d.bdf: d for d in devices}
     out = []
     for order, d in enumerate(sorted(found, key=lambda d: d.bdf)):
         g = known.get(d.bdf)
         index = g.position if g is not None else order
-        links = inv.nvlinks.get(g.subject) if g is not None else None
+        links = inv.nvlinks.get(g.subject) if g is not None and inv is not None else None
         out.append(
             replace(
                 _device(host, by, d, f"GPU{index}", GPU),
                 name=g.name if g else None,
                 index=index,
                 nvlinks=sum(1 for x in links if x.state == "up") if links is not None else None,
-                compute_capability=_capability(g.name if g else None),
             )
         )
     return sorted(out, key=lambda g: g.index or 0)
 
 
-def _capability(name: str | None) -> str | None:
-    if not name:
-        return None
-    from dolmen.kb import load_kb
-
-    model = load_kb().gpus.match(name)
-    return model.compute_capability if model else None
-
-
 def _nics(host: Host, by: Mapping[str, PciDevice], unread: dict[str, str]) -> list[Device]:
     """RDMA devices (sys/class/infiniband, ibstat), in name order, each at its PCI
     function; without any, the Mellanox/NVIDIA network functions of the PCI tree."""
-    ib = infiniband.collect(host)
-    names = sorted({p.device for p in ib.ports}, key=_natural)
+    # sysfs without the error counters; the tools' listings where a bundle has no sysfs
+    found = infiniband.read_sysfs(host, {}, counters=False) or infiniband.collect(host).ports
+    names = sorted({p.device for p in found}, key=_natural)
     out: list[Device] = []
     for i, name in enumerate(names):
-        ports = [p for p in ib.ports if p.device == name]
+        ports = [p for p in found if p.device == name]
         bdf = next((p.pci_bdf for p in ports if p.pci_bdf), None)
         dev = by.get(bdf or "")
         label = f"NIC{i}"

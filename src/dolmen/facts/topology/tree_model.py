@@ -71,7 +71,6 @@ class Device:
     link_speed_gts: float | None = None  # maximum link
     link_width: int | None = None
     nvlinks: int | None = None  # GPUs: NVLinks up; None where not read
-    compute_capability: str | None = None  # GPUs: "9.0" (knowledge base)
     node_guid: str | None = None  # NICs: 16 hex digits
     ports: tuple[NicPort, ...] = ()  # NICs
 

@@ -46,8 +46,8 @@ def render_png(topo: HostTopology, title: str = "") -> bytes | None:
                 color=NVLINK,
                 fontsize=7,
             )
-        for a, b, _ in [] if band is not None else lay.nvlink:
-            xa, xb = lay.boxes[a].x, lay.boxes[b].x
+        for g, h, _ in [] if band is not None else lay.nvlink:
+            xa, xb = lay.boxes[g].x, lay.boxes[h].x
             ax.plot([xa, (xa + xb) / 2, xb], [bottom, bottom + 0.5, bottom], color=NVLINK)
         for gpu, nic, _ in lay.affinity:
             xa, xb = lay.boxes[gpu].x, lay.boxes[nic].x

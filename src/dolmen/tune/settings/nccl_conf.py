@@ -54,7 +54,7 @@ def plan_files(host: Host) -> tuple[Plan, dict[str, str]]:
     from dolmen.nccl.site import compute
     from dolmen.nccl.xml import XmlGap, topo_xml
 
-    tree, env = compute(host, topo_file=f"/{TOPO_FILE}")
+    tree, env = compute(host, topo_file=f"/{TOPO_FILE}", inventory=True)
     notes: list[str] = []
     texts: dict[str, str] = {}
     try:
