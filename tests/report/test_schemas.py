@@ -79,6 +79,9 @@ JSON_COMMANDS = {
     "fleet report": {"dolmen.fleet.report/1"},
     "containers resolve": {"dolmen.containers.resolve/1"},
     "containers run": {"dolmen.containers.plan/1"},
+    "topo": {"dolmen.topo/1"},
+    "nccl env": {"dolmen.nccl.env/1", "dolmen.tune.plan/1", "dolmen.tune.apply/1"},
+    "nccl rollback": {"dolmen.tune.rollback/1"},
     "serve token list": {"dolmen.serve.tokens/1"},
     "version": {"dolmen.version/1"},
     "audit show": set(),  # the log's own event lines

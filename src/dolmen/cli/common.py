@@ -60,3 +60,44 @@ def confirm(question: str, yes: bool) -> None:
         raise UsageError("not a terminal: nothing to confirm with", hint="pass --yes")
     if not click.confirm(question, default=False):
         raise click.Abort()
+
+
+def finish_change(
+    doc: dict[str, Any],
+    as_json: bool,
+    ok: bool,
+    state: str | None,
+    sig: str | None,
+    *,
+    again: str,
+    values: bool = True,
+) -> None:
+    """Print the document of an apply or rollback through tune's engine (``stack apply``,
+    ``nccl env --write``...), then leave with its exit code: 130 after a signal, 4 when
+    the state disk refused the journal or the audit log (``again``: the command that
+    completes it), 3 when the host refused a write. ``values``: print each step's value
+    read back (False where it is a whole file)."""
+    import json
+
+    from dolmen.cli.main import exit_with
+    from dolmen.errors import AuditUnavailable, ExitCode
+
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        for step in doc.get("steps", []):
+            after = f": {step.get('after')}" if values else ""
+            click.echo(f"  {step['status']:<8} {step['target']}{after}")
+        for r in doc.get("restored", doc.get("rollback", {}).get("restored", [])):
+            state_word = "back" if r["exact"] else "not back"
+            shown = f": {r['restored']}" if values else ""
+            click.echo(f"  {state_word:<8} {r['target']}{shown} {r['error'] or ''}".rstrip())
+        if doc.get("error"):
+            click.echo(f"error: {doc['error']}" + (" (rolled back)" if doc.get("rollback") else ""))
+        click.echo(f"journal: {doc.get('journal')}")
+    if sig:
+        exit_with(130)
+    if state:
+        raise AuditUnavailable(state, hint=f"free space on the state disk, then {again}")
+    if not ok:
+        exit_with(int(ExitCode.ENVIRONMENT))

@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dolmen.cli.containers:containers",
         "NGC releases for this driver; GPU containers.",
     ),
+    "topo": ("dolmen.cli.topo:topo", "Show the GPU/NIC/CPU topology from the PCI tree."),
+    "nccl": ("dolmen.cli.nccl:nccl", "NCCL topology file and environment for this fabric."),
     "bench": ("dolmen.cli.bench:bench", "Benchmark GEMM, memory, NCCL, storage: JSON and plots."),
     "fleet": ("dolmen.cli.fleet:fleet", "Collect, report and validate many nodes' verdicts."),
     "serve": ("dolmen.cli.serve:serve", "Run the node agent: API, /metrics, warm quick checks."),

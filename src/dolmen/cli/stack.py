@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import confirm, from_option
+from dolmen.cli.common import confirm, finish_change, from_option
 from dolmen.cli.main import exit_with
-from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, UsageError
+from dolmen.errors import EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:
     from dolmen.host import Host
     from dolmen.stack.model import Lock
     from dolmen.stack.plan import StackPlan
 
+_AGAIN = "dolmen stack rollback"
 _ROOT_HELP = (
     "Change the packages of a private root DIR (apt through DIR/etc/apt/apt.conf, dpkg "
     "--admindir, rpm --root) instead of this machine's."
@@ -232,7 +233,7 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
         "previous": {p.name: p.current for p in result.changes},  # also journaled, exactly
     }
     res = apply_plan(host, tplan, folder, extra=extra)
-    _finish(res.to_json(), as_json, res.ok, res.state_error, res.interrupted)
+    finish_change(res.to_json(), as_json, res.ok, res.state_error, res.interrupted, again=_AGAIN)
 
 
 @stack.command()
@@ -254,29 +255,4 @@ def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     require_root(host, journal_plan(view), doing="rolling back the stack")
     confirm(f"Reinstall the previous packages of {view.profile} on {host.hostname}?", yes)
     res = do_rollback(host, view, folder, reason="requested")
-    _finish(res.to_json(), as_json, res.complete, res.journal_lost, None)
-
-
-def _finish(
-    doc: dict[str, Any], as_json: bool, ok: bool, state: str | None, sig: str | None
-) -> None:
-    """Print an apply or rollback document, then leave with its exit code."""
-    if as_json:
-        _emit(doc)
-    else:
-        for step in doc.get("steps", []):
-            click.echo(f"  {step['status']:<8} {step['target']}: {step.get('after')}")
-        for r in doc.get("restored", doc.get("rollback", {}).get("restored", [])):
-            state_word = "back" if r["exact"] else "not back"
-            click.echo(f"  {state_word:<8} {r['target']}: {r['restored']} {r['error'] or ''}")
-        if doc.get("error"):
-            click.echo(f"error: {doc['error']}" + (" (rolled back)" if doc.get("rollback") else ""))
-        click.echo(f"journal: {doc.get('journal')}")
-    if sig:
-        exit_with(130)
-    if state:
-        raise AuditUnavailable(
-            state, hint="free space on the state disk, then dolmen stack rollback"
-        )
-    if not ok:
-        exit_with(int(ExitCode.ENVIRONMENT))
+    finish_change(res.to_json(), as_json, res.complete, res.journal_lost, None, again=_AGAIN)

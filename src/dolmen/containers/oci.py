@@ -12,6 +12,7 @@ from dolmen.containers.plan import (
     env,
     gpu_list,
     mounts,
+    nccl_notes,
 )
 from dolmen.containers.site import UNLIMITED, Site
 
@@ -123,9 +124,8 @@ def plan_oci(runtime: str, req: Request, site: Site) -> Plan:
         argv += ["--network", req.network]
     for src, dst, mode_ in mounts(req, site):
         argv += ["-v", f"{src}:{dst}:{mode_}"]
-    if site.nccl_conf:
-        notes.append("/etc/nccl.conf mounted read-only")
-    for e in env(req):
+    notes += nccl_notes(site)
+    for e in env(req, site):
         argv += ["-e", e]
     argv += [req.image, *req.command]
     return Plan(runtime, tuple(argv), mode, tuple(notes), tuple(problems))

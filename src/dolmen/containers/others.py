@@ -7,7 +7,7 @@ below unlimited instead), so what is left is the GPUs, the mounts and the enviro
 
 from __future__ import annotations
 
-from dolmen.containers.plan import Plan, Request, env, gpu_list, mounts
+from dolmen.containers.plan import Plan, Request, env, gpu_list, mounts, nccl_notes
 from dolmen.containers.site import UNLIMITED, Site
 
 _SCHEMES = ("docker://", "oras://", "library://", "shub://", "docker-archive:", "oci-archive:")
@@ -35,7 +35,7 @@ def _apptainer(runtime: str, req: Request, site: Site, notes: list[str]) -> tupl
             argv += ["--env", f"CUDA_VISIBLE_DEVICES={','.join(gpu_list(req))}"]
     for src, dst, m in mounts(req, site):
         argv += ["--bind", f"{src}:{dst}:{m}"]
-    for e in env(req):
+    for e in env(req, site):
         argv += ["--env", e]
     notes.append(f"{runtime} shares the host's IPC namespace, /dev/shm and /dev (RDMA included)")
     return [*argv, image, *req.command], mode
@@ -61,7 +61,7 @@ def _enroot(
         notes.append("RDMA devices through enroot's mellanox hook (MELLANOX_VISIBLE_DEVICES)")
     for src, dst, m in mounts(req, site):
         argv += ["--mount", f"{src}:{dst}:{'ro,' if m == 'ro' else ''}x-create=auto,rbind"]
-    for e in env(req):
+    for e in env(req, site):
         argv += ["--env", e]
     return [*argv, req.image, *req.command], mode
 
@@ -79,7 +79,7 @@ def _pyxis(req: Request, site: Site, notes: list[str]) -> tuple[list[str], str]:
         argv.append(f"--container-mounts={','.join(binds)}")
     if req.name:
         argv.append(f"--container-name={req.name}")
-    variables = env(req)
+    variables = env(req, site)
     if variables:
         argv.append(f"--export=ALL,{','.join(variables)}")
     notes.append("GPUs are the Slurm allocation's (--gres/--gpus on salloc/sbatch)")
@@ -107,7 +107,6 @@ def plan_other(runtime: str, req: Request, site: Site) -> Plan:
         argv, mode = _pyxis(req, site, notes)
         if not req.command:
             problems.append("pyxis runs a command: give one after --")
-    if site.nccl_conf:
-        notes.append("/etc/nccl.conf mounted read-only")
+    notes += nccl_notes(site)
     _limits_note(site, notes)
     return Plan(runtime, tuple(argv), mode, tuple(notes), tuple(problems))

@@ -14,7 +14,9 @@ What GPU jobs need and people forget, on every runtime that takes it:
   and the plan says so. Any ``--ulimit`` replaces podman's defaults, so nofile and nproc
   are always passed with it;
 - the RDMA devices (/dev/infiniband/*, /dev/gdrdrv) with IPC_LOCK, /etc/nccl.conf
-  read-only (NCCL reads it at init), and the checkpoint folder with
+  read-only (NCCL reads it at init) or, where the site has none, the NCCL environment
+  of this fabric (``dolmen nccl env``; the user's ``--env`` wins), /etc/nccl-topo.xml
+  read-only where ``nccl env --write`` left it, and the checkpoint folder with
   DOLMEN_CHECKPOINT_DIR as the jobs backends set it.
 """
 
@@ -23,8 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dolmen.containers.site import NCCL_CONF, RUNTIMES, UNLIMITED, Site
+from dolmen.containers.site import RUNTIMES, UNLIMITED, Site
 from dolmen.errors import UsageError
+from dolmen.nccl import NCCL_CONF, TOPO_FILE
 
 CHECKPOINT_MOUNT = "/checkpoints"
 MEMLOCK = UNLIMITED
@@ -131,18 +134,33 @@ def plan(req: Request, site: Site) -> Plan:
 
 def mounts(req: Request, site: Site) -> list[tuple[str, str, str]]:
     """Every bind mount of the plan: nccl.conf, the checkpoint folder, the user's."""
-    conf = f"/{NCCL_CONF}"  # the same path inside the container
-    out = [(conf, conf, "ro")] if site.nccl_conf else []
+    out = [
+        (f"/{p}", f"/{p}", "ro")
+        for p, on in ((NCCL_CONF, site.nccl_conf), (TOPO_FILE, site.nccl_topo))
+        if on
+    ]
     if req.checkpoint is not None:
         out.append((req.checkpoint, CHECKPOINT_MOUNT, "rw"))
     out += [_mount(m) for m in req.mounts]
     return out
 
 
-def env(req: Request) -> list[str]:
-    """The environment the container gets (DOLMEN_CHECKPOINT_DIR with a checkpoint)."""
+def env(req: Request, site: Site) -> list[str]:
+    """The environment the container gets: DOLMEN_CHECKPOINT_DIR with a checkpoint, the
+    fabric's NCCL variables (those the user's --env does not set), the user's."""
     out = [f"DOLMEN_CHECKPOINT_DIR={CHECKPOINT_MOUNT}"] if req.checkpoint is not None else []
+    mine = {e.partition("=")[0] for e in req.env}
+    out += [f"{k}={v}" for k, v in site.nccl_env.items() if k not in mine]
     return out + list(req.env)
+
+
+def nccl_notes(site: Site) -> list[str]:
+    """What the plan does for NCCL, one line."""
+    if site.nccl_conf:
+        return ["/etc/nccl.conf mounted read-only"]
+    if site.nccl_env:
+        return [f"no /etc/nccl.conf: {len(site.nccl_env)} NCCL variables of this fabric passed"]
+    return []
 
 
 def gpu_list(req: Request) -> list[str]:

@@ -1,5 +1,6 @@
 """What a launch depends on, read once from a host: the runtimes installed, the NVIDIA
-CDI devices, RDMA devices, /etc/nccl.conf, this process's hard limits, Slurm and pyxis.
+CDI devices, RDMA devices, /etc/nccl.conf (or, without it, the NCCL environment of this
+fabric: ``nccl.site.launch_env``), this process's hard limits, Slurm and pyxis.
 
 ``gather(host)`` reads (through the host layer and the container facts); ``Site`` is
 plain data, so ``plan.py`` is a pure function of it and the tests build one by hand.
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dolmen.host import Host
+from dolmen.nccl import NCCL_CONF, TOPO_FILE  # both mounted read-only where present
 
 RUNTIMES = ("docker", "podman", "apptainer", "singularity", "enroot", "pyxis")
 
@@ -19,7 +21,6 @@ RUNTIMES = ("docker", "podman", "apptainer", "singularity", "enroot", "pyxis")
 # (uverbs0, rdma_cm, umad0, issm0); GDRCopy's node is /dev/gdrdrv.
 _RDMA = ("dev/infiniband",)
 _GDRCOPY = "dev/gdrdrv"
-NCCL_CONF = "etc/nccl.conf"  # read by NCCL at init; mounted read-only into containers
 _LIMIT_RE = re.compile(r"^Max (locked memory|stack size|open files|processes)\s+(\S+)\s+(\S+)")
 _LIMIT_NAMES = {
     "locked memory": "memlock",
@@ -40,6 +41,8 @@ class Site:
     docker_cdi: bool | None = None  # daemon.json "features": {"cdi": ...}
     rdma_devices: tuple[str, ...] = ()  # /dev/infiniband/uverbs0 ..., /dev/gdrdrv
     nccl_conf: bool = False  # /etc/nccl.conf exists
+    nccl_topo: bool = False  # /etc/nccl-topo.xml exists (NCCL_TOPO_FILE of nccl env --write)
+    nccl_env: Mapping[str, str] = field(default_factory=dict)  # without nccl.conf: computed
     hard_limits: Mapping[str, int] = field(default_factory=dict)  # name -> hard (-1: unlimited)
     in_slurm: bool = False  # inside a Slurm allocation (SLURM_JOB_ID)
     can_raise_limits: bool | None = None  # CAP_SYS_RESOURCE in this process's CapEff
@@ -122,6 +125,8 @@ def gather(host: Host) -> Site:
             rdma.extend(f"/{folder}/{name}" for name in sorted(host.listdir(folder)))
     if host.exists(_GDRCOPY):
         rdma.append(f"/{_GDRCOPY}")
+    from dolmen.nccl.site import launch_env
+
     daemon = host.read_opt("etc/docker/daemon.json")
     docker = None if daemon is None else parse_daemon_json(daemon)
     return Site(
@@ -131,6 +136,8 @@ def gather(host: Host) -> Site:
         docker_cdi=None if docker is None else docker.cdi,
         rdma_devices=tuple(rdma),
         nccl_conf=host.exists(NCCL_CONF),
+        nccl_topo=host.exists(TOPO_FILE),
+        nccl_env=launch_env(host),
         hard_limits=parse_limits(host.read_opt("proc/self/limits") or ""),
         in_slurm=bool(env.get("SLURM_JOB_ID")),
         can_raise_limits=parse_cap_sys_resource(host.read_opt("proc/self/status") or ""),

@@ -90,6 +90,20 @@ def parse_speed(text: str) -> int | None:
     return value if value is not None and value > 0 else None
 
 
+def parse_default_route(text: str) -> str | None:
+    """The interface of the default IPv4 route in ``/proc/net/route`` (destination and mask
+    00000000, the lowest metric), or None."""
+    best: tuple[int, str] | None = None
+    for line in text.splitlines()[1:]:
+        cells = line.split()
+        if len(cells) < 8 or cells[1] != "00000000" or cells[7] != "00000000":
+            continue
+        metric = int(cells[6]) if cells[6].isdigit() else 1 << 31
+        if best is None or metric < best[0]:
+            best = (metric, cells[0])
+    return best[1] if best else None
+
+
 def read_interface(host: Host, name: str, unread: dict[str, str]) -> Interface:
     """One interface from its ``sys/class/net/<name>`` folder."""
     base = f"{CLASS}/{name}"

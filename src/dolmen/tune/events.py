@@ -24,6 +24,10 @@ ACTIONS = (
     "net.apply",
     "net.rollback",
     "net.recover",
+    # dolmen nccl env --write, with its [nccl] setting (docs/topo.md)
+    "nccl.apply",
+    "nccl.rollback",
+    "nccl.recover",
 )
 
 

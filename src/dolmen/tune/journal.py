@@ -56,6 +56,16 @@ def tune_dir(host: Host) -> Path:
     return base / "trees" / f"{host.root.name or 'root'}-{digest}"
 
 
+def change_dir(host: Host, kind: str) -> Path:
+    """The journals of another change flow (``nccl``...): ``<state>/<kind>`` for the live
+    host, one folder per host tree below it, as ``tune_dir``; apart from tune's, so a
+    profile switch never rolls them back."""
+    base = tune_dir(host)
+    if base == state_dir() / "tune":
+        return state_dir() / kind
+    return state_dir() / kind / "trees" / base.name
+
+
 def now() -> str:
     """UTC time for journal lines."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

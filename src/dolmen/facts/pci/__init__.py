@@ -49,11 +49,11 @@ __all__ = [
 ]
 
 
-def collect(host: Host) -> PciFacts:
-    """Read and parse the PCI facts of ``host``."""
+def collect(host: Host, *, aer: bool = True) -> PciFacts:
+    """Read and parse the PCI facts of ``host`` (``aer=False``: without AER counters)."""
     unread: dict[str, str] = {}
     bdfs = [n for n in host.listdir(DEVICES) if is_sysfs_name(n)]
-    devices = [read_device(host, bdf, unread) for bdf in bdfs]
+    devices = [read_device(host, bdf, unread, aer=aer) for bdf in bdfs]
     if devices and any(d.current_link is not None for d in devices):
         return PciFacts(tuple(devices), unread)
 
@@ -74,7 +74,7 @@ def collect(host: Host) -> PciFacts:
                 else "missing (no sys/bus/pci/devices and no lspci output)"
             )
         else:
-            for gap in ("aer", "parent", "local_cpus"):
+            for gap in ("aer", "local_cpus"):
                 unread[gap] = "not supported (devices listed by lspci -vvv only)"
         return PciFacts(tuple(listed), unread)
     by_bus = {BusId.parse(d.bdf): d for d in listed}

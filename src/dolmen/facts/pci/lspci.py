@@ -10,7 +10,11 @@ One block per function, separated by blank lines::
     \tKernel driver in use: nvidia
 
 The domain is printed only with ``-D`` or when a machine has more than one
-(GB200 spans 0000-0019); without it the domain is 0000. With ``-nn`` the header
+(GB200 spans 0000-0019); without it the domain is 0000. A bridge's block says which
+buses lie behind it (``Bus: primary=16, secondary=17, subordinate=1c``): a function on
+bus 17 of that domain has that bridge as its parent, which is how the PCI tree (PCIe
+switches, root ports) is read back from lspci alone; a function on a bus no bridge
+leads to sits on a root bus (a host bridge). With ``-nn`` the header
 carries ``[0302]`` and ``[10de:2330]``. Without root the capabilities read
 ``<access denied>`` and there are no link lines.
 
@@ -24,6 +28,7 @@ not know the device). A name outside the tables leaves the id None: never a gues
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from dolmen.facts.pci.model import PciDevice, PciLink, make_link
 from dolmen.values.busid import BusId
@@ -65,25 +70,37 @@ _UNNAMED_DEVICE = re.compile(r"\bDevice ([0-9a-f]{4})\b")
 _IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _SPEED = re.compile(r"Speed (\d+(?:\.\d+)?)GT/s")
 _WIDTH = re.compile(r"Width x(\d+)")
+_SECONDARY = re.compile(r"\bsecondary=([0-9a-f]{2})\b")
 
 
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
     """Every device block of ``lspci -vvv`` (optionally ``-nn``, ``-D``); junk lines are skipped."""
-    devices: list[PciDevice] = []
+    found: list[tuple[PciDevice, str | None]] = []
     block: list[str] = []
     for line in [*text.splitlines(), ""]:
         if line.strip():
             if not line[0].isspace() and block:  # a header without a blank line before it
-                devices.extend(_device(block))
+                found.extend(_device(block))
                 block = []
             block.append(line)
         elif block:
-            devices.extend(_device(block))
+            found.extend(_device(block))
             block = []
-    return devices
+    return _with_parents(found)
 
 
-def _device(lines: list[str]) -> list[PciDevice]:
+def _with_parents(found: list[tuple[PciDevice, str | None]]) -> list[PciDevice]:
+    """Each function with the bridge whose secondary bus it sits on (same domain)."""
+    behind = {f"{dev.bdf.split(':')[0]}:{bus}": dev.bdf for dev, bus in found if bus is not None}
+    out = []
+    for dev, _ in found:
+        parent = behind.get(dev.bdf.rsplit(":", 1)[0])
+        out.append(replace(dev, parent=parent) if parent not in (None, dev.bdf) else dev)
+    return out
+
+
+def _device(lines: list[str]) -> list[tuple[PciDevice, str | None]]:
+    """The function of one block and, for a bridge, the bus behind it."""
     m = _HEADER.fullmatch(lines[0].strip())
     if m is None:
         return []
@@ -104,7 +121,7 @@ def _device(lines: list[str]) -> list[PciDevice]:
 
     driver = numa = None
     cap = sta = None
-    sub_vendor = sub_device = None
+    sub_vendor = sub_device = secondary = None
     for raw in lines[1:]:
         line = raw.strip()
         key, _, value = line.partition(":")
@@ -120,20 +137,25 @@ def _device(lines: list[str]) -> list[PciDevice]:
         elif key == "Subsystem":
             sids = _IDS.search(value)
             sub_vendor, sub_device = sids.groups() if sids else _named_ids(value)
+        elif key == "Bus" and (sec := _SECONDARY.search(value)):
+            secondary = sec.group(1)
     return [
-        PciDevice(
-            bdf=bdf,
-            vendor_id=vendor_id,
-            device_id=device_id,
-            class_id=class_id,
-            subsystem_vendor_id=sub_vendor,
-            subsystem_device_id=sub_device,
-            driver=driver,
-            numa_node=numa,
-            current_link=_link(sta),
-            max_link=_link(cap),
-            description=f"{m.group('cls')}: {name}",
-            source="lspci",
+        (
+            PciDevice(
+                bdf=bdf,
+                vendor_id=vendor_id,
+                device_id=device_id,
+                class_id=class_id,
+                subsystem_vendor_id=sub_vendor,
+                subsystem_device_id=sub_device,
+                driver=driver,
+                numa_node=numa,
+                current_link=_link(sta),
+                max_link=_link(cap),
+                description=f"{m.group('cls')}: {name}",
+                source="lspci",
+            ),
+            secondary,
         )
     ]
 

@@ -87,8 +87,9 @@ def _hex4(value: int | None, digits: int = 4) -> str | None:
     return None if value is None else f"{value:0{digits}x}"
 
 
-def read_device(host: Host, bdf: str, unread: dict[str, str]) -> PciDevice:
-    """One device from its sysfs folder."""
+def read_device(host: Host, bdf: str, unread: dict[str, str], *, aer: bool = True) -> PciDevice:
+    """One device from its sysfs folder; ``aer=False`` leaves out the AER counters (the
+    topology needs where a device sits, not its error counts)."""
     base = f"{DEVICES}/{bdf}"
     names = set(host.listdir(base))
     ids: dict[str, str | None] = {}
@@ -132,7 +133,7 @@ def read_device(host: Host, bdf: str, unread: dict[str, str]) -> PciDevice:
 
     current = _link(host, base, "current", names, bdf, unread)
     top = _link(host, base, "max", names, bdf, unread)
-    aer = _aer(host, base, names, bdf, unread)
+    counters = _aer(host, base, names, bdf, unread) if aer else None
 
     target = host.readlink(base)
     parent = parent_from_link(target) if target else None
@@ -145,7 +146,7 @@ def read_device(host: Host, bdf: str, unread: dict[str, str]) -> PciDevice:
         numa_node=numa,
         current_link=current,
         max_link=top,
-        aer=aer,
+        aer=counters,
         parent=parent,
         local_cpus=cpus,
         vendor_id=ids.get("vendor_id"),

@@ -7,6 +7,11 @@ Source: the command ``nvidia-smi topo -m`` (tree key ``nvidia-smi%20topo%20-m``,
 ``GPU<n>`` here is the nvidia-smi index, the driver's enumeration order.
 
 The dataclasses are in ``model``, the pure parser in ``parse``; ``collect`` reads.
+
+The topology dolmen builds itself from the PCI tree (``collect_tree``: where each GPU,
+NIC and NVSwitch sits, the same letter codes computed, the closest NIC of each GPU) is
+in ``tree_model`` (dataclasses), ``tree`` (pure: paths, the comparison with the matrix)
+and ``sysfs`` (reading); ``gids`` reads the RoCE v2 GID index of a port.
 """
 
 from __future__ import annotations
@@ -22,17 +27,24 @@ from dolmen.facts.topology.model import (
     is_gpu_label,
 )
 from dolmen.facts.topology.parse import parse_path, parse_topo
+from dolmen.facts.topology.sysfs import collect_tree
+from dolmen.facts.topology.tree import compare
+from dolmen.facts.topology.tree_model import Device, HostTopology
 from dolmen.host import Host, RunStatus
 
 __all__ = [
     "ARGV",
     "THROUGH_CPU",
+    "Device",
     "GpuAffinity",
+    "HostTopology",
     "Path",
     "PathKind",
     "TopoMatrix",
     "TopologyFacts",
     "collect",
+    "collect_tree",
+    "compare",
     "gpu_index",
     "is_gpu_label",
     "parse_path",

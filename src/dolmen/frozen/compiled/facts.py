@@ -1750,6 +1750,157 @@ def _dolmen_facts_topology_model_TopologyFacts(_type_matrix, _type_unread, MISSI
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_facts_topology_tree_model_Bridge(_type_bdf, _type_class_id, _type_vendor_id, _type_device_id, _type_subsystem_vendor_id, _type_subsystem_device_id, _type_link_speed_gts, _type_link_width, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_class_id, _dflt_vendor_id, _dflt_device_id, _dflt_subsystem_vendor_id, _dflt_subsystem_device_id, _dflt_link_speed_gts, _dflt_link_width, _return_type, cls, FrozenInstanceError):
+    def __init__(self,bdf:_type_bdf,class_id:_type_class_id=_dflt_class_id,vendor_id:_type_vendor_id=_dflt_vendor_id,device_id:_type_device_id=_dflt_device_id,subsystem_vendor_id:_type_subsystem_vendor_id=_dflt_subsystem_vendor_id,subsystem_device_id:_type_subsystem_device_id=_dflt_subsystem_device_id,link_speed_gts:_type_link_speed_gts=_dflt_link_speed_gts,link_width:_type_link_width=_dflt_link_width)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'bdf',bdf)
+        __dataclass_builtins_object__.__setattr__(self,'class_id',class_id)
+        __dataclass_builtins_object__.__setattr__(self,'vendor_id',vendor_id)
+        __dataclass_builtins_object__.__setattr__(self,'device_id',device_id)
+        __dataclass_builtins_object__.__setattr__(self,'subsystem_vendor_id',subsystem_vendor_id)
+        __dataclass_builtins_object__.__setattr__(self,'subsystem_device_id',subsystem_device_id)
+        __dataclass_builtins_object__.__setattr__(self,'link_speed_gts',link_speed_gts)
+        __dataclass_builtins_object__.__setattr__(self,'link_width',link_width)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(bdf={self.bdf!r}, class_id={self.class_id!r}, vendor_id={self.vendor_id!r}, device_id={self.device_id!r}, subsystem_vendor_id={self.subsystem_vendor_id!r}, subsystem_device_id={self.subsystem_device_id!r}, link_speed_gts={self.link_speed_gts!r}, link_width={self.link_width!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.bdf,self.class_id,self.vendor_id,self.device_id,self.subsystem_vendor_id,self.subsystem_device_id,self.link_speed_gts,self.link_width,)==(other.bdf,other.class_id,other.vendor_id,other.device_id,other.subsystem_vendor_id,other.subsystem_device_id,other.link_speed_gts,other.link_width,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('bdf','class_id','vendor_id','device_id','subsystem_vendor_id','subsystem_device_id','link_speed_gts','link_width',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('bdf','class_id','vendor_id','device_id','subsystem_vendor_id','subsystem_device_id','link_speed_gts','link_width',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.bdf,self.class_id,self.vendor_id,self.device_id,self.subsystem_vendor_id,self.subsystem_device_id,self.link_speed_gts,self.link_width,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_topology_tree_model_CpuId(_type_arch, _type_vendor, _type_family, _type_model, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_arch, _dflt_vendor, _dflt_family, _dflt_model, _return_type, cls, FrozenInstanceError):
+    def __init__(self,arch:_type_arch=_dflt_arch,vendor:_type_vendor=_dflt_vendor,family:_type_family=_dflt_family,model:_type_model=_dflt_model)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'arch',arch)
+        __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)
+        __dataclass_builtins_object__.__setattr__(self,'family',family)
+        __dataclass_builtins_object__.__setattr__(self,'model',model)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(arch={self.arch!r}, vendor={self.vendor!r}, family={self.family!r}, model={self.model!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.arch,self.vendor,self.family,self.model,)==(other.arch,other.vendor,other.family,other.model,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('arch','vendor','family','model',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('arch','vendor','family','model',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.arch,self.vendor,self.family,self.model,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_topology_tree_model_Device(_type_label, _type_kind, _type_bdf, _type_root, _type_chain, _type_numa_node, _type_cpus, _type_name, _type_index, _type_class_id, _type_vendor_id, _type_device_id, _type_subsystem_vendor_id, _type_subsystem_device_id, _type_link_speed_gts, _type_link_width, _type_nvlinks, _type_node_guid, _type_ports, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_index, _dflt_class_id, _dflt_vendor_id, _dflt_device_id, _dflt_subsystem_vendor_id, _dflt_subsystem_device_id, _dflt_link_speed_gts, _dflt_link_width, _dflt_nvlinks, _dflt_node_guid, _dflt_ports, _return_type, cls, FrozenInstanceError):
+    def __init__(self,label:_type_label,kind:_type_kind,bdf:_type_bdf,root:_type_root,chain:_type_chain,numa_node:_type_numa_node,cpus:_type_cpus,name:_type_name=_dflt_name,index:_type_index=_dflt_index,class_id:_type_class_id=_dflt_class_id,vendor_id:_type_vendor_id=_dflt_vendor_id,device_id:_type_device_id=_dflt_device_id,subsystem_vendor_id:_type_subsystem_vendor_id=_dflt_subsystem_vendor_id,subsystem_device_id:_type_subsystem_device_id=_dflt_subsystem_device_id,link_speed_gts:_type_link_speed_gts=_dflt_link_speed_gts,link_width:_type_link_width=_dflt_link_width,nvlinks:_type_nvlinks=_dflt_nvlinks,node_guid:_type_node_guid=_dflt_node_guid,ports:_type_ports=_dflt_ports)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'label',label)
+        __dataclass_builtins_object__.__setattr__(self,'kind',kind)
+        __dataclass_builtins_object__.__setattr__(self,'bdf',bdf)
+        __dataclass_builtins_object__.__setattr__(self,'root',root)
+        __dataclass_builtins_object__.__setattr__(self,'chain',chain)
+        __dataclass_builtins_object__.__setattr__(self,'numa_node',numa_node)
+        __dataclass_builtins_object__.__setattr__(self,'cpus',cpus)
+        __dataclass_builtins_object__.__setattr__(self,'name',name)
+        __dataclass_builtins_object__.__setattr__(self,'index',index)
+        __dataclass_builtins_object__.__setattr__(self,'class_id',class_id)
+        __dataclass_builtins_object__.__setattr__(self,'vendor_id',vendor_id)
+        __dataclass_builtins_object__.__setattr__(self,'device_id',device_id)
+        __dataclass_builtins_object__.__setattr__(self,'subsystem_vendor_id',subsystem_vendor_id)
+        __dataclass_builtins_object__.__setattr__(self,'subsystem_device_id',subsystem_device_id)
+        __dataclass_builtins_object__.__setattr__(self,'link_speed_gts',link_speed_gts)
+        __dataclass_builtins_object__.__setattr__(self,'link_width',link_width)
+        __dataclass_builtins_object__.__setattr__(self,'nvlinks',nvlinks)
+        __dataclass_builtins_object__.__setattr__(self,'node_guid',node_guid)
+        __dataclass_builtins_object__.__setattr__(self,'ports',ports)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(label={self.label!r}, kind={self.kind!r}, bdf={self.bdf!r}, root={self.root!r}, chain={self.chain!r}, numa_node={self.numa_node!r}, cpus={self.cpus!r}, name={self.name!r}, index={self.index!r}, class_id={self.class_id!r}, vendor_id={self.vendor_id!r}, device_id={self.device_id!r}, subsystem_vendor_id={self.subsystem_vendor_id!r}, subsystem_device_id={self.subsystem_device_id!r}, link_speed_gts={self.link_speed_gts!r}, link_width={self.link_width!r}, nvlinks={self.nvlinks!r}, node_guid={self.node_guid!r}, ports={self.ports!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.label,self.kind,self.bdf,self.root,self.chain,self.numa_node,self.cpus,self.name,self.index,self.class_id,self.vendor_id,self.device_id,self.subsystem_vendor_id,self.subsystem_device_id,self.link_speed_gts,self.link_width,self.nvlinks,self.node_guid,self.ports,)==(other.label,other.kind,other.bdf,other.root,other.chain,other.numa_node,other.cpus,other.name,other.index,other.class_id,other.vendor_id,other.device_id,other.subsystem_vendor_id,other.subsystem_device_id,other.link_speed_gts,other.link_width,other.nvlinks,other.node_guid,other.ports,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('label','kind','bdf','root','chain','numa_node','cpus','name','index','class_id','vendor_id','device_id','subsystem_vendor_id','subsystem_device_id','link_speed_gts','link_width','nvlinks','node_guid','ports',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('label','kind','bdf','root','chain','numa_node','cpus','name','index','class_id','vendor_id','device_id','subsystem_vendor_id','subsystem_device_id','link_speed_gts','link_width','nvlinks','node_guid','ports',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.label,self.kind,self.bdf,self.root,self.chain,self.numa_node,self.cpus,self.name,self.index,self.class_id,self.vendor_id,self.device_id,self.subsystem_vendor_id,self.subsystem_device_id,self.link_speed_gts,self.link_width,self.nvlinks,self.node_guid,self.ports,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_topology_tree_model_HostTopology(_type_devices, _type_bridges, _type_numa, _type_cpu, _type_paths, _type_nvlink, _type_source, _type_gdr, _type_unread, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_devices, _dflt_bridges, _dflt_numa, _dflt_cpu, _dflt_paths, _dflt_nvlink, _dflt_source, _dflt_gdr, _dflt_unread, _return_type, cls, FrozenInstanceError):
+    def __init__(self,devices:_type_devices=_dflt_devices,bridges:_type_bridges=_HAS_DEFAULT_FACTORY,numa:_type_numa=_HAS_DEFAULT_FACTORY,cpu:_type_cpu=_HAS_DEFAULT_FACTORY,paths:_type_paths=_HAS_DEFAULT_FACTORY,nvlink:_type_nvlink=_dflt_nvlink,source:_type_source=_dflt_source,gdr:_type_gdr=_dflt_gdr,unread:_type_unread=_HAS_DEFAULT_FACTORY)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'devices',devices)
+        __dataclass_builtins_object__.__setattr__(self,'bridges',_dflt_bridges() if bridges is _HAS_DEFAULT_FACTORY else bridges)
+        __dataclass_builtins_object__.__setattr__(self,'numa',_dflt_numa() if numa is _HAS_DEFAULT_FACTORY else numa)
+        __dataclass_builtins_object__.__setattr__(self,'cpu',_dflt_cpu() if cpu is _HAS_DEFAULT_FACTORY else cpu)
+        __dataclass_builtins_object__.__setattr__(self,'paths',_dflt_paths() if paths is _HAS_DEFAULT_FACTORY else paths)
+        __dataclass_builtins_object__.__setattr__(self,'nvlink',nvlink)
+        __dataclass_builtins_object__.__setattr__(self,'source',source)
+        __dataclass_builtins_object__.__setattr__(self,'gdr',gdr)
+        __dataclass_builtins_object__.__setattr__(self,'unread',_dflt_unread() if unread is _HAS_DEFAULT_FACTORY else unread)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(devices={self.devices!r}, bridges={self.bridges!r}, numa={self.numa!r}, cpu={self.cpu!r}, paths={self.paths!r}, nvlink={self.nvlink!r}, source={self.source!r}, gdr={self.gdr!r}, unread={self.unread!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.devices,self.bridges,self.numa,self.cpu,self.paths,self.nvlink,self.source,self.gdr,self.unread,)==(other.devices,other.bridges,other.numa,other.cpu,other.paths,other.nvlink,other.source,other.gdr,other.unread,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('devices','bridges','numa','cpu','paths','nvlink','source','gdr','unread',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('devices','bridges','numa','cpu','paths','nvlink','source','gdr','unread',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.devices,self.bridges,self.numa,self.cpu,self.paths,self.nvlink,self.source,self.gdr,self.unread,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_facts_topology_tree_model_NicPort(_type_port, _type_link_layer, _type_state, _type_rate_gbps, _type_roce_v2_gid, _type_gid_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_roce_v2_gid, _dflt_gid_note, _return_type, cls, FrozenInstanceError):
+    def __init__(self,port:_type_port,link_layer:_type_link_layer,state:_type_state,rate_gbps:_type_rate_gbps,roce_v2_gid:_type_roce_v2_gid=_dflt_roce_v2_gid,gid_note:_type_gid_note=_dflt_gid_note)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'port',port)
+        __dataclass_builtins_object__.__setattr__(self,'link_layer',link_layer)
+        __dataclass_builtins_object__.__setattr__(self,'state',state)
+        __dataclass_builtins_object__.__setattr__(self,'rate_gbps',rate_gbps)
+        __dataclass_builtins_object__.__setattr__(self,'roce_v2_gid',roce_v2_gid)
+        __dataclass_builtins_object__.__setattr__(self,'gid_note',gid_note)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(port={self.port!r}, link_layer={self.link_layer!r}, state={self.state!r}, rate_gbps={self.rate_gbps!r}, roce_v2_gid={self.roce_v2_gid!r}, gid_note={self.gid_note!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.port,self.link_layer,self.state,self.rate_gbps,self.roce_v2_gid,self.gid_note,)==(other.port,other.link_layer,other.state,other.rate_gbps,other.roce_v2_gid,other.gid_note,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('port','link_layer','state','rate_gbps','roce_v2_gid','gid_note',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('port','link_layer','state','rate_gbps','roce_v2_gid','gid_note',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.port,self.link_layer,self.state,self.rate_gbps,self.roce_v2_gid,self.gid_note,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_facts_tuning_model_HugePagePool(_type_total, _type_free, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
     def __init__(self,total:_type_total,free:_type_free)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'total',total)
@@ -1903,6 +2054,11 @@ RECORDS = {
     'dolmen.facts.topology.model.Path': ('order=False;post_init=False;kind:PathKind:False;links:int:True', _dolmen_facts_topology_model_Path, ('_type_kind', '_type_links', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_links', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.topology.model.TopoMatrix': ('order=False;post_init=False;devices:tuple[str, ...]:False;paths:Mapping[str, Mapping[str, Path]]:field(False, True, True, True, True, None, None);affinity:Mapping[str, GpuAffinity]:field(False, True, True, True, True, None, None);nic_names:Mapping[str, str]:field(False, True, True, True, True, None, None);problems:tuple[str, ...]:True', _dolmen_facts_topology_model_TopoMatrix, ('_type_devices', '_type_paths', '_type_affinity', '_type_nic_names', '_type_problems', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_paths', '_dflt_affinity', '_dflt_nic_names', '_dflt_problems', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.topology.model.TopologyFacts': ('order=False;post_init=False;matrix:TopoMatrix | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_topology_model_TopologyFacts, ('_type_matrix', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_matrix', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.tree_model.Bridge': ('order=False;post_init=False;bdf:str:False;class_id:str | None:True;vendor_id:str | None:True;device_id:str | None:True;subsystem_vendor_id:str | None:True;subsystem_device_id:str | None:True;link_speed_gts:float | None:True;link_width:int | None:True', _dolmen_facts_topology_tree_model_Bridge, ('_type_bdf', '_type_class_id', '_type_vendor_id', '_type_device_id', '_type_subsystem_vendor_id', '_type_subsystem_device_id', '_type_link_speed_gts', '_type_link_width', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_class_id', '_dflt_vendor_id', '_dflt_device_id', '_dflt_subsystem_vendor_id', '_dflt_subsystem_device_id', '_dflt_link_speed_gts', '_dflt_link_width', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.tree_model.CpuId': ('order=False;post_init=False;arch:str | None:True;vendor:str | None:True;family:int | None:True;model:int | None:True', _dolmen_facts_topology_tree_model_CpuId, ('_type_arch', '_type_vendor', '_type_family', '_type_model', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_arch', '_dflt_vendor', '_dflt_family', '_dflt_model', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.tree_model.Device': ('order=False;post_init=False;label:str:False;kind:str:False;bdf:str:False;root:str | None:False;chain:tuple[str, ...]:False;numa_node:int | None:False;cpus:CpuList | None:False;name:str | None:True;index:int | None:True;class_id:str | None:True;vendor_id:str | None:True;device_id:str | None:True;subsystem_vendor_id:str | None:True;subsystem_device_id:str | None:True;link_speed_gts:float | None:True;link_width:int | None:True;nvlinks:int | None:True;node_guid:str | None:True;ports:tuple[NicPort, ...]:True', _dolmen_facts_topology_tree_model_Device, ('_type_label', '_type_kind', '_type_bdf', '_type_root', '_type_chain', '_type_numa_node', '_type_cpus', '_type_name', '_type_index', '_type_class_id', '_type_vendor_id', '_type_device_id', '_type_subsystem_vendor_id', '_type_subsystem_device_id', '_type_link_speed_gts', '_type_link_width', '_type_nvlinks', '_type_node_guid', '_type_ports', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_name', '_dflt_index', '_dflt_class_id', '_dflt_vendor_id', '_dflt_device_id', '_dflt_subsystem_vendor_id', '_dflt_subsystem_device_id', '_dflt_link_speed_gts', '_dflt_link_width', '_dflt_nvlinks', '_dflt_node_guid', '_dflt_ports', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.tree_model.HostTopology': ('order=False;post_init=False;devices:tuple[Device, ...]:True;bridges:Mapping[str, Bridge]:field(False, True, True, True, True, None, None);numa:Mapping[int, CpuList]:field(False, True, True, True, True, None, None);cpu:CpuId:field(False, True, True, True, True, None, None);paths:Mapping[str, Mapping[str, Path]]:field(False, True, True, True, True, None, None);nvlink:str:True;source:str:True;gdr:bool | None:True;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_topology_tree_model_HostTopology, ('_type_devices', '_type_bridges', '_type_numa', '_type_cpu', '_type_paths', '_type_nvlink', '_type_source', '_type_gdr', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_devices', '_dflt_bridges', '_dflt_numa', '_dflt_cpu', '_dflt_paths', '_dflt_nvlink', '_dflt_source', '_dflt_gdr', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.facts.topology.tree_model.NicPort': ('order=False;post_init=False;port:int:False;link_layer:str | None:False;state:str | None:False;rate_gbps:float | None:False;roce_v2_gid:int | None:True;gid_note:str:True', _dolmen_facts_topology_tree_model_NicPort, ('_type_port', '_type_link_layer', '_type_state', '_type_rate_gbps', '_type_roce_v2_gid', '_type_gid_note', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_roce_v2_gid', '_dflt_gid_note', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.tuning.model.HugePagePool': ('order=False;post_init=False;total:int | None:False;free:int | None:False', _dolmen_facts_tuning_model_HugePagePool, ('_type_total', '_type_free', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.tuning.model.LimitEntry': ('order=False;post_init=False;file:str:False;domain:str:False;type:str:False;item:str:False;value:str:False', _dolmen_facts_tuning_model_LimitEntry, ('_type_file', '_type_domain', '_type_type', '_type_item', '_type_value', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.facts.tuning.model.TuningFacts': ('order=False;post_init=False;cpu_governors:Mapping[str, int] | None:False;cpu_epp:Mapping[str, int] | None:False;cpufreq_drivers:tuple[str, ...] | None:False;thp_enabled:str | None:False;thp_defrag:str | None:False;sysctls:Mapping[str, str]:False;numa_balancing:int | None:False;swappiness:int | None:False;max_map_count:int | None:False;hugepages_default:int | None:False;hugepages:Mapping[int, HugePagePool]:False;irqbalance_running:bool | None:False;irqbalance_service:str | None:False;persistenced_running:bool | None:False;persistenced_service:str | None:False;limits:tuple[LimitEntry, ...]:False;process_limits:Mapping[str, tuple[str, str]] | None:False;cmdline:Mapping[str, tuple[str, ...]] | None:False;unread:Mapping[str, str]:field(False, True, True, True, True, None, None)', _dolmen_facts_tuning_model_TuningFacts, ('_type_cpu_governors', '_type_cpu_epp', '_type_cpufreq_drivers', '_type_thp_enabled', '_type_thp_defrag', '_type_sysctls', '_type_numa_balancing', '_type_swappiness', '_type_max_map_count', '_type_hugepages_default', '_type_hugepages', '_type_irqbalance_running', '_type_irqbalance_service', '_type_persistenced_running', '_type_persistenced_service', '_type_limits', '_type_process_limits', '_type_cmdline', '_type_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

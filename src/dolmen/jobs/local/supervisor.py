@@ -185,11 +185,22 @@ class Supervisor:
                 self._event("waiting", result.reason)
             time.sleep(self.opts.wait_poll)
 
+    def _nccl_env(self) -> dict[str, str]:
+        """This host's NCCL variables for GPU ranks (none with /etc/nccl.conf; the job's
+        and the environment's own win): ``dolmen.nccl.site.launch_env``."""
+        if not self.spec.gpus_per_node:
+            return {}
+        from dolmen.host import open_host
+        from dolmen.nccl.site import launch_env
+
+        with open_host() as host:
+            return launch_env(host)
+
     def _start(self, placement: Placement, restarts: int) -> Fault | None:
         port = free_port()
         folder = self.store.job_dir(self.id)
         folder.mkdir(parents=True, exist_ok=True)
-        base = {**os.environ, **self.spec.env}
+        base = {**self._nccl_env(), **os.environ, **self.spec.env}
         if self.marker:
             base[MARKER_ENV] = self.marker
         cgroup = self.tree.make_cgroup() if self.tree is not None else None

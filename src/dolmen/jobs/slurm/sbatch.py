@@ -159,6 +159,11 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
         lines.append("#SBATCH --exclusive")
     lines += [f"#SBATCH {x}" for x in (*opts.extra, *spec.slurm_extra)]
     lines += ["", "# Written by dolmen (dolmen.jobs.slurm.sbatch); docs/slurm.md explains it."]
+    if spec.gpus_per_node:  # before the job's own variables, which win
+        lines.append(
+            "# NCCL for this node's fabric where it has no /etc/nccl.conf (dolmen nccl env)"
+        )
+        lines.append(f'eval "$({shlex.quote(opts.python)} -m dolmen.nccl 2>/dev/null)"')
     env = {**opts.env, **spec.env}
     if spec.checkpoint_dir:
         env["DOLMEN_CHECKPOINT_DIR"] = spec.checkpoint_dir

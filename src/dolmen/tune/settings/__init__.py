@@ -17,6 +17,7 @@ from dolmen.tune.settings.gpu import GpuPersistence
 from dolmen.tune.settings.hugepages import HugePages
 from dolmen.tune.settings.irq import Irq
 from dolmen.tune.settings.limits import Limits
+from dolmen.tune.settings.nccl_conf import NcclFiles
 from dolmen.tune.settings.nftables import Nftables
 from dolmen.tune.settings.packages import Packages
 from dolmen.tune.settings.services import Services
@@ -38,9 +39,11 @@ SETTINGS: Mapping[str, Setting] = {
         Cmdline(),
         BootFiles(),
         Nftables(),
+        NcclFiles(),
     )
 }
-# Sections a profile may name ([boot] is built by the engine, [nftables] by `dolmen net`).
-PROFILE_SECTIONS = tuple(s for s in SETTINGS if s not in ("boot", "nftables"))
+# Sections a profile may name ([boot] is built by the engine, [nftables] by `dolmen net`,
+# [nccl] by `dolmen nccl env --write`).
+PROFILE_SECTIONS = tuple(s for s in SETTINGS if s not in ("boot", "nftables", "nccl"))
 
 __all__ = ["PROFILE_SECTIONS", "SETTINGS", "Entry", "Setting"]
