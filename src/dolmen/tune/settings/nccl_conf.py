@@ -29,6 +29,7 @@ class NcclFiles(DropIn):
 
     section = "nccl"
     title = "NCCL configuration files"
+    persists = True  # files under /etc
 
     def key(self, raw: str) -> str:
         if raw not in FILES:
