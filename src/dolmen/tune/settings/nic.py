@@ -49,8 +49,10 @@ def interfaces(host: Host, drivers: list[str]) -> list[str] | str:
     chosen = []
     for name in parse_links(res.stdout):
         info = host.run(["ethtool", "-i", name])
-        if info.status is RunStatus.MISSING:
-            return f"ethtool is not installed here ({info.failure()}): apt-get install ethtool"
+        if info.status in (RunStatus.MISSING, RunStatus.UNRECORDED):
+            return (
+                f"ethtool did not run ({info.failure()}): install ethtool (apt-get install ethtool)"
+            )
         driver, bus = parse_driver(info.stdout) if info.ok else (None, None)
         if (driver in drivers) if drivers else bus is not None:
             chosen.append(name)
@@ -125,7 +127,7 @@ class Nic(Setting):
             now, top = getattr(rings, item), getattr(rings, f"{item}_max")
             if top is not None and target.desired.isdigit() and int(target.desired) > top:
                 return Reading(str(now), skip=f"the driver's maximum {item} ring is {top}")
-            return self._held(host, str(now), (f"maximum {top}", NOT_PERSISTED))
+            return self._held(host, target, str(now), (f"maximum {top}", NOT_PERSISTED))
         res = host.run(["ethtool", "-k", name])
         feature = parse_features(res.stdout).get(key) if res.ok else None
         if feature is None:
@@ -133,10 +135,10 @@ class Nic(Setting):
         value = "on" if feature.on else "off"
         if feature.fixed and value != target.desired:
             return Reading(value, skip=f"{key} is fixed {value} by {name}'s driver")
-        return self._held(host, value, (NOT_PERSISTED,))
+        return self._held(host, target, value, (NOT_PERSISTED,))
 
-    def _held(self, host: Host, value: str, notes: tuple[str, ...]) -> Reading:
-        if host.kind not in ("live", "netns"):
+    def _held(self, host: Host, target: Target, value: str, notes: tuple[str, ...]) -> Reading:
+        if host.kind not in ("live", "netns") and not self.same(value, target.desired):
             return Reading(value, skip="a host tree cannot run ethtool; apply on the host")
         return Reading(value, notes=notes)
 
