@@ -27,7 +27,7 @@ MOUNTS = (
     "nas:/export/home /home nfs4 rw,relatime,vers=4.2 0 0\n"
     "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"
 )
-DAEMON = '{\n  "runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}},\n  "data-root": "/raid/docker"\n}\n'  # noqa: E501
+DAEMON = '{\n  "runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}},\n  "data-root": "/raid/docker"\n}\n'
 
 
 def profile(config: Path, body: str, name: str = "kinds") -> str:
@@ -297,11 +297,11 @@ def test_gpu_parent_bridges_power_on_with_a_boot_line(host_tree: Path, dolmen_di
                 "class": "0x060400",
                 "vendor": "0x8086",
             },
-        )  # noqa: E501
+        )
     write_pci(
         host_tree,
         {"bdf": "0000:19:00.0", "bridges": bridges, "device": "0x2330", "class": "0x030200"},
-    )  # noqa: E501
+    )
     write_pci(
         host_tree,
         {
@@ -311,8 +311,8 @@ def test_gpu_parent_bridges_power_on_with_a_boot_line(host_tree: Path, dolmen_di
             "class": "0x010802",
             "vendor": "0x1344",
         },
-    )  # noqa: E501
-    for i, bdf in enumerate(bridges):
+    )
+    for i in range(len(bridges)):
         dev = host_tree / "sys/devices/pci0000:15" / "/".join(bridges[: i + 1])
         (dev / "power").mkdir()
         (dev / "power/control").write_text("auto\n")

@@ -97,7 +97,7 @@ class Modules(DropIn):
         got = super().read(host, target)
         if got.skip:
             return got
-        module, param = target.extra["module"], target.extra["param"]
+        module, param = split_key(target.key)
         loaded = host.is_dir(f"sys/module/{sysfs_name(module)}")
         if not param:
             running = "loaded" if loaded else "not loaded"
@@ -113,7 +113,8 @@ class Modules(DropIn):
         change = super().plan(target, reading)
         if change.action is not Action.OK:
             return change
-        module, param, value = (target.extra[k] for k in ("module", "param", "value"))
+        module, param = split_key(target.key)
+        value = target.extra.get("value", "")
         in_effect = (
             reading.staged == "loaded" if not param else reading.staged == f"{param}={value}"
         )
@@ -132,7 +133,7 @@ class Modules(DropIn):
 
 def _later_options(host: Host, target: Target) -> list[str]:
     """modprobe.d files read after ours that set the same parameter: the last one wins."""
-    module, param = target.extra["module"], target.extra["param"]
+    module, param = split_key(target.key)
     if not param:
         return []
     ours = target.path.rsplit("/", 1)[-1]

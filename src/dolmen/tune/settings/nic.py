@@ -45,7 +45,7 @@ def interfaces(host: Host, drivers: list[str]) -> list[str] | str:
     """The interfaces ``[net]`` tunes (module docstring), or why there are none."""
     res = host.run(["ip", "-o", "link", "show"])
     if not res.ok:
-        return f"interfaces unreadable: ip -o link show: {res.failure() or res.stderr.strip()}"
+        return f"interfaces unreadable: {res.failure()}"
     chosen = []
     for name in parse_links(res.stdout):
         info = host.run(["ethtool", "-i", name])
