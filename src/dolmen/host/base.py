@@ -192,9 +192,15 @@ class Host(ABC):
         try:
             st = os.lstat(target)
         except FileNotFoundError:
+            missing = []
             parent = rel.strip("/").rpartition("/")[0]
-            if parent:
-                self.path(parent).mkdir(mode=0o755, parents=True, exist_ok=True)
+            while parent and not os.path.lexists(self.path_nofollow(parent)):
+                missing.append(parent)
+                parent = parent.rpartition("/")[0]
+            for folder in reversed(missing):  # top down, each 0755 whatever the umask
+                made = self.path_nofollow(folder)
+                made.mkdir(mode=0o700)
+                os.chmod(made, 0o755)
             target.mkdir(mode=0o700)
             fsync_dir(target.parent)
         else:

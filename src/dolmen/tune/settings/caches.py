@@ -44,6 +44,7 @@ from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Effect, Reading, Target
 from dolmen.tune.settings.base import Entry, capture_file, choice_error, restore_file
 from dolmen.tune.settings.dropin import HEADER, DropIn, read_whole
+from dolmen.tune.settings.limits import size_bytes
 
 # cache -> (variable, subfolder of <root>/<uid>)
 CACHES: Mapping[str, str] = {
@@ -62,8 +63,6 @@ AUTO_FALLBACK = "/var/cache/dolmen"
 # systemd-tmpfiles ages these out (tmp.conf: 10 and 30 days), /run and /dev are tmpfs.
 REFUSED_PREFIXES = ("/tmp", "/var/tmp", "/run", "/dev", "/proc", "/sys")
 _PATH = re.compile(r"^/[A-Za-z0-9_.+\-/]*$")  # written into a shell script: nothing to quote
-_SIZE = re.compile(r"^(\d+)\s*(B|KiB|MiB|GiB)$")
-_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 GUIDANCE = (
     "cuDNN autotuning is a framework call, not a host setting: "
     "torch.backends.cudnn.benchmark = True in the training script (per process, fixed shapes)",
@@ -76,10 +75,10 @@ def parse_size(value: Any) -> int:
     """Bytes from an integer or a size with a unit (``"4GiB"``); ValueError otherwise."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    m = _SIZE.match(value) if isinstance(value, str) else None
-    if m is None:
+    size = size_bytes(value)
+    if size is None:
         raise ValueError(f'cuda_max_size is bytes or a size with a unit ("4GiB"), not {value!r}')
-    return int(m.group(1)) * _UNITS[m.group(2)]
+    return size
 
 
 def env_script(root: str, caches: tuple[str, ...], max_size: int) -> str:
@@ -203,8 +202,8 @@ class Caches(DropIn):
     def read(self, host: Host, target: Target) -> Reading:
         if target.extra.get("kind") != "folder":
             got = read_whole(host, target.path)
-            notes = (f"takes effect for {target.extra.get('restart')}", *GUIDANCE)
-            return Reading(got.value, got.skip, notes=(*notes, *_overrides(host)))
+            effect = f"takes effect for {target.extra.get('restart')}"
+            return Reading(got.value, got.skip, notes=(effect, *GUIDANCE, *_overrides(host)))
         notes = (f"filesystem {target.extra.get('filesystem', 'not judged')}",)
         if not host.exists(target.path) and host.readlink(target.path) is None:
             return Reading(None, notes=notes)
