@@ -367,3 +367,15 @@ def test_acs_is_refused_in_a_vm_or_where_it_cannot_tell(
         TreeHost(host_tree), profile(dolmen_dirs, '[pcie_acs]\ndownstream_ports = "disabled"\n')
     )
     assert row.action is Action.SKIP and why in row.reason
+
+
+def test_acs_without_root_says_so(host_tree: Path, dolmen_dirs: Path) -> None:
+    """lspci run by a plain user prints ``<access denied>`` for every capability."""
+    acs_tree(host_tree, "none")
+    denied = "17:01.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)\n"
+    denied += "\tCapabilities: <access denied>\n"
+    write(host_tree, "commands/lspci%20-vvv", denied)
+    (row,) = plan_rows(
+        TreeHost(host_tree), profile(dolmen_dirs, '[pcie_acs]\ndownstream_ports = "disabled"\n')
+    )
+    assert row.action is Action.SKIP and "without root" in row.reason

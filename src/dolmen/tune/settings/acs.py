@@ -131,6 +131,8 @@ class PcieAcs(Setting):
         if res.status is RunStatus.MISSING or not res.stdout.strip():
             return f"lspci -vvv did not run here ({res.failure() or 'no output'}): pciutils"
         ports = [p for p in parse_acs(res.stdout) if p.port == DOWNSTREAM]
+        if not ports and "<access denied>" in res.stdout:
+            return "lspci shows no PCIe capabilities without root: plan as root"
         if not ports:
             return "no PCIe switch downstream port here"
         if all(p.control is None for p in ports):
