@@ -85,7 +85,7 @@ THP = "sys/kernel/mm/transparent_hugepage/enabled"
 
 def test_every_kind_that_writes_one_kernel_value_shares_the_base() -> None:
     kinds = {name for name, s in SETTINGS.items() if isinstance(s, KernelFileSetting)}
-    assert kinds == {"sysctl", "sysfs", "cpu", "hugepages", "irq"}
+    assert kinds == {"sysctl", "sysfs", "cpu", "hugepages", "irq", "pcie_power"}
 
 
 def test_a_kernel_file_reads_once_refuses_with_the_reason_and_writes_a_line(

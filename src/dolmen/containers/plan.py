@@ -17,15 +17,17 @@ What GPU jobs need and people forget, on every runtime that takes it:
   read-only (NCCL reads it at init) or, where the site has none, the NCCL environment
   of this fabric (``dolmen nccl env``; the user's ``--env`` wins), /etc/nccl-topo.xml
   read-only where ``nccl env --write`` left it, and the checkpoint folder with
-  DOLMEN_CHECKPOINT_DIR as the jobs backends set it.
+  DOLMEN_CHECKPOINT_DIR as the jobs backends set it;
+- the caller's compile caches (``with_caches``): warm kernels in, new ones kept.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from dolmen.containers.site import RUNTIMES, UNLIMITED, Site
+from dolmen.containers.site import CACHE_FOLDERS, RUNTIMES, UNLIMITED, Site
 from dolmen.errors import UsageError
 from dolmen.nccl import NCCL_CONF, TOPO_FILE
 
@@ -123,13 +125,16 @@ def plan(req: Request, site: Site) -> Plan:
     """The command for ``req`` on ``site`` (``validate(req)`` first)."""
     validate(req)
     runtime = pick_runtime(req, site)
+    req, cache_notes = with_caches(req, site)
     if runtime in ("docker", "podman"):
         from dolmen.containers.oci import plan_oci
 
-        return plan_oci(runtime, req, site)
-    from dolmen.containers.others import plan_other
+        got = plan_oci(runtime, req, site)
+    else:
+        from dolmen.containers.others import plan_other
 
-    return plan_other(runtime, req, site)
+        got = plan_other(runtime, req, site)
+    return replace(got, notes=(*got.notes, *cache_notes))
 
 
 def mounts(req: Request, site: Site) -> list[tuple[str, str, str]]:
@@ -166,3 +171,32 @@ def nccl_notes(site: Site) -> list[str]:
 def gpu_list(req: Request) -> list[str]:
     """The requested GPUs as a list ([] for all or none)."""
     return [] if req.gpus in ("all", "none") else req.gpus.split(",")
+
+
+# --- warm compile caches (tune's [caches]): the one hook, kept apart from the rest ---------
+CACHE_MOUNT = "/dolmen-cache"
+
+
+def with_caches(req: Request, site: Site) -> tuple[Request, tuple[str, ...]]:
+    """``req`` with the caller's compile caches (``Site.caches``) mounted read-write under
+    /dolmen-cache and their variables pointed there, so a container starts warm and leaves
+    what it compiles for the next one; and the note that says so. One mount of the folder
+    that holds them all when they have tune's layout (``<root>/<uid>/{cuda,triton,...}``:
+    the tools make their subfolders), else one mount per folder. A variable the user sets
+    with --env, or a mount of their own at /dolmen-cache, wins."""
+    mine = {e.split("=", 1)[0] for e in req.env}
+    if any(_mount(m)[1] == CACHE_MOUNT for m in req.mounts):
+        return req, ()
+    folders = [(v, p) for v, p in site.caches if v in CACHE_FOLDERS and v not in mine]
+    if not folders:
+        return req, ()
+    parents = {posixpath.dirname(p) for _, p in folders}
+    layout = all(posixpath.basename(p) == CACHE_FOLDERS[v] for v, p in folders)
+    if len(parents) == 1 and layout:
+        mounts = [f"{parents.pop()}:{CACHE_MOUNT}:rw"]
+    else:
+        mounts = [f"{p}:{CACHE_MOUNT}/{CACHE_FOLDERS[v]}:rw" for v, p in folders]
+    env = [f"{v}={CACHE_MOUNT}/{CACHE_FOLDERS[v]}" for v, _ in folders]
+    env += [f"{v}={x}" for v, x in site.caches if v not in CACHE_FOLDERS and v not in mine]
+    note = f"compile caches mounted at {CACHE_MOUNT}: {', '.join(v for v, _ in folders)}"
+    return replace(req, mounts=(*req.mounts, *mounts), env=(*req.env, *env)), (note,)

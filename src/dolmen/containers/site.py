@@ -1,6 +1,7 @@
 """What a launch depends on, read once from a host: the runtimes installed, the NVIDIA
 CDI devices, RDMA devices, /etc/nccl.conf (or, without it, the NCCL environment of this
-fabric: ``nccl.site.launch_env``), this process's hard limits, Slurm and pyxis.
+fabric: ``nccl.site.launch_env``), this process's hard limits, Slurm and pyxis, and the
+caller's compile caches (the variables tune's ``[caches]`` sets at login).
 
 ``gather(host)`` reads (through the host layer and the container facts); ``Site`` is
 plain data, so ``plan.py`` is a pure function of it and the tests build one by hand.
@@ -46,9 +47,36 @@ class Site:
     hard_limits: Mapping[str, int] = field(default_factory=dict)  # name -> hard (-1: unlimited)
     in_slurm: bool = False  # inside a Slurm allocation (SLURM_JOB_ID)
     can_raise_limits: bool | None = None  # CAP_SYS_RESOURCE in this process's CapEff
+    caches: tuple[tuple[str, str], ...] = ()  # (variable, value): compile caches to carry in
 
 
 _CAP_SYS_RESOURCE = 24
+# Compile caches: folder variables (-> their name under the container's cache mount) and
+# the values that go with them; tune's [caches] exports them in /etc/profile.d.
+CACHE_FOLDERS = {
+    "CUDA_CACHE_PATH": "cuda",
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "DOLMEN_TENSORRT_CACHE_DIR": "tensorrt",
+}
+CACHE_VALUES = ("CUDA_CACHE_MAXSIZE", "TORCHINDUCTOR_FX_GRAPH_CACHE")
+
+
+def _caches(host: Host, env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The caller's cache folder variables whose folder exists, or whose parent does when
+    the folder has its usual name (tune's ``<root>/<uid>/cuda``, made at first use)."""
+    found = []
+    for var, name in CACHE_FOLDERS.items():
+        path = env.get(var, "").rstrip("/")
+        rel = path.lstrip("/")
+        if not path.startswith("/") or not rel or any(c in path for c in ":,\n"):
+            continue  # not a folder a bind mount can name
+        parent, _, base = rel.rpartition("/")
+        if host.is_dir(rel) or (base == name and parent and host.is_dir(parent)):
+            found.append((var, path))
+    if found:
+        found += [(var, env[var]) for var in CACHE_VALUES if env.get(var)]
+    return tuple(found)
 
 
 def parse_cap_sys_resource(status: str) -> bool | None:
@@ -141,4 +169,5 @@ def gather(host: Host) -> Site:
         hard_limits=parse_limits(host.read_opt("proc/self/limits") or ""),
         in_slurm=bool(env.get("SLURM_JOB_ID")),
         can_raise_limits=parse_cap_sys_resource(host.read_opt("proc/self/status") or ""),
+        caches=_caches(host, env),
     )

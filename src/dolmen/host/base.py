@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -182,6 +183,42 @@ class Host(ABC):
             return False
         fsync_dir(target.parent)
         return True
+
+    def make_dir(self, rel: str, mode: int) -> None:
+        """Make ``rel`` a folder with exactly ``mode`` (sticky bit included), creating it
+        and missing parents (0755); an existing folder only gets ``mode``. Anything else
+        at the path (a file, a FIFO, a link) is refused with FileExistsError."""
+        target = self.path_nofollow(rel)
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            missing = []
+            parent = rel.strip("/").rpartition("/")[0]
+            while parent and not os.path.lexists(self.path_nofollow(parent)):
+                missing.append(parent)
+                parent = parent.rpartition("/")[0]
+            for folder in reversed(missing):  # top down, each 0755 whatever the umask
+                made = self.path_nofollow(folder)
+                made.mkdir(mode=0o700)
+                os.chmod(made, 0o755)
+            target.mkdir(mode=0o700)
+            fsync_dir(target.parent)
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                raise FileExistsError(f"{target} exists and is not a folder")
+        os.chmod(target, mode)  # mkdir's mode goes through the umask; chmod does not
+
+    def remove_tree(self, rel: str) -> None:
+        """Remove a folder and everything in it (absent is fine), without following links
+        inside it (``shutil.rmtree`` works by file descriptors on Linux), then fsync its
+        parent. Only for folders dolmen made (compile caches a rollback takes back)."""
+        target = self.path_nofollow(rel)
+        if not os.path.lexists(target):
+            return
+        if not stat.S_ISDIR(os.lstat(target).st_mode):
+            raise NotADirectoryError(f"{target} is not a folder")
+        shutil.rmtree(target)
+        fsync_dir(target.parent)
 
     # --- commands --------------------------------------------------------------
     @abstractmethod

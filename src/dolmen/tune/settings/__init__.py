@@ -1,24 +1,32 @@
 """The setting kinds: one module each, one profile section each (DESIGN.md "Changes").
 
 ``SETTINGS`` maps a section name to its setting; the order is the order apply
-runs them in: kernel values first, then the GPU and IRQs (which may depend on
-them), units, limits, the boot loader, and last the boot persistence files.
+runs them in: kernel values first (PCIe ACS and bridge power, NIC rings and offloads
+among them), then the GPU and IRQs (which may depend on them), units, files read at
+the next start (limits, daemon.json, the compile caches' login script, module
+options), the boot loader, and last the boot persistence files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dolmen.tune.settings.acs import PcieAcs
 from dolmen.tune.settings.base import Entry, Setting
 from dolmen.tune.settings.boot import BootFiles
+from dolmen.tune.settings.bridge_power import BridgePower
+from dolmen.tune.settings.caches import Caches
 from dolmen.tune.settings.cmdline import Cmdline
 from dolmen.tune.settings.cpufreq import CpuFreq
+from dolmen.tune.settings.docker import Docker
 from dolmen.tune.settings.gpu import GpuPersistence
 from dolmen.tune.settings.hugepages import HugePages
 from dolmen.tune.settings.irq import Irq
 from dolmen.tune.settings.limits import Limits
+from dolmen.tune.settings.modules import Modules
 from dolmen.tune.settings.nccl_conf import NcclFiles
 from dolmen.tune.settings.nftables import Nftables
+from dolmen.tune.settings.nic import Nic
 from dolmen.tune.settings.packages import Packages
 from dolmen.tune.settings.services import Services
 from dolmen.tune.settings.sysctl import Sysctl
@@ -29,12 +37,18 @@ SETTINGS: Mapping[str, Setting] = {
     for s in (
         Sysctl(),
         Sysfs(),
+        BridgePower(),
         CpuFreq(),
         HugePages(),
+        PcieAcs(),
+        Nic(),
         GpuPersistence(),
         Services(),
         Irq(),
         Limits(),
+        Docker(),
+        Caches(),
+        Modules(),
         Packages(),
         Cmdline(),
         BootFiles(),

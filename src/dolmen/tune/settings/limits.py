@@ -30,6 +30,12 @@ _UNIT_BYTES = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 NOFILE_MAX = 1 << 30  # fs.nr_open cannot exceed this (Documentation/admin-guide/sysctl/fs.rst)
 
 
+def size_bytes(value: Any) -> int | None:
+    """Bytes of a size with a unit (``"64MiB"``: B, KiB, MiB, GiB), or None when it is not one."""
+    m = _SIZE.match(value) if isinstance(value, str) else None
+    return None if m is None else int(m.group(1)) * _UNIT_BYTES[m.group(2)]
+
+
 def limits_conf(item: str, value: str) -> str:
     """The limits.d file for one item. ``*`` does not match root in pam_limits, so root too."""
     v = value if value == "unlimited" or item == "nofile" else str(int(value) // 1024)
@@ -69,10 +75,9 @@ class Limits(DropIn):
             return str(value)
         if value == "unlimited":
             return "unlimited"
-        m = _SIZE.match(value) if isinstance(value, str) else None
-        if m is None:
+        size = size_bytes(value)
+        if size is None:
             raise ValueError(f'{key} is "unlimited" or a size with a unit ("64MiB"), not {value!r}')
-        size = int(m.group(1)) * _UNIT_BYTES[m.group(2)]
         if size < 1024:
             raise ValueError(f"{key} below 1 KiB makes no sense: {value!r}")
         return str(size)
