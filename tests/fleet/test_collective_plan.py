@@ -156,3 +156,28 @@ def test_the_table_has_nccl_tests_columns_and_the_share_of_the_floor() -> None:
     assert lines[0] == "all_reduce on 16 nccl ranks"
     assert lines[1].split() == ["size", "time_us", "algbw", "GB/s", "busbw", "GB/s", "of", "floor"]
     assert lines[2].split()[0] == "1G" and lines[2].split()[-1] == "1.25"
+
+
+def test_the_document_holds_to_the_bench_schema_both_ways() -> None:
+    import jsonschema
+
+    from dolmen.report.bench.document import bench_document, bench_schema, schema_errors
+
+    result = single.CollectiveResult("cuda", (), (_run(1 << 30, 350.0),), None)
+    j = fi.judge(result.run("all_reduce"), "cuda", 400.0, "how")
+    rails = [{"node": "n1", "ports": 8, "gbps": 400.0, "why": "n1: 8 x 400 Gb/s (MT4129)"}]
+    body = fc.document_body(result, ("n1", "n2"), 8, j.to_json(), rails)
+    doc = bench_document(
+        host="slurm:n1,n2",
+        started="2026-12-01T16:30:05Z",
+        device="cuda",
+        wall_s=20.0,
+        results={"collective": body},
+        errors={},
+    )
+    assert schema_errors(doc) == []
+    jsonschema.validators.validator_for(bench_schema())(bench_schema()).validate(doc)
+    assert doc["results"]["collective"]["internode"]["status"] == "pass"
+    body["internode"]["status"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, bench_schema())
