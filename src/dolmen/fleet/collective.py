@@ -20,6 +20,7 @@ from typing import Any
 
 from dolmen.errors import UsageError
 from dolmen.fleet.slurm_run import ALLOCATABLE
+from dolmen.report.bench.figures import human_bytes
 from dolmen.slurm.client import SlurmClient
 from dolmen.slurm.parse import NodeInfo
 from dolmen.workloads import collective as single
@@ -199,7 +200,7 @@ def table(result: single.CollectiveResult, floor_gbps: float | None) -> list[str
         head = f"{'size':>10}  {'time_us':>10}  {'algbw GB/s':>10}  {'busbw GB/s':>10}"
         lines.append(head + ("  of floor" if floor_gbps and r.op == "all_reduce" else ""))
         for p in r.points:
-            row = f"{_size(p.bytes):>10}  {p.time_us:>10.1f}  {p.algbw_gbps:>10.3f}  "
+            row = f"{human_bytes(p.bytes):>10}  {p.time_us:>10.1f}  {p.algbw_gbps:>10.3f}  "
             row += f"{p.busbw_gbps:>10.3f}"
             if floor_gbps and r.op == "all_reduce":
                 row += f"  {p.busbw_gbps / floor_gbps:>8.2f}"
@@ -207,10 +208,3 @@ def table(result: single.CollectiveResult, floor_gbps: float | None) -> list[str
     if result.stopped:
         lines.append(f"stopped: {result.stopped}")
     return lines
-
-
-def _size(nbytes: int) -> str:
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
-            return f"{nbytes >> shift}{unit}"
-    return f"{nbytes}B"

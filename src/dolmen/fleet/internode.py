@@ -24,6 +24,7 @@ from dolmen.checks.interconnect.portinfo import group, is_up
 from dolmen.facts.infiniband import IbPort
 from dolmen.frozen import frozen
 from dolmen.kb.hcas import HcaTable
+from dolmen.report.bench.figures import human_bytes
 from dolmen.workloads.collective import FULL_SIZES, Run
 
 MIN_FRACTION = 0.7  # of the rails' line rate; nccl-tests runs reach 0.9 and more on IB
@@ -133,7 +134,8 @@ def judge(
     floor = figure_gbps * fraction if figure_gbps else None
     if run is None or top is None:
         return Judgement("unknown", "no all_reduce size was measured", figure_gbps, floor)
-    said = f"busbw {top.busbw_gbps:.3g} GB/s at {top.bytes} B on {run.world} {run.backend} ranks"
+    size = human_bytes(top.bytes)
+    said = f"busbw {top.busbw_gbps:.3g} GB/s at {size} on {run.world} {run.backend} ranks"
     if device == "cpu":
         why = f"{said}: measured on CPU (gloo over TCP), no inter-node threshold"
         return Judgement("skip", why, None, None)
