@@ -15,6 +15,11 @@
 # ($OUT/timings.tsv, $OUT/summary.txt). A step that fails is recorded with its exit code
 # and the run goes on: a GPU session is not spent twice. Exit 0 when every step ran (a
 # verdict of 1 or 2 is a result, not a failure of the run), 1 when a step could not.
+#
+# With the device tool (the checkout is copied there; the wheels are ignored files, so
+# carry them): run(command="scripts/gpu-run.sh", carry=["dist/gpu-wheels"], timeout_s=580).
+# Expect about 6 minutes: the full tier's 170 s of budgets, the bench's 65 s, the rest
+# imports, the snapshot and the overhead pairs; the dry run here takes about 75 s.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +29,7 @@ for arg in "$@"; do
   case $arg in
     --prepare) MODE=prepare ;;
     --dry-run) MODE=dry-run ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gpu-run.sh: unknown option $arg (--prepare, --dry-run)" >&2; exit 2 ;;
   esac
 done
