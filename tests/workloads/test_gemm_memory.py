@@ -92,6 +92,72 @@ def test_the_sampler_says_why_it_has_nothing(tmp_path: Path) -> None:
     assert s.rows == [] and "nvidia-smi" in s.why
 
 
+H200 = "nvidia_gpu_exporter__linux-x86_64__nvidia-h200__590.48.01.txt"
+# The capture's header names (with their units) of the fields the GEMM samples.
+CAPTURED = {
+    "index": "index",
+    "clocks.sm": "clocks.current.sm [MHz]",
+    "power.draw": "power.draw [W]",
+    "temperature.gpu": "temperature.gpu",
+    "clocks_event_reasons.active": "clocks_event_reasons.active",
+}
+
+
+def _h200_query(state: str) -> str:
+    """What ``--query-gpu=<gemm fields> --format=csv,noheader,nounits`` printed on the real
+    H200 of nvidia_gpu_exporter's capture (``idle`` or under gpu-burn, ``load``): its
+    ``--query-gpu=... --format=csv`` row, these columns, the units dropped (nounits)."""
+    from tests.conftest import recording
+    from tests.host.gpu.captures import CAPTURES, capture_section
+
+    text = recording(CAPTURES + H200).read_text()
+    command = next(x for x in text.splitlines() if x.startswith("# $ nvidia-smi --query-gpu="))
+    lines = [x for x in capture_section(H200, state, command[4:].strip()).splitlines() if x]
+    header = [h.strip() for h in lines[0].split(",")]
+    values = [v.strip() for v in lines[1].split(", ")]
+    row = [values[header.index(CAPTURED[f])] for f in gemm.FIELDS[0]]
+    return ", ".join(v.rsplit(" ", 1)[0] if v.endswith((" MHz", " W")) else v for v in row) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("state", "clock", "power"), [("load", 1980.0, 627.4), ("idle", None, None)]
+)
+def test_the_sampler_reads_a_real_h200_query(
+    tmp_path: Path, state: str, clock: float | None, power: float | None
+) -> None:
+    """The nvidia-smi fallback on a host tree holding the real H200's answer: a tree is not
+    sampled through NVML (that reads the machine dolmen runs on), and says so."""
+    answer = _h200_query(state)
+    argv = f"nvidia-smi --query-gpu={','.join(gemm.FIELDS[0])} --format=csv,noheader,nounits --id=0"
+    host = TreeHost(make_tree(tmp_path, {"etc/hostname": "n\n"}, {argv: answer}))
+    with Sampler(host, 0, gemm.FIELDS, every_s=0.01) as s:
+        import time
+
+        time.sleep(0.1)
+    assert s.source == "nvidia-smi" and s.rows
+    assert s.why.startswith("nvml: not sampled on a recorded host")
+    if clock is not None:
+        assert s.series("clocks.sm")[0] == clock and s.series("power.draw")[0] == power
+        assert s.series("temperature.gpu")[0] == 52.0
+    # gpu-burn at 627 W of 700: no clock event; idle: only the idle bit (0x1), not throttling
+    assert gemm.throttled(s.series("clocks_event_reasons.active")) is False
+
+
+def test_on_this_live_host_each_source_says_why_it_sampled_nothing() -> None:
+    """No libnvidia-ml and no nvidia-smi here: both fallbacks, their reasons, no rows."""
+    from dolmen.host.gpu.nvml_sampler import open_sampler
+    from dolmen.host.live import LiveHost
+
+    probe = open_sampler("live", 0, gemm.FIELDS[0], 0.5)
+    if not isinstance(probe, str):  # pragma: no cover - a GPU machine
+        probe.close()
+        pytest.skip("NVML samples here")
+    with Sampler(LiveHost(), 0, gemm.FIELDS, every_s=0.01) as s:
+        pass
+    assert s.rows == [] and s.source == ""
+    assert s.why.startswith("nvml: not loaded: ") and "; nvidia-smi: " in s.why
+
+
 @pytest.mark.parametrize(
     ("rows", "link"),
     [

@@ -167,3 +167,13 @@ def validate(
     mode = "applied" if drain else "dry run: --drain applies it"
     click.echo(f"collection {out.collection.id} in {store.root} ({mode})")
     return int(out.exit_code)
+
+
+def _add_collective() -> None:
+    """``fleet collective`` lives in its own module (cli/fleet_collective.py)."""
+    from dolmen.cli.fleet_collective import collective
+
+    fleet.add_command(collective)
+
+
+_add_collective()

@@ -17,7 +17,8 @@ which makes it comparable with the hardware's bandwidth whatever the rank count.
 Teardown: a hard deadline (the budget plus a grace) and Ctrl-C both end every rank (SIGTERM,
 then SIGKILL) before this returns or raises; ranks ignore SIGINT (the parent owns Ctrl-C)
 and exit on their own when their parent disappears (a watchdog thread), so no rank outlives
-a run. Multi-node (two nodes through the jobs layer) is not built here.
+a run. Across nodes, ``collective_task`` is a rank that Slurm starts (``dolmen fleet
+collective --slurm``); it runs the same sweep through ``collective_worker.run``.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def plan(request: Request) -> tuple[int, str, tuple[int, ...], tuple[int, ...]]:
         if len(gpus) < 2:
             raise NotApplicable(
                 f"a collective needs two GPUs or more; this run has {len(gpus)} "
-                "(multi-node collectives are not in this release)"
+                "(across nodes: dolmen fleet collective --slurm)"
             )
         world, backend, cap = len(gpus), "nccl", FULL_SIZES[-1]
     else:

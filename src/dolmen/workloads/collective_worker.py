@@ -38,20 +38,30 @@ class Job:
     hard: float
     warmup: int
     iters: int
+    addr: str = "127.0.0.1"  # the rendezvous: rank 0's host (another node's name across nodes)
 
 
 def main(rank: int, job: Job, outbox: Any) -> None:
-    """A rank's life: watchdog, rendezvous, the sweeps, a ``done`` or ``error`` message."""
+    """A spawned local rank's life: quiet, deaf to Ctrl-C, then ``run``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _silence()
+    if run(rank, job, outbox):
+        raise SystemExit(1)
+
+
+def run(rank: int, job: Job, outbox: Any) -> int:
+    """Watchdog, rendezvous, the sweeps, then a ``done`` or ``error`` message on ``outbox``
+    (anything with ``put``); the rank's exit code. A rank of a multi-node run
+    (``collective_task``) lives this part too."""
     _watchdog(os.getppid(), job.hard)
     try:
         stopped = _sweep(rank, job, outbox)
     except BaseException as e:
         last = traceback.format_exception_only(type(e), e)[-1].strip()
         outbox.put(("error", rank, last))
-        raise SystemExit(1) from None
+        return 1
     outbox.put(("done", rank, stopped))
+    return 0
 
 
 def _sweep(rank: int, job: Job, outbox: Any) -> str | None:
@@ -66,7 +76,7 @@ def _sweep(rank: int, job: Job, outbox: Any) -> str | None:
     left = max(1.0, job.hard - time.monotonic())
     dist.init_process_group(
         job.backend,
-        init_method=f"tcp://127.0.0.1:{job.port}",
+        init_method=f"tcp://{job.addr}:{job.port}",
         rank=rank,
         world_size=job.world,
         timeout=timedelta(seconds=left),

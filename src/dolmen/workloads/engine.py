@@ -215,12 +215,17 @@ def number(text: str | None) -> float | None:
 
 
 class Sampler:
-    """Samples ``fields`` of GPU ``gpu`` through the host every ``every_s`` in a thread,
-    while a workload runs: ``with Sampler(...) as s: ...; s.rows``.
+    """Samples ``fields`` of GPU ``gpu`` every ``every_s`` in a thread while a workload runs:
+    ``with Sampler(...) as s: ...; s.rows``.
 
-    ``fields`` is a list of alternatives (newer field names first: the driver renamed
-    clocks_throttle_reasons to clocks_event_reasons); the first that nvidia-smi accepts is
-    kept. ``why`` says why nothing was sampled (the samples are then absent, not zero).
+    The first source is NVML, in a worker process ``dolmen.host`` starts (only it may load
+    NVML); where NVML cannot answer (not a live host, no libnvidia-ml, no nvidia-ml-py) the
+    host runs ``nvidia-smi --query-gpu`` once per sample, as a host tree replays it. Both
+    give the same rows (field -> nvidia-smi's nounits text). ``fields`` is a list of
+    alternatives (newer field names first: the driver renamed clocks_throttle_reasons to
+    clocks_event_reasons); the first that the source accepts is kept. ``source`` says which
+    source sampled ("nvml", "nvidia-smi"; "" when none did) and ``why`` why nothing was
+    sampled, each source's reason (the samples are then absent, not zero).
     """
 
     def __init__(
@@ -229,6 +234,7 @@ class Sampler:
         self.host, self.gpu, self.choices, self.every_s = host, gpu, list(fields), every_s
         self.rows: list[dict[str, str | None]] = []
         self.why = ""
+        self.source = ""
         self._stop: Any = None
         self._thread: Any = None
 
@@ -241,17 +247,41 @@ class Sampler:
         )
 
     def _loop(self) -> None:
+        nvml = self._nvml()
+        if not nvml:
+            return
+        self.why = f"nvml: {nvml}"
         while not self._stop.is_set():
             for fields in list(self.choices):
                 got = self.host.run(self._argv(fields), timeout=10.0)
                 if got.ok:
                     self.choices = [fields]
+                    self.source = "nvidia-smi"
                     self.rows.extend(parse_query(got.stdout, fields))
                     break
-                self.why = got.failure()
+                self.why = f"nvml: {nvml}; nvidia-smi: {got.failure()}"
             else:
                 return  # no form of the query works here: stop asking
             self._stop.wait(self.every_s)
+
+    def _nvml(self) -> str:
+        """Sample through NVML until stopped: "" once it did, else why it could not."""
+        from dolmen.host.gpu.nvml_sampler import open_sampler, supports
+
+        fields = next((f for f in self.choices if supports(f)), self.choices[0])
+        stream = open_sampler(self.host.kind, self.gpu, fields, self.every_s)
+        if isinstance(stream, str):
+            return stream
+        self.source = "nvml"
+        try:
+            while not self._stop.is_set():
+                rows = stream.read(timeout=self.every_s)
+                if rows is None:
+                    break
+                self.rows.extend(rows)
+        finally:
+            stream.close()
+        return ""
 
     def __enter__(self) -> Sampler:
         import threading

@@ -55,6 +55,7 @@ class GemmEntry:
     n: int = 0
     iterations: int = 0
     seconds: float = 0.0
+    sampler: str = ""  # what sampled: "nvml", "nvidia-smi"; "" none (the CPU, no source)
 
 
 @frozen
@@ -86,6 +87,7 @@ class GemmResult:
                     "n": e.n,
                     "iterations": e.iterations,
                     "seconds": e.seconds,
+                    "sampler": e.sampler,
                 }
                 for e in self.entries
             ],
@@ -157,7 +159,7 @@ def _run(torch: Any, request: Request, host: Host) -> GemmResult:
         for i, (gpu, dtype, model) in enumerate(plan):
             label = f"gemm {'cpu' if gpu is None else f'gpu {gpu}'} {dtype}"
             try:
-                iters, secs, samples, thr = _one(
+                iters, secs, samples, thr, source = _one(
                     torch,
                     host,
                     gpu,
@@ -184,6 +186,7 @@ def _run(torch: Any, request: Request, host: Host) -> GemmResult:
                     n,
                     iters,
                     secs,
+                    source,
                 )
             )
     if not done:
@@ -222,15 +225,15 @@ def _one(
     seconds: float,
     label: str,
     progress: Callable[[str, float, float | None], None],
-) -> tuple[int, float, dict[str, tuple[float, ...]], bool | None]:
-    """(iterations, seconds, samples, throttled) of one GPU in one dtype."""
+) -> tuple[int, float, dict[str, tuple[float, ...]], bool | None, str]:
+    """(iterations, seconds, samples, throttled, what sampled) of one GPU in one dtype."""
     device = "cpu" if gpu is None else f"cuda:{gpu}"
     step = make_step(torch, device, dtype, n)
     if gpu is None:
         iters, secs = engine.timed(
             step, torch=torch, device=device, seconds=seconds, label=label, progress=progress
         )
-        return iters, secs, {}, None
+        return iters, secs, {}, None, ""
     tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
@@ -244,7 +247,7 @@ def _one(
     reasons = sampler.series("clocks_event_reasons.active") or sampler.series(
         "clocks_throttle_reasons.active"
     )
-    return iters, secs, samples, throttled(reasons)
+    return iters, secs, samples, throttled(reasons), sampler.source
 
 
 def make_step(torch: Any, device: str, dtype: str, n: int) -> Callable[[], None]:

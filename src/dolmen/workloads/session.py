@@ -104,7 +104,12 @@ class Workloads:
         total = self.budget_total(names)
         about = f"{round(total / 60)} min" if total >= 90 else f"{max(round(total), 1)} s"
         where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
-        return f"{self.label}: about {about} on {where} ({', '.join(names)}); Ctrl-C stops it"
+        # The exact sum too: "about 3 min" is the budgets' 170 s, rounded (the figure the
+        # docs compare with dcgmi diag -r 3).
+        return (
+            f"{self.label}: about {about} on {where} ({', '.join(names)}); "
+            f"budgets {total:g} s in all; Ctrl-C stops it"
+        )
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""

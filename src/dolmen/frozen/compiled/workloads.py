@@ -84,8 +84,37 @@ def _dolmen_workloads_collective_Run(_type_op, _type_world, _type_backend, _type
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gpus, _type_port, _type_sizes, _type_budget_s, _type_hard, _type_warmup, _type_iters, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
-    def __init__(self,world:_type_world,backend:_type_backend,gpus:_type_gpus,port:_type_port,sizes:_type_sizes,budget_s:_type_budget_s,hard:_type_hard,warmup:_type_warmup,iters:_type_iters)->_return_type:
+def _dolmen_workloads_collective_task_TaskSpec(_type_nodes, _type_per_node, _type_backend, _type_sizes, _type_budget_s, _type_grace_s, _type_warmup, _type_iters, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,nodes:_type_nodes,per_node:_type_per_node,backend:_type_backend,sizes:_type_sizes,budget_s:_type_budget_s,grace_s:_type_grace_s,warmup:_type_warmup,iters:_type_iters)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
+        __dataclass_builtins_object__.__setattr__(self,'per_node',per_node)
+        __dataclass_builtins_object__.__setattr__(self,'backend',backend)
+        __dataclass_builtins_object__.__setattr__(self,'sizes',sizes)
+        __dataclass_builtins_object__.__setattr__(self,'budget_s',budget_s)
+        __dataclass_builtins_object__.__setattr__(self,'grace_s',grace_s)
+        __dataclass_builtins_object__.__setattr__(self,'warmup',warmup)
+        __dataclass_builtins_object__.__setattr__(self,'iters',iters)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(nodes={self.nodes!r}, per_node={self.per_node!r}, backend={self.backend!r}, sizes={self.sizes!r}, budget_s={self.budget_s!r}, grace_s={self.grace_s!r}, warmup={self.warmup!r}, iters={self.iters!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.nodes,self.per_node,self.backend,self.sizes,self.budget_s,self.grace_s,self.warmup,self.iters,)==(other.nodes,other.per_node,other.backend,other.sizes,other.budget_s,other.grace_s,other.warmup,other.iters,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('nodes','per_node','backend','sizes','budget_s','grace_s','warmup','iters',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('nodes','per_node','backend','sizes','budget_s','grace_s','warmup','iters',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.nodes,self.per_node,self.backend,self.sizes,self.budget_s,self.grace_s,self.warmup,self.iters,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
+def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gpus, _type_port, _type_sizes, _type_budget_s, _type_hard, _type_warmup, _type_iters, _type_addr, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_addr, _return_type, cls, FrozenInstanceError):
+    def __init__(self,world:_type_world,backend:_type_backend,gpus:_type_gpus,port:_type_port,sizes:_type_sizes,budget_s:_type_budget_s,hard:_type_hard,warmup:_type_warmup,iters:_type_iters,addr:_type_addr=_dflt_addr)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'world',world)
         __dataclass_builtins_object__.__setattr__(self,'backend',backend)
         __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
@@ -95,22 +124,23 @@ def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gp
         __dataclass_builtins_object__.__setattr__(self,'hard',hard)
         __dataclass_builtins_object__.__setattr__(self,'warmup',warmup)
         __dataclass_builtins_object__.__setattr__(self,'iters',iters)
+        __dataclass_builtins_object__.__setattr__(self,'addr',addr)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(world={self.world!r}, backend={self.backend!r}, gpus={self.gpus!r}, port={self.port!r}, sizes={self.sizes!r}, budget_s={self.budget_s!r}, hard={self.hard!r}, warmup={self.warmup!r}, iters={self.iters!r})"
+        return self.__class__.__qualname__ + f"(world={self.world!r}, backend={self.backend!r}, gpus={self.gpus!r}, port={self.port!r}, sizes={self.sizes!r}, budget_s={self.budget_s!r}, hard={self.hard!r}, warmup={self.warmup!r}, iters={self.iters!r}, addr={self.addr!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,)==(other.world,other.backend,other.gpus,other.port,other.sizes,other.budget_s,other.hard,other.warmup,other.iters,)
+            return (self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,)==(other.world,other.backend,other.gpus,other.port,other.sizes,other.budget_s,other.hard,other.warmup,other.iters,other.addr,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters',):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters',):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,))
+        return hash((self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -138,8 +168,8 @@ def _dolmen_workloads_dcgm_DcgmResult(_type_level, _type_facts, _type_rc, MISSIN
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_workloads_gemm_GemmEntry(_type_gpu, _type_subject, _type_dtype, _type_tflops, _type_peak_tflops, _type_median_tflops, _type_samples, _type_throttled, _type_n, _type_iterations, _type_seconds, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_samples, _dflt_throttled, _dflt_n, _dflt_iterations, _dflt_seconds, _return_type, cls, FrozenInstanceError):
-    def __init__(self,gpu:_type_gpu,subject:_type_subject,dtype:_type_dtype,tflops:_type_tflops,peak_tflops:_type_peak_tflops,median_tflops:_type_median_tflops,samples:_type_samples=_HAS_DEFAULT_FACTORY,throttled:_type_throttled=_dflt_throttled,n:_type_n=_dflt_n,iterations:_type_iterations=_dflt_iterations,seconds:_type_seconds=_dflt_seconds)->_return_type:
+def _dolmen_workloads_gemm_GemmEntry(_type_gpu, _type_subject, _type_dtype, _type_tflops, _type_peak_tflops, _type_median_tflops, _type_samples, _type_throttled, _type_n, _type_iterations, _type_seconds, _type_sampler, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_samples, _dflt_throttled, _dflt_n, _dflt_iterations, _dflt_seconds, _dflt_sampler, _return_type, cls, FrozenInstanceError):
+    def __init__(self,gpu:_type_gpu,subject:_type_subject,dtype:_type_dtype,tflops:_type_tflops,peak_tflops:_type_peak_tflops,median_tflops:_type_median_tflops,samples:_type_samples=_HAS_DEFAULT_FACTORY,throttled:_type_throttled=_dflt_throttled,n:_type_n=_dflt_n,iterations:_type_iterations=_dflt_iterations,seconds:_type_seconds=_dflt_seconds,sampler:_type_sampler=_dflt_sampler)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
         __dataclass_builtins_object__.__setattr__(self,'subject',subject)
         __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)
@@ -151,22 +181,23 @@ def _dolmen_workloads_gemm_GemmEntry(_type_gpu, _type_subject, _type_dtype, _typ
         __dataclass_builtins_object__.__setattr__(self,'n',n)
         __dataclass_builtins_object__.__setattr__(self,'iterations',iterations)
         __dataclass_builtins_object__.__setattr__(self,'seconds',seconds)
+        __dataclass_builtins_object__.__setattr__(self,'sampler',sampler)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, subject={self.subject!r}, dtype={self.dtype!r}, tflops={self.tflops!r}, peak_tflops={self.peak_tflops!r}, median_tflops={self.median_tflops!r}, samples={self.samples!r}, throttled={self.throttled!r}, n={self.n!r}, iterations={self.iterations!r}, seconds={self.seconds!r})"
+        return self.__class__.__qualname__ + f"(gpu={self.gpu!r}, subject={self.subject!r}, dtype={self.dtype!r}, tflops={self.tflops!r}, peak_tflops={self.peak_tflops!r}, median_tflops={self.median_tflops!r}, samples={self.samples!r}, throttled={self.throttled!r}, n={self.n!r}, iterations={self.iterations!r}, seconds={self.seconds!r}, sampler={self.sampler!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,)==(other.gpu,other.subject,other.dtype,other.tflops,other.peak_tflops,other.median_tflops,other.samples,other.throttled,other.n,other.iterations,other.seconds,)
+            return (self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,self.sampler,)==(other.gpu,other.subject,other.dtype,other.tflops,other.peak_tflops,other.median_tflops,other.samples,other.throttled,other.n,other.iterations,other.seconds,other.sampler,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds',):
+        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds','sampler',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds',):
+        if type(self) is cls or name in ('gpu','subject','dtype','tflops','peak_tflops','median_tflops','samples','throttled','n','iterations','seconds','sampler',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,))
+        return hash((self.gpu,self.subject,self.dtype,self.tflops,self.peak_tflops,self.median_tflops,self.samples,self.throttled,self.n,self.iterations,self.seconds,self.sampler,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -388,9 +419,10 @@ RECORDS = {
     'dolmen.workloads.collective.CollectiveResult': ('order=False;post_init=False;device:str:False;gpus:tuple[int, ...]:False;runs:tuple[Run, ...]:False;stopped:str | None:True', _dolmen_workloads_collective_CollectiveResult, ('_type_device', '_type_gpus', '_type_runs', '_type_stopped', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_stopped', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.collective.Point': ('order=False;post_init=False;bytes:int:False;time_us:float:False;algbw_gbps:float:False;busbw_gbps:float:False', _dolmen_workloads_collective_Point, ('_type_bytes', '_type_time_us', '_type_algbw_gbps', '_type_busbw_gbps', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.collective.Run': ('order=False;post_init=False;op:str:False;world:int:False;backend:str:False;points:tuple[Point, ...]:False', _dolmen_workloads_collective_Run, ('_type_op', '_type_world', '_type_backend', '_type_points', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.workloads.collective_worker.Job': ('order=False;post_init=False;world:int:False;backend:str:False;gpus:tuple[int, ...]:False;port:int:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;hard:float:False;warmup:int:False;iters:int:False', _dolmen_workloads_collective_worker_Job, ('_type_world', '_type_backend', '_type_gpus', '_type_port', '_type_sizes', '_type_budget_s', '_type_hard', '_type_warmup', '_type_iters', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective_task.TaskSpec': ('order=False;post_init=False;nodes:tuple[str, ...]:False;per_node:int:False;backend:str:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;grace_s:float:False;warmup:int:False;iters:int:False', _dolmen_workloads_collective_task_TaskSpec, ('_type_nodes', '_type_per_node', '_type_backend', '_type_sizes', '_type_budget_s', '_type_grace_s', '_type_warmup', '_type_iters', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective_worker.Job': ('order=False;post_init=False;world:int:False;backend:str:False;gpus:tuple[int, ...]:False;port:int:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;hard:float:False;warmup:int:False;iters:int:False;addr:str:True', _dolmen_workloads_collective_worker_Job, ('_type_world', '_type_backend', '_type_gpus', '_type_port', '_type_sizes', '_type_budget_s', '_type_hard', '_type_warmup', '_type_iters', '_type_addr', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_addr', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.dcgm.DcgmResult': ('order=False;post_init=False;level:int:False;facts:DcgmFacts:False;rc:int | None:True', _dolmen_workloads_dcgm_DcgmResult, ('_type_level', '_type_facts', '_type_rc', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_rc', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.workloads.gemm.GemmEntry': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;dtype:str:False;tflops:float:False;peak_tflops:float | None:False;median_tflops:float:False;samples:Mapping[str, tuple[float, ...]]:field(False, True, True, True, True, None, None);throttled:bool | None:True;n:int:True;iterations:int:True;seconds:float:True', _dolmen_workloads_gemm_GemmEntry, ('_type_gpu', '_type_subject', '_type_dtype', '_type_tflops', '_type_peak_tflops', '_type_median_tflops', '_type_samples', '_type_throttled', '_type_n', '_type_iterations', '_type_seconds', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_samples', '_dflt_throttled', '_dflt_n', '_dflt_iterations', '_dflt_seconds', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.gemm.GemmEntry': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;dtype:str:False;tflops:float:False;peak_tflops:float | None:False;median_tflops:float:False;samples:Mapping[str, tuple[float, ...]]:field(False, True, True, True, True, None, None);throttled:bool | None:True;n:int:True;iterations:int:True;seconds:float:True;sampler:str:True', _dolmen_workloads_gemm_GemmEntry, ('_type_gpu', '_type_subject', '_type_dtype', '_type_tflops', '_type_peak_tflops', '_type_median_tflops', '_type_samples', '_type_throttled', '_type_n', '_type_iterations', '_type_seconds', '_type_sampler', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_samples', '_dflt_throttled', '_dflt_n', '_dflt_iterations', '_dflt_seconds', '_dflt_sampler', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.gemm.GemmResult': ('order=False;post_init=False;device:str:False;entries:tuple[GemmEntry, ...]:False;skipped:tuple[tuple[int | None, str, str], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_gemm_GemmResult, ('_type_device', '_type_entries', '_type_skipped', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_skipped', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.GpuMemory': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;d2d_gbps:float:False;h2d_gbps:float | None:True;d2h_gbps:float | None:True;published_gbps:float | None:True;pcie:Mapping[str, int] | None:True;pcie_unread:str:True', _dolmen_workloads_memory_GpuMemory, ('_type_gpu', '_type_subject', '_type_d2d_gbps', '_type_h2d_gbps', '_type_d2h_gbps', '_type_published_gbps', '_type_pcie', '_type_pcie_unread', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_h2d_gbps', '_dflt_d2h_gbps', '_dflt_published_gbps', '_dflt_pcie', '_dflt_pcie_unread', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.memory.MemoryResult': ('order=False;post_init=False;device:str:False;gpus:tuple[GpuMemory, ...]:False;peer_gpus:tuple[int, ...]:True;peer_gbps:tuple[tuple[float | None, ...], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_memory_MemoryResult, ('_type_device', '_type_gpus', '_type_peer_gpus', '_type_peer_gbps', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_peer_gpus', '_dflt_peer_gbps', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
