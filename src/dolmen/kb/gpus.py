@@ -12,6 +12,7 @@ import re
 from dataclasses import field
 
 from dolmen.frozen import frozen
+from dolmen.frozen import regex as frozen_regex
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _NUM = (int, float)
@@ -93,7 +94,7 @@ class GpuCatalogue:
             return name.lower() == plain
         regex = self._regexes.get(pattern)
         if regex is None:
-            regex = self._regexes[pattern] = re.compile(pattern, re.IGNORECASE)
+            regex = self._regexes[pattern] = compiled(pattern)
         return regex.fullmatch(name) is not None
 
     def ids(self) -> list[str]:
@@ -161,6 +162,12 @@ _SCHEMA = {
         "tdp_w": Field(_NUM),
     }
 }
+
+
+def compiled(model_pattern: str) -> re.Pattern[str]:
+    """A model's name pattern, compiled as matched (``python -m dolmen.frozen`` captures
+    every pattern of the catalogue: a quick run tries several before it finds an H100)."""
+    return frozen_regex.pattern(model_pattern, re.IGNORECASE)
 
 
 def load_gpus(text: str | None = None) -> GpuCatalogue:

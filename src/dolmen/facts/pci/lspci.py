@@ -23,15 +23,17 @@ not know the device). A name outside the tables leaves the id None: never a gues
 
 from __future__ import annotations
 
-import re
-
 from dolmen.facts.pci.model import PciDevice, PciLink, make_link
+from dolmen.frozen.regex import pattern
 from dolmen.values.busid import BusId
 
-_HEADER = re.compile(
+_HEADER = pattern(
     r"(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<slot>[0-9a-f]{2})\.(?P<fn>[0-7])"
     r" (?P<cls>[^:\[]+?)(?: \[(?P<clsid>[0-9a-f]{4})\])?: (?P<desc>.*)"
 )
+_IDS_SUFFIX = pattern(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]")
+_REV_SUFFIX = pattern(r"\s*\((?:rev|prog-if) [^)]*\)")
+
 # pci.ids class names -> base class + subclass, for the names lspci prints without -nn.
 CLASS_IDS = {
     "Non-Volatile memory controller": "0108",
@@ -61,10 +63,10 @@ VENDOR_IDS = {
     "Broadcom Inc. and subsidiaries": "14e4",
     "Samsung Electronics Co Ltd": "144d",
 }
-_UNNAMED_DEVICE = re.compile(r"\bDevice ([0-9a-f]{4})\b")
-_IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
-_SPEED = re.compile(r"Speed (\d+(?:\.\d+)?)GT/s")
-_WIDTH = re.compile(r"Width x(\d+)")
+_UNNAMED_DEVICE = pattern(r"\bDevice ([0-9a-f]{4})\b")
+_IDS = pattern(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
+_SPEED = pattern(r"Speed (\d+(?:\.\d+)?)GT/s")
+_WIDTH = pattern(r"Width x(\d+)")
 
 
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
@@ -99,8 +101,8 @@ def _device(lines: list[str]) -> list[PciDevice]:
         vendor_id, device_id = ids.groups()
     else:
         vendor_id, device_id = _named_ids(desc)
-    name = re.sub(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]", "", desc)
-    name = re.sub(r"\s*\((?:rev|prog-if) [^)]*\)", "", name).strip()
+    name = _IDS_SUFFIX.sub("", desc)
+    name = _REV_SUFFIX.sub("", name).strip()
 
     driver = numa = None
     cap = sta = None

@@ -3,7 +3,6 @@ headers of cuDNN, NCCL and TensorRT, and dangling library links."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from dolmen.facts.reading import absent, malformed, unrecorded
@@ -14,6 +13,7 @@ from dolmen.facts.stack.versions import (
     soname_version,
     version_from_defines,
 )
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host, RunStatus
 
 # Library folders where a dangling link breaks CUDA applications.
@@ -22,7 +22,7 @@ LIBRARY_DIRS = (
     "usr/lib/aarch64-linux-gnu",
     "usr/local/cuda*/lib64",
 )
-_STACK_LIB_RE = re.compile(r"^lib(cuda|nvidia-|cudnn|nccl|nvinfer|cublas)")
+_STACK_LIB_RE = pattern(r"^lib(cuda|nvidia-|cudnn|nccl|nvinfer|cublas)")
 _HEADER_DIRS = (
     "usr/include",
     "usr/include/x86_64-linux-gnu",
