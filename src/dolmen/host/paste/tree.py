@@ -29,7 +29,7 @@ class Placed:
 
     def __init__(self) -> None:
         self.commands: dict[tuple[str, ...], tuple[str, int]] = {}  # argv -> (stdout, rc)
-        self.files: dict[str, str] = {}
+        self.files: dict[str, str | bytes] = {}  # bytes: a binary file (the linker cache)
         self.sections: list[str] = []  # what the input held, in words, for `source`
         self._rank: dict[tuple[str, ...], int] = {}
 
@@ -96,7 +96,10 @@ def write_partial(
         if not target.resolve().is_relative_to(root.resolve()):
             continue  # a name from the input: never written outside the tree
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text, encoding="utf-8")
     meta: dict[str, Any] = {
         "format": FORMAT,
         "partial": True,
