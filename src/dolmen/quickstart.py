@@ -71,7 +71,7 @@ def _plain_modules(folder: str) -> frozenset[str]:
 def find_own_modules() -> None:
     """Put ``_OwnModules`` first in ``sys.meta_path`` (once)."""
     if _OwnModules not in sys.meta_path:
-        sys.meta_path.insert(0, _OwnModules)  # type: ignore[arg-type]
+        sys.meta_path.insert(0, _OwnModules)
 
 
 class _Deferred(types.ModuleType):

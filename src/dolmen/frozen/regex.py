@@ -15,9 +15,10 @@ conformance test says when it is stale.
 
 from __future__ import annotations
 
-import _sre
+import _sre  # type: ignore[import-not-found]  # no stub: compile and MAGIC
 import re
 import sys
+from typing import Any
 
 MAGIC = _sre.MAGIC  # the matcher's code version
 # Every pattern made in this process: what the generator captures (module-level patterns
@@ -36,7 +37,7 @@ def _table() -> dict[tuple[str, int], Compiled]:
         return {}
     if sys.version_info[:2] != regex.PYTHON or regex.MAGIC != MAGIC:
         return {}
-    return regex.PATTERNS  # type: ignore[no-any-return]
+    return regex.PATTERNS
 
 
 _TABLE = _table()
@@ -50,7 +51,10 @@ def pattern(text: str, flags: int = 0) -> re.Pattern[str]:
     if made is None:
         return re.compile(text, flags)
     final, code, groups, groupindex, indexgroup = made
-    return _sre.compile(text, final, list(code), groups, groupindex, indexgroup)  # type: ignore[no-any-return]
+    made_pattern: re.Pattern[str] = _sre.compile(
+        text, final, list(code), groups, groupindex, indexgroup
+    )
+    return made_pattern
 
 
 def capture(text: str, flags: int) -> tuple[object, ...]:
@@ -58,7 +62,7 @@ def capture(text: str, flags: int) -> tuple[object, ...]:
     ``re``'s own compiler (the generator's one look at a private part of ``re``)."""
     compiler = sys.modules.get("re._compiler") or sys.modules["sre_compile"]
     seen: list[tuple[object, ...]] = []
-    real = compiler._sre  # type: ignore[attr-defined]
+    real = compiler._sre
 
     class Watch:
         """``_sre`` with its ``compile`` watched."""
@@ -77,5 +81,6 @@ def capture(text: str, flags: int) -> tuple[object, ...]:
         re.compile(text, flags)
     finally:
         compiler._sre = real  # type: ignore[attr-defined]
-    _, final, code, groups, groupindex, indexgroup = seen[-1]
-    return int(final), tuple(int(c) for c in code), int(groups), dict(groupindex), tuple(indexgroup)  # type: ignore[call-overload]
+    args: Any = seen[-1]
+    _, final, code, groups, groupindex, indexgroup = args
+    return int(final), tuple(int(c) for c in code), int(groups), dict(groupindex), tuple(indexgroup)

@@ -165,9 +165,14 @@ _SCHEMA = {
 
 
 def compiled(model_pattern: str) -> re.Pattern[str]:
-    """A model's name pattern, compiled as matched (``python -m dolmen.frozen`` captures
-    every pattern of the catalogue: a quick run tries several before it finds an H100)."""
+    """A model's name pattern, compiled as matched (from dolmen.frozen.regex's table: a
+    quick run tries several before it finds an H100)."""
     return frozen_regex.pattern(model_pattern, re.IGNORECASE)
+
+
+def data_patterns() -> list[tuple[str, int]]:
+    """Every pattern ``compiled`` may be asked for: ``python -m dolmen.frozen`` captures them."""
+    return [(p, int(re.IGNORECASE)) for m in load_gpus().models for p in m.patterns]
 
 
 def load_gpus(text: str | None = None) -> GpuCatalogue:

@@ -23,6 +23,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.gpus import is_datacenter, is_skippable, per_gpu, unread
+from dolmen.checks.gpu.pcie_bus import bus_links, lowest
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts import FactError
 from dolmen.facts.pci import PciDevice, PciFacts
@@ -37,11 +38,6 @@ def _pci(ctx: Context) -> tuple[PciFacts | None, str]:
         return ctx.pci, ""
     except FactError as e:
         return None, e.message
-
-
-def _lowest(*values: int | None) -> int | None:
-    known = [v for v in values if v]
-    return min(known) if known else None
 
 
 @check(
@@ -66,6 +62,8 @@ def pcie_link(ctx: Context) -> list[Outcome]:
     busy_pct = int(ctx.limit("busy_util_pct"))
     pci, _ = _pci(ctx)
     devices = pci.by_bdf() if pci else {}
+    if not ctx.gpu.gpus and (on_bus := bus_links(devices)):
+        return on_bus  # no driver inventory (lspci -vvv alone...): the bus's own word
 
     def body(gpu: Gpu) -> Outcome:
         guest = gpu.virtualization_mode in GUEST_MODES
@@ -75,8 +73,8 @@ def pcie_link(ctx: Context) -> list[Outcome]:
         cur, top, slot = _link(dev), _link(dev, "max"), _link(parent, "max")
         cur_gen = cur[0] if cur[0] else gpu.pcie.gen_current
         cur_w = cur[1] if cur[1] else gpu.pcie.width_current
-        max_gen = _lowest(top[0], slot[0], gpu.pcie.gen_max)
-        max_w = _lowest(top[1], slot[1], gpu.pcie.width_max)
+        max_gen = lowest(top[0], slot[0], gpu.pcie.gen_max)
+        max_w = lowest(top[1], slot[1], gpu.pcie.width_max)
         model = ctx.kb.gpus.match(gpu.name) if gpu.name else None
         busy, load = _load(gpu, busy_pct)
         ev: dict[str, Any] = {

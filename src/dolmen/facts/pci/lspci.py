@@ -23,6 +23,8 @@ not know the device). A name outside the tables leaves the id None: never a gues
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dolmen.facts.pci.model import PciDevice, PciLink, make_link
 from dolmen.frozen.regex import pattern
 from dolmen.values.busid import BusId
@@ -67,25 +69,41 @@ _UNNAMED_DEVICE = pattern(r"\bDevice ([0-9a-f]{4})\b")
 _IDS = pattern(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _SPEED = pattern(r"Speed (\d+(?:\.\d+)?)GT/s")
 _WIDTH = pattern(r"Width x(\d+)")
+_SECONDARY = pattern(r"\bsecondary=([0-9a-f]{2})\b")
 
 
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
-    """Every device block of ``lspci -vvv`` (optionally ``-nn``, ``-D``); junk lines are skipped."""
-    devices: list[PciDevice] = []
+    """Every device block of ``lspci -vvv`` (optionally ``-nn``, ``-D``); junk lines are skipped.
+
+    Each device's ``parent`` is the bridge whose secondary bus (its ``Bus: primary=..,
+    secondary=..`` line) the device sits on, in the same domain: lspci -vvv does not print
+    the tree, but the bridges' bus numbers are it. None where no listed bridge claims the
+    bus (a root bus, or a listing cut before that bridge)."""
+    found: list[tuple[PciDevice, int | None]] = []
     block: list[str] = []
     for line in [*text.splitlines(), ""]:
         if line.strip():
             if not line[0].isspace() and block:  # a header without a blank line before it
-                devices.extend(_device(block))
+                found.extend(_device(block))
                 block = []
             block.append(line)
         elif block:
-            devices.extend(_device(block))
+            found.extend(_device(block))
             block = []
-    return devices
+    bridges: dict[tuple[int, int], str] = {}
+    for dev, secondary in found:
+        bus = BusId.parse(dev.bdf)
+        if bus is not None and secondary is not None:
+            bridges.setdefault((bus.domain, secondary), dev.bdf)  # the first claim stands
+    out = []
+    for dev, _ in found:
+        bus = BusId.parse(dev.bdf)
+        parent = bridges.get((bus.domain, bus.bus)) if bus is not None else None
+        out.append(replace(dev, parent=parent) if parent and parent != dev.bdf else dev)
+    return out
 
 
-def _device(lines: list[str]) -> list[PciDevice]:
+def _device(lines: list[str]) -> list[tuple[PciDevice, int | None]]:
     m = _HEADER.fullmatch(lines[0].strip())
     if m is None:
         return []
@@ -104,7 +122,7 @@ def _device(lines: list[str]) -> list[PciDevice]:
     name = _IDS_SUFFIX.sub("", desc)
     name = _REV_SUFFIX.sub("", name).strip()
 
-    driver = numa = None
+    driver = numa = secondary = None
     cap = sta = None
     sub_vendor = sub_device = None
     for raw in lines[1:]:
@@ -122,20 +140,25 @@ def _device(lines: list[str]) -> list[PciDevice]:
         elif key == "Subsystem":
             sids = _IDS.search(value)
             sub_vendor, sub_device = sids.groups() if sids else _named_ids(value)
+        elif key == "Bus" and (bus_m := _SECONDARY.search(value)):
+            secondary = int(bus_m.group(1), 16)
     return [
-        PciDevice(
-            bdf=bdf,
-            vendor_id=vendor_id,
-            device_id=device_id,
-            class_id=class_id,
-            subsystem_vendor_id=sub_vendor,
-            subsystem_device_id=sub_device,
-            driver=driver,
-            numa_node=numa,
-            current_link=_link(sta),
-            max_link=_link(cap),
-            description=f"{m.group('cls')}: {name}",
-            source="lspci",
+        (
+            PciDevice(
+                bdf=bdf,
+                vendor_id=vendor_id,
+                device_id=device_id,
+                class_id=class_id,
+                subsystem_vendor_id=sub_vendor,
+                subsystem_device_id=sub_device,
+                driver=driver,
+                numa_node=numa,
+                current_link=_link(sta),
+                max_link=_link(cap),
+                description=f"{m.group('cls')}: {name}",
+                source="lspci",
+            ),
+            secondary,
         )
     ]
 

@@ -91,15 +91,15 @@ def write_partial(
         (folder / key).write_text(text, encoding="utf-8")
         if rc:
             (folder / f"{key}.rc").write_text(f"{rc}\n")
-    for rel, text in placed.files.items():
+    for rel, content in placed.files.items():
         target = root / rel
         if not target.resolve().is_relative_to(root.resolve()):
             continue  # a name from the input: never written outside the tree
         target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            target.write_bytes(text)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
         else:
-            target.write_text(text, encoding="utf-8")
+            target.write_text(content, encoding="utf-8")
     meta: dict[str, Any] = {
         "format": FORMAT,
         "partial": True,
