@@ -23,7 +23,6 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.gpu.gpus import is_datacenter, is_skippable, per_gpu, unread
-from dolmen.checks.gpu.pcie_bus import bus_links, lowest
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts import FactError
 from dolmen.facts.pci import PciDevice, PciFacts
@@ -62,8 +61,11 @@ def pcie_link(ctx: Context) -> list[Outcome]:
     busy_pct = int(ctx.limit("busy_util_pct"))
     pci, _ = _pci(ctx)
     devices = pci.by_bdf() if pci else {}
-    if not ctx.gpu.gpus and (on_bus := bus_links(devices)):
-        return on_bus  # no driver inventory (lspci -vvv alone...): the bus's own word
+    if not ctx.gpu.gpus:
+        from dolmen.checks.gpu.pcie_bus import bus_links  # only without a driver inventory
+
+        if on_bus := bus_links(devices):
+            return on_bus  # lspci -vvv alone, a tree whose nvidia-smi failed: the bus's word
 
     def body(gpu: Gpu) -> Outcome:
         guest = gpu.virtualization_mode in GUEST_MODES
@@ -127,6 +129,12 @@ def pcie_link(ctx: Context) -> list[Outcome]:
         return passed(gpu.subject, f"Gen{cur_gen} x{cur_w}, the maximum", **ev)
 
     return per_gpu(ctx, body)
+
+
+def lowest(*values: int | None) -> int | None:
+    """The lowest of the known values (0 and None unknown), or None."""
+    known = [v for v in values if v]
+    return min(known) if known else None
 
 
 def _link(dev: PciDevice | None, which: str = "current") -> tuple[int | None, int | None]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dolmen.checks.gpu.pcie import lowest
 from dolmen.checks.model import Outcome, failed, passed, unknown, warned
 from dolmen.checks.system.pcie_links import gpu_only_below, is_gpu
 from dolmen.facts.pci import PciDevice
@@ -84,9 +85,3 @@ def _judge(
         return warned(subject, f"{text}: the GPUs below it share less bandwidth", **ev)
     shown = f"Gen{gen} x{width}" if gen and width else f"Gen{gen}" if gen else f"x{width}"
     return passed(subject, f"{what} {shown}, the maximum ({dev.source})", **ev)
-
-
-def lowest(*values: int | None) -> int | None:
-    """The lowest of the known values (0 and None unknown), or None."""
-    known = [v for v in values if v]
-    return min(known) if known else None

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dolmen.facts.reading import absent, malformed, unrecorded
-from dolmen.facts.stack.ldcache import parse_ld_so_cache
 from dolmen.facts.stack.model import BrokenLink, CachedLibrary, Component, StackLibrary
 from dolmen.facts.stack.versions import (
     parse_defines,
@@ -52,6 +51,8 @@ def read_libraries(
             unread["libraries"] = malformed(res.stdout)
             return None, (), None
     elif res.status in (RunStatus.MISSING, RunStatus.UNRECORDED) and host.exists(LD_SO_CACHE):
+        from dolmen.facts.stack.ldcache import parse_ld_so_cache  # bundles without ldconfig
+
         source = LD_SO_CACHE
         try:
             data = host.read_bytes(LD_SO_CACHE)
