@@ -49,6 +49,7 @@ from typing import Any
 
 from dolmen.errors import ConfigError
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.fsutil import read_regular
 from dolmen.paths import config_dir
 
@@ -176,13 +177,13 @@ def _duration(value: Any) -> str | None:
 
 def _hex_id(value: Any) -> str | None:
     """A PKCS#11 CKA_ID base: 1 to 32 bytes in hex (a version is appended to it)."""
-    if not re.fullmatch(r"(?:[0-9a-fA-F]{2}){1,32}", value):
+    if not _HEX_BYTES.fullmatch(value):
         return "be 1 to 32 bytes in hex, such as 646f6c6d656e"
     return None
 
 
 def _url(value: Any) -> str | None:
-    if not re.fullmatch(r"https?://[^\s/]+(:\d+)?/?", value):
+    if not _URL.fullmatch(value):
         return "be an address such as https://vault.example:8200"
     return None
 
@@ -315,8 +316,11 @@ def _check_ranges(
             )
 
 
-_HEADER = re.compile(r'^[ \t]*\[[ \t]*thresholds[ \t]*\.[ \t]*"?([^"\]]+?)"?[ \t]*\]', re.M)
-_KEY = re.compile(r'^[ \t]*"?([A-Za-z0-9_.-]+?)"?[ \t]*=', re.M)
+_HEADER = pattern(r'^[ \t]*\[[ \t]*thresholds[ \t]*\.[ \t]*"?([^"\]]+?)"?[ \t]*\]', re.M)
+_KEY = pattern(r'^[ \t]*"?([A-Za-z0-9_.-]+?)"?[ \t]*=', re.M)
+_HEX_BYTES = pattern(r"(?:[0-9a-fA-F]{2}){1,32}")
+_URL = pattern(r"https?://[^\s/]+(:\d+)?/?")
+_TOML_LINE = pattern(r"line (\d+)")  # in tomllib's message
 
 
 def _threshold_lines(text: str) -> dict[str, int]:
@@ -417,7 +421,7 @@ def parse_toml(text: str, path: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
+        m = _TOML_LINE.search(str(e))
         raise ConfigError(
             f"not valid TOML: {e}", path=path, line=int(m.group(1)) if m else None
         ) from e

@@ -1,23 +1,76 @@
 """The start of a quick run, for the callers that start dolmen every few minutes on every
-node (Slurm's HealthCheckProgram and prolog, node-problem-detector): standard modules
-imported but never used are deferred, the cyclic garbage collector is off while the run
-lasts, and the collection at exit is spared. ``cli/validate_run.py`` and
-``slurm/hooks.py`` both use it; bench/startup.py measures the whole start.
+node (Slurm's HealthCheckProgram and prolog, node-problem-detector): dolmen's own modules
+are found without probing (``find_own_modules``), standard modules imported but never
+used are deferred, the cyclic garbage collector is off while the run lasts, and the
+collection at exit is spared. ``cli/main.py``, ``cli/validate_run.py`` and
+``slurm/hooks.py`` use it; bench/startup.py measures the whole start.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec, SourceFileLoader
+from typing import Any, ClassVar
 
 # Standard modules that modules on the quick path import at their top but a quick run never
 # uses: inspect (dataclasses, for the docstring of a class without one; with the ast, dis
 # and tokenize it imports, 8 ms a start) and ipaddress (urllib.parse, for IPv6 URLs; 2 ms).
 DEFERRED = ("inspect", "ipaddress")
+
+
+class _OwnModules:
+    """Finds dolmen's plain modules (``dolmen.x.y`` as ``.../dolmen/x/y.py``) from one
+    listing of each package's folder.
+
+    The standard path finder makes a spec in 0.4 million instructions a module (it probes
+    each suffix a module may have, in Python); a quick run imports 150 of dolmen's, and
+    this finder makes the same spec (same loader, file and cache) for 40% less. Anything
+    else, a package, a name with a compiled extension or a folder beside it, a package
+    spread over several folders, is left to the standard finders."""
+
+    plain: ClassVar[dict[str, frozenset[str]]] = {}  # folder -> names of its plain modules
+
+    @classmethod
+    def find_spec(cls, name: str, path: Sequence[str] | None = None, target: Any = None) -> Any:
+        if path is None or len(path) != 1 or not name.startswith("dolmen."):
+            return None
+        folder = path[0]
+        plain = cls.plain.get(folder)
+        if plain is None:
+            plain = cls.plain[folder] = _plain_modules(folder)
+        tail = name.rpartition(".")[2]
+        if tail not in plain:
+            return None
+        origin = os.path.join(folder, tail + ".py")
+        spec = ModuleSpec(name, SourceFileLoader(name, origin), origin=origin)
+        spec.has_location = True  # what sets __file__ and __cached__, as the path finder does
+        return spec
+
+
+def _plain_modules(folder: str) -> frozenset[str]:
+    """The names ``x`` of ``folder``'s ``x.py`` files that nothing else of that name
+    (``x/``, ``x.so``...) could take precedence over."""
+    try:
+        entries = set(os.listdir(folder))
+    except OSError:
+        return frozenset()
+    # str methods over the listing, no Python loop per suffix: this runs for every folder
+    natives = {n.partition(".")[0] for n in entries if n.endswith(_NATIVE)}
+    return frozenset({n[:-3] for n in entries if n.endswith(".py")} - entries - natives)
+
+
+_NATIVE = tuple(EXTENSION_SUFFIXES)
+
+
+def find_own_modules() -> None:
+    """Put ``_OwnModules`` first in ``sys.meta_path`` (once)."""
+    if _OwnModules not in sys.meta_path:
+        sys.meta_path.insert(0, _OwnModules)
 
 
 class _Deferred(types.ModuleType):

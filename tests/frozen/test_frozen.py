@@ -21,7 +21,7 @@ from dolmen.checks.suite import validate
 from dolmen.config import Config
 from dolmen.facts import FactStore
 from dolmen.frozen import METHODS, REGISTRY, frozen
-from dolmen.frozen.generate import methods_sources, modules, package, twin_dataclass
+from dolmen.frozen.generate import modules, package, sources, twin_dataclass
 from dolmen.host import open_host
 from dolmen.kb import prebuilt
 from tests.hosts import scenarios
@@ -51,7 +51,7 @@ def test_the_compiled_modules_are_current() -> None:
     python = {_methods(f"dolmen.{name}").PYTHON for name in names}
     if python != {sys.version_info[:2]}:
         pytest.skip(f"compiled/ was captured on Python {python}")
-    wanted = methods_sources()
+    wanted = sources()
     current = {p.name: p.read_text() for p in COMPILED.glob("*.py") if p.name != "__init__.py"}
     assert current == wanted, "run: python -m dolmen.frozen"
 

@@ -11,6 +11,11 @@ CE = "cuda-env"
 NVCC = f"{CE}/issues__nvcc-version-excerpts.md"
 CDI = f"{CE}/issues__cdi-spec-excerpts.md"
 
+# libcuda.so.1 in the linker cache: no GPU, but the driver installed, said beside "no GPU"
+DRIVER_INSTALLED = Flag(
+    "gpu.present", frozenset({"unknown"}), "host", r"an NVIDIA driver is installed \(libcuda"
+)
+
 ENV_CASES = [
     Case(
         f"{CE}/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt",
@@ -20,16 +25,16 @@ ENV_CASES = [
         "ldconfig -p of a host with driver 515.105.01 libraries (libcuda.so.1, libnvidia-ml, "
         "DCGM): the driver is installed; whether its links resolve needs the files, not in "
         "this bundle",
+        expect=(DRIVER_INSTALLED,),
     ),
     Case(
         f"{CE}/nvidia-container-toolkit__rootfs-1__ld.so.cache",
         f"{CE}/nvidia-container-toolkit__rootfs-1__ld.so.cache",
         keys.LD_SO_CACHE,
-        "unread",
-        "the binary linker cache those lines came from: validate reads ldconfig -p, not the "
-        "cache file",
-        unpasteable="binary: --from refuses it ('binary data'), the truthful answer for a "
-        "file validate does not read; its text is ldconfig -p",
+        "healthy",
+        "the binary linker cache those lines came from (read without ldconfig): the same "
+        "conclusion, driver 515.105.01 installed",
+        expect=(DRIVER_INSTALLED,),
     ),
     Case(
         f"{CE}/openpai__daemon-openpai-nvidia-runtime.json",

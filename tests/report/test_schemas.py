@@ -77,6 +77,7 @@ JSON_COMMANDS = {
     "bench": {"dolmen.bench/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},
+    "fleet collective": {"dolmen.bench/1"},
     "containers resolve": {"dolmen.containers.resolve/1"},
     "containers run": {"dolmen.containers.plan/1"},
     "topo": {"dolmen.topo/1"},

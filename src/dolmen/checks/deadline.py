@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,9 +99,6 @@ def time_limit(seconds: float, deadline: Deadline, spec: CheckSpec | None = None
     (time in commands and NVML reads, which have their own limits, does not count: an
     nvidia-smi that takes 20 s on 8 GPUs is no runaway check), RunTimeout once the run's
     deadline has passed outside such a wait. Main thread only; elsewhere no limit."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     start, waited = time.monotonic(), deadline.waited_now()
 
     def arm(wanted: float) -> None:
@@ -122,7 +118,11 @@ def time_limit(seconds: float, deadline: Deadline, spec: CheckSpec | None = None
             return
         raise CheckTimeout(f"ran over {seconds:g} s")
 
-    old = signal.signal(signal.SIGALRM, _raise)
+    try:
+        old = signal.signal(signal.SIGALRM, _raise)
+    except ValueError:  # not the main thread, where alone Python runs signal handlers
+        yield
+        return
     arm(seconds)
     try:
         yield
@@ -156,6 +156,8 @@ def backstop(
             f"(not interruptible: ended {BACKSTOP_GRACE:g} s later)"
         )
         os._exit(code)
+
+    import threading  # only with --timeout: a quick run without one does not import it
 
     timer = threading.Timer(seconds + BACKSTOP_GRACE, fire)
     timer.daemon = True

@@ -17,6 +17,7 @@ MODULES: dict[str, int] = {
     "dolmen.checks.gpu.memory_usage": 2,
     "dolmen.checks.gpu.mig": 1,
     "dolmen.checks.gpu.pcie": 1,
+    "dolmen.checks.gpu.pcie_bus": 4,
     "dolmen.checks.gpu.power": 1,
     "dolmen.checks.gpu.presence": 1,
     "dolmen.checks.gpu.recovery": 1,

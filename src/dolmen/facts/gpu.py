@@ -19,7 +19,6 @@ from a recorded ``dcgmi nvlink --link-status`` (states, no speeds; gpuId is the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from dolmen.facts.gpu_nvlink import (
 from dolmen.facts.pci.lspci import parse_lspci_vvv
 from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host, RunStatus
 from dolmen.host.gpu import Gpu, GpuInventory, NvLink
 from dolmen.values.busid import BusId
@@ -195,8 +195,8 @@ def _add(seen: dict[BusId, list[str]], source: str, bus_ids: Iterable[str | None
             seen[bus].append(source)
 
 
-_XML_GPU = re.compile(r'<gpu id="([^"]+)"')
-_XML_ATTACHED = re.compile(r"<attached_gpus>\s*(\d+)\s*</attached_gpus>")
+_XML_GPU = pattern(r'<gpu id="([^"]+)"')
+_XML_ATTACHED = pattern(r"<attached_gpus>\s*(\d+)\s*</attached_gpus>")
 
 
 def parse_xml_gpu_ids(text: str) -> tuple[tuple[str, ...], int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host.gpu import NOT_SUPPORTED, NvLink
 
 
@@ -29,9 +30,9 @@ class NvlinkGpu:
     note: str | None = None  # "all links inactive", "not supported"
 
 
-_GPU_LINE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
-_LINK_LINE = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?) GB/s$")
+_GPU_LINE = pattern(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
+_LINK_LINE = pattern(r"^\s*Link (\d+): (.*?)\s*$")
+_SPEED = pattern(r"^(\d+(?:\.\d+)?) GB/s$")
 
 
 def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
@@ -68,7 +69,7 @@ def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
 
 # dcgmi nvlink --link-status: "gpuId 0:" then one letter per link, in link order.
 DCGMI_ARGV = ("dcgmi", "nvlink", "--link-status")
-_DCGMI_GPU = re.compile(r"^\s*gpuId (\d{1,4}):\s*$")
+_DCGMI_GPU = pattern(r"^\s*gpuId (\d{1,4}):\s*$")
 _DCGMI_STATES = {"U": "up", "D": "down", "X": "disabled"}  # "_": not supported, no link
 
 

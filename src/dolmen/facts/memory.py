@@ -9,19 +9,22 @@ pool per page size: ``nr_hugepages``, ``free_hugepages``, ``resv_hugepages``,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import field
 
 from dolmen.facts.reading import malformed, parse_int, parsed, read_text, read_value
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host import NOT_IN_BUNDLE, Host
+
+_BRACKETED = pattern(r"\[([^\]\s]+)\]")
+_POOL = pattern(r"hugepages-(\d+)kB")
 
 HUGEPAGES = "sys/kernel/mm/hugepages"
 THP = "sys/kernel/mm/transparent_hugepage"
 
-_MEMINFO_LINE = re.compile(r"([^:\s][^:]*):\s*(\d+)(?:\s+(kB))?\s*")
-_NODE_PREFIX = re.compile(r"^Node \d+\s+")  # sys/devices/system/node/nodeN/meminfo
+_MEMINFO_LINE = pattern(r"([^:\s][^:]*):\s*(\d+)(?:\s+(kB))?\s*")
+_NODE_PREFIX = pattern(r"^Node \d+\s+")  # sys/devices/system/node/nodeN/meminfo
 
 
 @frozen
@@ -85,7 +88,7 @@ def parse_meminfo(text: str) -> dict[str, int]:
 
 def parse_bracketed(text: str) -> str | None:
     """The selected word of a sysfs choice file: ``always [madvise] never`` -> ``madvise``."""
-    m = re.search(r"\[([^\]\s]+)\]", text)
+    m = _BRACKETED.search(text)
     return m.group(1) if m else None
 
 
@@ -113,7 +116,7 @@ def read_pools(host: Host, folder: str, unread: dict[str, str], prefix: str) -> 
     """The huge page pools under ``folder`` (``.../hugepages``), one per page size."""
     pools: list[HugePagePool] = []
     for name in host.listdir(folder):
-        m = re.fullmatch(r"hugepages-(\d+)kB", name)
+        m = _POOL.fullmatch(name)
         if not m:
             continue
         size = int(m.group(1))

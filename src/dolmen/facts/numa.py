@@ -8,7 +8,6 @@ A kernel built without NUMA has no ``sys/devices/system/node``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import field
 
@@ -22,7 +21,10 @@ from dolmen.facts.reading import (
     read_value,
 )
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host import NOT_IN_BUNDLE, Host
+
+_NODE = pattern(r"node\d+")
 
 NODE = "sys/devices/system/node"
 
@@ -66,7 +68,7 @@ def parse_distances(text: str) -> tuple[int, ...] | None:
 def collect(host: Host) -> NumaFacts:
     """Read and parse the NUMA facts of ``host``."""
     unread: dict[str, str] = {}
-    names = [n for n in host.listdir(NODE) if re.fullmatch(r"node\d+", n)]
+    names = [n for n in host.listdir(NODE) if _NODE.fullmatch(n)]
     if not names:
         why = "not supported (no sys/devices/system/node: kernel without NUMA)"
         if host.absent(NODE) == NOT_IN_BUNDLE:  # a bundle without it says nothing of NUMA

@@ -12,13 +12,16 @@ administratively down). ``read_value`` keeps that distinction, which
 from __future__ import annotations
 
 import errno
-import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host import NOT_IN_BUNDLE, Host
 from dolmen.values import cpulist
+
+_INT = pattern(r"[+-]?\d+")
+_HEX = pattern(r"[0-9a-f]+")
 
 T = TypeVar("T")
 
@@ -116,7 +119,7 @@ def parse_int(text: str | None) -> int | None:
     if text is None:
         return None
     t = text.strip()
-    if not re.fullmatch(r"[+-]?\d+", t):
+    if not _INT.fullmatch(t):
         return None
     return int(t)
 
@@ -126,7 +129,7 @@ def parse_hex(text: str | None) -> int | None:
     if text is None:
         return None
     t = text.strip().lower().removeprefix("0x")
-    if not t or not re.fullmatch(r"[0-9a-f]+", t):
+    if not t or not _HEX.fullmatch(t):
         return None
     return int(t, 16)
 

@@ -13,13 +13,17 @@ are overlay mounts other than ``/`` (one per container). tmpfs is kept and its
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import field, replace
 
 from dolmen.facts.reading import absent, malformed, parsed, read_text, read_value
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.host import NOT_IN_BUNDLE, Host
+
+_OCTAL = pattern(r"\\([0-7]{3})")
+_NVME = pattern(r"nvme\d+")
+_DF_ROW = pattern(r"(.*?)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(?:\d+%|-)\s+(/.*)")
 
 PSEUDO_FS = frozenset(
     {
@@ -116,7 +120,7 @@ class StorageFacts:
 
 def unescape(field_text: str) -> str:
     """Undo the kernel's octal escapes in mount tables (``\\040`` space, ``\\011`` tab)."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_text)
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field_text)
 
 
 def kind_of(fstype: str) -> str:
@@ -160,8 +164,7 @@ def parse_df(text: str) -> dict[str, tuple[int | None, int | None, int | None]] 
     lines = text.splitlines()
     if not lines or not lines[0].startswith("Filesystem"):
         return None
-    num = r"(\d+|-)"
-    row = re.compile(rf"(.*?)\s+{num}\s+{num}\s+{num}\s+(?:\d+%|-)\s+(/.*)")
+    row = _DF_ROW
     out: dict[str, tuple[int | None, int | None, int | None]] = {}
     for line in lines[1:]:
         m = row.fullmatch(line.rstrip())
@@ -198,7 +201,7 @@ def read_nvme(host: Host, unread: dict[str, str]) -> tuple[NvmeController, ...]:
     if not names and host.absent(NVME) == NOT_IN_BUNDLE:
         unread["nvme"] = absent(host, NVME)  # no controller listed says nothing here
     for name in names:
-        if not re.fullmatch(r"nvme\d+", name):
+        if not _NVME.fullmatch(name):
             continue
         values: dict[str, str | None] = {}
         for attr in ("model", "firmware_rev", "state", "transport", "address"):

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from dolmen.frozen.generate import methods_sources
+from dolmen.frozen.generate import sources
 
 folder = Path(__file__).with_name("compiled")
-wanted = methods_sources()
+wanted = sources()
 for stale in sorted(set(p.name for p in folder.glob("*.py")) - {"__init__.py", *wanted}):
     (folder / stale).unlink()
     print(f"removed {folder / stale}")

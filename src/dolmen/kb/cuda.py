@@ -10,17 +10,17 @@ older than the family minimum (``too-old``, forward compatibility aside).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
 from dolmen.compat import StrEnum
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
-_DRIVER_RE = re.compile(r"\d{2,4}(?:\.\d{1,4}){0,3}")
-_TOOLKIT_RE = re.compile(r"(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?")
+_DRIVER_RE = pattern(r"\d{2,4}(?:\.\d{1,4}){0,3}")
+_TOOLKIT_RE = pattern(r"(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?")
 
 
 @frozen(order=True)

@@ -12,6 +12,7 @@ import re
 from dataclasses import field
 
 from dolmen.frozen import frozen
+from dolmen.frozen import regex as frozen_regex
 from dolmen.kb.datafile import Field, KbDataError, read_tables
 
 _NUM = (int, float)
@@ -93,7 +94,7 @@ class GpuCatalogue:
             return name.lower() == plain
         regex = self._regexes.get(pattern)
         if regex is None:
-            regex = self._regexes[pattern] = re.compile(pattern, re.IGNORECASE)
+            regex = self._regexes[pattern] = compiled(pattern)
         return regex.fullmatch(name) is not None
 
     def ids(self) -> list[str]:
@@ -161,6 +162,17 @@ _SCHEMA = {
         "tdp_w": Field(_NUM),
     }
 }
+
+
+def compiled(model_pattern: str) -> re.Pattern[str]:
+    """A model's name pattern, compiled as matched (from dolmen.frozen.regex's table: a
+    quick run tries several before it finds an H100)."""
+    return frozen_regex.pattern(model_pattern, re.IGNORECASE)
+
+
+def data_patterns() -> list[tuple[str, int]]:
+    """Every pattern ``compiled`` may be asked for: ``python -m dolmen.frozen`` captures them."""
+    return [(p, int(re.IGNORECASE)) for m in load_gpus().models for p in m.patterns]
 
 
 def load_gpus(text: str | None = None) -> GpuCatalogue:

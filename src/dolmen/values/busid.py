@@ -18,10 +18,11 @@ import re
 from functools import lru_cache
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 
 # domain (1-8 hex digits; sysfs prints 4, more above 0xffff, e.g. VMD), bus, device,
 # function (0-7; absent in NVRM's "PCI:dddd:bb:dd", which names function 0).
-_SPELLING = re.compile(
+_SPELLING = pattern(
     r"(?:pci:)?(?:(?P<domain>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<device>[0-9a-f]{1,2})"
     r"(?:\.(?P<function>[0-7]))?",
     re.IGNORECASE,

@@ -22,10 +22,10 @@ memory, a CXL expander) has no CPUs, and that is a fact, not an error.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 
 # The highest CPU number accepted. The kernel's own bound is NR_CPUS, at most 8192
 # (x86_64 and arm64 NR_CPUS_RANGE_END with MAXSMP / CPUMASK_OFFSTACK); 65535 leaves eight
@@ -33,7 +33,7 @@ from dolmen.frozen import frozen
 # hostile or mistyped "0-9999999" is refused instead of building ten million of them.
 MAX_CPU = 65535
 
-_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)/([0-9]+))?)?")
+_ITEM = pattern(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)/([0-9]+))?)?")
 _FORMS = "write it like 0-3,8,10-11 (or a-b:used/group, as the kernel takes)"
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 
+from dolmen.frozen.regex import pattern
+
 # C0 controls, DEL, C1 controls (every category Cc), the line and paragraph separators
 # (which terminals and pagers may break lines on), and the bidirectional controls of
 # Unicode's UAX #9 (embeddings, overrides, isolates, marks): what the Trojan Source
 # attack (CVE-2021-42574) used to make text read differently from what it is.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = pattern("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 

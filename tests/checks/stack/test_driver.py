@@ -244,3 +244,67 @@ def test_match_unknown_without_userspace_signal(tmp_path: Path) -> None:
     [f] = run(root, MATCH)
     assert f.status is Status.UNKNOWN and "580.105.08" in f.summary
     assert "command failed" in f.evidence["reasons"]["libraries"]
+
+
+# --- the linker cache as evidence of an installed driver (issue 8) -------------------------
+
+LD_SO_CACHE = "cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache"  # the same host's file
+
+
+def test_loaded_fail_libcuda_cached_without_its_version(tmp_path: Path) -> None:
+    """libcuda.so.1 in the linker cache shows the driver installed even where the library
+    files (and so its version) are not in the bundle: loading it is the remedy, not
+    installing one."""
+    cache = "\n".join(
+        line
+        for line in recording(LDCONFIG).read_text().splitlines()
+        if "libnvidia-" not in line  # no soname carries the version either
+    )
+    root = make_tree(
+        tmp_path,
+        files={**gpus_on_bus(1), "proc/modules": modules("mlx5_core")},
+        commands={"ldconfig -p": cache},
+    )
+    [f] = run(root, LOADED)
+    assert f.status is Status.FAIL and f.evidence["userspace_driver"] is None
+    assert f.evidence["driver_installed"] == "libcuda.so.1 in the linker cache (ldconfig -p)"
+    assert "the driver is installed (libcuda.so.1 in the linker cache" in f.summary
+    assert f.remedy is not None and f.remedy.startswith("If the driver is installed: sudo modprobe")
+
+
+def test_loaded_fail_reads_etc_ld_so_cache_where_ldconfig_was_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """A bundle with the cache file and no ``ldconfig -p``: the file is read instead."""
+    root = make_tree(
+        tmp_path,
+        files={
+            **gpus_on_bus(1),
+            "proc/modules": modules("mlx5_core"),
+            "etc/ld.so.cache": recording(LD_SO_CACHE).read_bytes(),
+            "dolmen-snapshot.json": '{"partial": true, "captured": {"commands": []}}',
+        },
+    )
+    [f] = run(root, LOADED)
+    assert f.status is Status.FAIL and f.evidence["userspace_driver"] == "515.105.01"
+    assert "515.105.01 is installed" in f.summary
+    assert f.evidence["driver_installed"] == (
+        "libcuda.so.1 of driver 515.105.01 in the linker cache (etc/ld.so.cache)"
+    )
+
+
+def test_loaded_without_a_linker_cache_does_not_say_the_driver_is_absent(tmp_path: Path) -> None:
+    """No linker cache in the bundle: nothing says the driver is installed, and nothing says
+    it is not (the message names the module only; the remedy covers both cases)."""
+    root = make_tree(
+        tmp_path,
+        files={
+            **gpus_on_bus(1),
+            "proc/modules": modules("mlx5_core"),
+            "dolmen-snapshot.json": '{"partial": true, "captured": {"commands": []}}',
+        },
+    )
+    [f] = run(root, LOADED)
+    assert f.status is Status.FAIL and "driver_installed" not in f.evidence
+    assert "not installed" not in f.summary and "is installed" not in f.summary
+    assert f.remedy is not None and "If the driver is installed: sudo modprobe" in f.remedy

@@ -61,14 +61,16 @@ def test_downgraded_unreadable_link(ne: Path) -> None:
 
 
 def test_downgraded_from_lspci_alone(tmp_path: Path) -> None:
-    """The real HGX lspci: its bridges' bus ranges name every upstream port, so the two
-    links below their device's own maximum are judged against it and hold: the onboard
-    1 GbE NIC (x1 of x2) sits on a root port that is x1 itself."""
+    """The real HGX lspci: its bridges' bus numbers give every device's upstream port, so
+    the two links below their device's own maximum (an onboard 1 GbE NIC wired x1, a
+    baseboard device at x2) are judged against their ports (x1, x2): at what both ends
+    allow, as every other non-GPU link there."""
     lspci = recording("lspci/gpud__lspci-vvv").read_text()
     f = run_check(make_tree(tmp_path, commands={"lspci -vvv": lspci}), "system.pcie.downgraded")
-    assert {x.subject for x in f} == {"host"} and [x.status for x in f] == [Status.PASS]
+    assert [x.status for x in f] == [Status.PASS]
     assert f[0].summary.startswith("31 non-GPU link(s)")
-    assert "0000:01:00.0" in f[0].evidence["devices"]
+    judged = set(f[0].evidence["devices"])
+    assert "0000:01:00.0" in judged and "0000:81:00.0" in judged  # 81:00.1 shares its link
 
 
 def _dev(bdf: str, vendor: str, cls: str, parent: str | None = None) -> PciDevice:

@@ -313,3 +313,24 @@ def test_capture_prefers_the_exact_command(tmp_path: Path) -> None:
     with open_host(path) as host:
         assert host.run(["nvidia-smi", "-q"]).stdout == q  # not -d ECC, not the later one
         assert _meta(host)["source"]["sections"] == ["nvidia-smi -q"]  # type: ignore[index]
+
+
+def test_the_linker_cache_is_placed_as_its_bytes(tmp_path: Path) -> None:
+    """etc/ld.so.cache, binary: at its path, byte for byte (decoding would corrupt it); a cut
+    one is placed too, and its reader says it is not whole."""
+    from dolmen.facts.stack import collect
+
+    src = recording("cuda-env/nvidia-container-toolkit__rootfs-1__ld.so.cache")
+    with open_host(src) as host:
+        assert host.read_bytes("etc/ld.so.cache") == src.read_bytes()
+        assert _meta(host)["captured"] == {"commands": [], "files": ["etc/ld.so.cache"]}
+        stack = collect(host)
+        assert stack.libraries_source == "etc/ld.so.cache" and stack.libraries is not None
+        assert stack.driver_installed() is not None
+    cut = tmp_path / "ld.so.cache"
+    cut.write_bytes(src.read_bytes()[:20000])
+    with open_host(cut) as host:
+        stack = collect(host)
+        assert stack.libraries is None
+        assert stack.unread["libraries"].startswith("malformed: etc/ld.so.cache")
+        assert stack.driver_installed() is None

@@ -39,11 +39,6 @@ def _pci(ctx: Context) -> tuple[PciFacts | None, str]:
         return None, e.message
 
 
-def _lowest(*values: int | None) -> int | None:
-    known = [v for v in values if v]
-    return min(known) if known else None
-
-
 @check(
     "gpu.pcie.link",
     title="The GPU's PCIe link runs at its full width, and at full speed under load",
@@ -66,6 +61,11 @@ def pcie_link(ctx: Context) -> list[Outcome]:
     busy_pct = int(ctx.limit("busy_util_pct"))
     pci, _ = _pci(ctx)
     devices = pci.by_bdf() if pci else {}
+    if not ctx.gpu.gpus:
+        from dolmen.checks.gpu.pcie_bus import bus_links  # only without a driver inventory
+
+        if on_bus := bus_links(devices):
+            return on_bus  # lspci -vvv alone, a tree whose nvidia-smi failed: the bus's word
 
     def body(gpu: Gpu) -> Outcome:
         guest = gpu.virtualization_mode in GUEST_MODES
@@ -75,8 +75,8 @@ def pcie_link(ctx: Context) -> list[Outcome]:
         cur, top, slot = _link(dev), _link(dev, "max"), _link(parent, "max")
         cur_gen = cur[0] if cur[0] else gpu.pcie.gen_current
         cur_w = cur[1] if cur[1] else gpu.pcie.width_current
-        max_gen = _lowest(top[0], slot[0], gpu.pcie.gen_max)
-        max_w = _lowest(top[1], slot[1], gpu.pcie.width_max)
+        max_gen = lowest(top[0], slot[0], gpu.pcie.gen_max)
+        max_w = lowest(top[1], slot[1], gpu.pcie.width_max)
         model = ctx.kb.gpus.match(gpu.name) if gpu.name else None
         busy, load = _load(gpu, busy_pct)
         ev: dict[str, Any] = {
@@ -129,6 +129,12 @@ def pcie_link(ctx: Context) -> list[Outcome]:
         return passed(gpu.subject, f"Gen{cur_gen} x{cur_w}, the maximum", **ev)
 
     return per_gpu(ctx, body)
+
+
+def lowest(*values: int | None) -> int | None:
+    """The lowest of the known values (0 and None unknown), or None."""
+    known = [v for v in values if v]
+    return min(known) if known else None
 
 
 def _link(dev: PciDevice | None, which: str = "current") -> tuple[int | None, int | None]:

@@ -27,7 +27,7 @@ NO_GPU_SOURCE = "no GPU source in this bundle"
     "gpu.present",
     title="The host's NVIDIA GPUs are seen by some source, or the site expects none",
     level=Level.QUICK,
-    needs=("gpu", "kernel_log"),
+    needs=("gpu", "kernel_log", "stack"),
     remedy=(
         "On a CPU-only node set [validate] expected_gpus = 0 in dolmen.toml. On a GPU node "
         "look for the GPUs on the bus (lspci -d 10de:) and in the kernel log (dmesg | grep "
@@ -61,20 +61,30 @@ def present(ctx: Context) -> list[Outcome]:
                 for bus, names in seen.items()
             )
         return out
+    # An installed driver (libcuda.so.1 in the linker cache...) is no GPU, but says what
+    # the host is for: said beside "no GPU seen", never in place of a GPU source.
+    try:
+        driver = ctx.stack.driver_installed()
+    except FactError:
+        driver = None
+    also = ""
+    if driver:
+        ev["driver_installed"] = driver
+        also = f"; an NVIDIA driver is installed ({driver})"
     # The bus was read only where its listing is in the bundle: a PCI tree, lspci's output.
     bus_read = sources.get(PCI_TREE) == READ or sources.get(LSPCI) == READ
     if not bus_read:
         if all(s == NOT_IN_BUNDLE for s in states.values()):
-            return [unknown("host", f"{NO_GPU_SOURCE}: {', '.join(sources)}", **ev)]
-        return [unknown("host", no_gpu_reason(sources), **ev)]
+            return [unknown("host", f"{NO_GPU_SOURCE}: {', '.join(sources)}{also}", **ev)]
+        return [unknown("host", no_gpu_reason(sources) + also, **ev)]
     if expected == 0:
         return [passed("host", f"{NO_GPU_FOUND}, as the site expects (expected_gpus = 0)", **ev)]
     if isinstance(expected, int):
-        return [failed("host", f"{NO_GPU_FOUND}; the site expects {expected}", **ev)]
+        return [failed("host", f"{NO_GPU_FOUND}; the site expects {expected}{also}", **ev)]
     return [
         unknown(
             "host",
-            f"{NO_GPU_FOUND} (a CPU-only host? set [validate] expected_gpus = 0)",
+            f"{NO_GPU_FOUND} (a CPU-only host? set [validate] expected_gpus = 0){also}",
             **ev,
         )
     ]

@@ -80,11 +80,15 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
         evidence["nvidia_smi"] = g.error
     userspace = s.libcuda_version or (s.userspace_versions[-1] if s.userspace_versions else None)
     evidence["userspace_driver"] = userspace
+    # libcuda.so.1 in the linker cache shows the driver installed, its version read or not
+    installed = s.driver_installed()
+    if installed:
+        evidence["driver_installed"] = installed
     no_driver = g.error is not None and NO_DRIVER in g.error.lower()
     if loaded is False or why.startswith("missing"):
-        return [_not_loaded(ctx, g.count, userspace, None, evidence)]
+        return [_not_loaded(ctx, g.count, userspace, installed, None, evidence)]
     if no_driver and unrecorded(s.unread.get("modules")):  # nvidia-smi alone: its own words
-        return [_not_loaded(ctx, g.count, userspace, g.error, evidence)]
+        return [_not_loaded(ctx, g.count, userspace, installed, g.error, evidence)]
     unseen = [r for r in (s.unread.get("modules", ""), why) if unrecorded(r)]
     if unseen:
         return [unknown("host", "; ".join(dict.fromkeys(unseen)), **evidence)]
@@ -92,17 +96,24 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
 
 
 def _not_loaded(
-    ctx: Context, gpus: int, userspace: str | None, smi: str | None, evidence: dict[str, Any]
+    ctx: Context,
+    gpus: int,
+    userspace: str | None,
+    shown: str | None,
+    smi: str | None,
+    evidence: dict[str, Any],
 ) -> Outcome:
-    installed = (
-        f"; the userspace of driver {userspace} is installed, so the module did not load"
-        if userspace
-        else ""
-    )
+    """``shown``: what shows the driver installed (``StackFacts.driver_installed``)."""
+    installed = ""
+    if userspace:
+        installed = f"; the userspace of driver {userspace} is installed"
+        installed += ", so the module did not load"
+    elif shown:
+        installed = f"; the driver is installed ({shown}), so the module did not load"
     dist = ctx.os.distribution
     remedy = install_remedy(dist)
-    if userspace:  # installed: load it, or rebuild it for the running kernel
-        again = package_command(dist, userspace.split(".")[0])
+    if userspace or shown:  # installed: load it, or rebuild it for the running kernel
+        again = package_command(dist, userspace.split(".")[0] if userspace else None)
         remedy = f"{LOAD_HINT} To rebuild it for this kernel, reinstall the driver: {again}."
     if smi is not None:  # nvidia-smi's own words are the precise reason
         what = f"nvidia-smi could not talk to the driver ({smi})"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, warned
+from dolmen.frozen.regex import pattern
 
 # The toolkit's link-time stub (lib64/stubs/libcuda.so, targets/<arch>/lib/stubs) returns
 # cudaErrorStubLibrary (34, "CUDA driver is a stub library") to every program that loads it
 # instead of the driver's libcuda.so.1.
-_STUBS = re.compile(r"/stubs/?$")
+_STUBS = pattern(r"/stubs/?$")
 _CUDA_WORDS = ("cuda", "nvidia", "nccl", "cudnn", "tensorrt")
 
 

@@ -130,10 +130,11 @@ def _depth(dev: PciDevice, devices: Mapping[str, PciDevice]) -> int | None:
     return depth
 
 
-def _gpu_only_below(bridge: PciDevice, devices: Mapping[str, PciDevice]) -> bool:
+def gpu_only_below(bridge: PciDevice, devices: Mapping[str, PciDevice]) -> bool:
+    """Whether every device below ``bridge`` is a GPU (its links are gpu.pcie.link's)."""
     children = [d for d in devices.values() if d.parent == bridge.bdf]
     return bool(children) and all(
-        is_gpu(c) or (is_bridge(c) and _gpu_only_below(c, devices)) for c in children
+        is_gpu(c) or (is_bridge(c) and gpu_only_below(c, devices)) for c in children
     )
 
 
@@ -165,7 +166,7 @@ def owned(devices: Mapping[str, PciDevice]) -> list[PciDevice]:
             continue  # unidentified: it could be a GPU, whose idle link trains down
         if is_bridge(dev):
             depth = _depth(dev, devices)
-            if depth is None or depth % 2 == 0 or _gpu_only_below(dev, devices):
+            if depth is None or depth % 2 == 0 or gpu_only_below(dev, devices):
                 continue
         mine.append(dev)
     return first_per_slot(mine)

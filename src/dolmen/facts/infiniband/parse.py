@@ -11,10 +11,10 @@ value that does not parse says nothing about the cable.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from dolmen.facts.reading import parse_hex
+from dolmen.frozen.regex import pattern
 
 # enum ib_port_state (IBTA PortInfo:PortState)
 PORT_STATES: Mapping[int, str] = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
@@ -29,12 +29,14 @@ PHYS_STATES: Mapping[int, str] = {
     6: "LinkErrorRecovery",
     7: "Phy Test",
 }
-_PHYS_WORDS = {re.sub(r"[\s_]", "", w).upper(): w for w in PHYS_STATES.values()}
+_SPACE = pattern(r"[\s_]")
+_PHYS_WORDS = {_SPACE.sub("", w).upper(): w for w in PHYS_STATES.values()}
 
 # "4: ACTIVE", "PORT_ACTIVE (4)", "Active", "4"
-_ENUM = re.compile(r"(?:(\d+)\s*:\s*)?([A-Za-z][A-Za-z_ ]*?)?\s*(?:\((\d+)\))?")
-_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*Gb/sec")
-_WIDTH = re.compile(r"\((\d+X)\b")
+_ENUM = pattern(r"(?:(\d+)\s*:\s*)?([A-Za-z][A-Za-z_ ]*?)?\s*(?:\((\d+)\))?")
+_RATE = pattern(r"(\d+(?:\.\d+)?)\s*Gb/sec")
+_WIDTH = pattern(r"\((\d+X)\b")
+_DECIMAL = pattern(r"\d+(?:\.\d+)?")
 
 
 def _enum(
@@ -48,7 +50,7 @@ def _enum(
     m = _ENUM.fullmatch(t)
     if not m or not m.group(2):
         return None
-    key = re.sub(r"[\s_]", "", m.group(2)).upper().removeprefix(prefix)
+    key = _SPACE.sub("", m.group(2)).upper().removeprefix(prefix)
     name = words.get(key)
     number = m.group(1) or m.group(3)
     if name is None or (number is not None and numbers.get(int(number)) != name):
@@ -75,7 +77,7 @@ def parse_rate(text: str | None) -> float | None:
     if m:
         return float(m.group(1))
     t = text.strip()
-    return float(t) if re.fullmatch(r"\d+(?:\.\d+)?", t) else None
+    return float(t) if _DECIMAL.fullmatch(t) else None
 
 
 def parse_width(text: str | None) -> str | None:

@@ -16,7 +16,6 @@ Gbps (64)`` (per lane) and ``phys_state: LINK_UP (5)``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from dolmen.facts.infiniband.model import IbPort
@@ -28,8 +27,12 @@ from dolmen.facts.infiniband.parse import (
     parse_width,
 )
 from dolmen.facts.reading import parse_hex
+from dolmen.frozen.regex import pattern
 
-_LOST = re.compile(r"IB device '([^'\s]+)' failed(?::\s*(.*))?")
+_CA = pattern(r"CA '([^']+)'")
+_PORT = pattern(r"Port (\d+):")
+
+_LOST = pattern(r"IB device '([^'\s]+)' failed(?::\s*(.*))?")
 
 
 def lost_devices(text: str) -> dict[str, str]:
@@ -59,14 +62,14 @@ def parse_ibstat(text: str) -> list[IbPort]:
 
     for raw in text.splitlines():
         line = raw.strip()
-        m = re.fullmatch(r"CA '([^']+)'", line)
+        m = _CA.fullmatch(line)
         if m:
             flush()
             ca, port = {"_name": m.group(1)}, None
             continue
         if not ca:
             continue
-        m = re.fullmatch(r"Port (\d+):", line)
+        m = _PORT.fullmatch(line)
         if m:
             flush()
             port = {"_port": m.group(1)}
@@ -95,7 +98,7 @@ def _ibstat_port(ca: Mapping[str, str], port: Mapping[str, str]) -> IbPort:
     )
 
 
-_IBSTATUS_HEAD = re.compile(r"Infiniband device '([^']+)' port (\d+) status:")
+_IBSTATUS_HEAD = pattern(r"Infiniband device '([^']+)' port (\d+) status:")
 
 
 def parse_ibstatus(text: str) -> list[IbPort]:
@@ -155,8 +158,8 @@ def parse_ibv_devinfo(text: str) -> list[IbPort]:
 
 
 # ibv_devinfo's active_speed is per lane: "50.0 Gbps (64)" on HDR; the rate is lanes x speed.
-_SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*Gbps")
-_LANES = re.compile(r"(\d+)X\b")
+_SPEED = pattern(r"(\d+(?:\.\d+)?)\s*Gbps")
+_LANES = pattern(r"(\d+)X\b")
 
 
 def _devinfo_port(hca: Mapping[str, str], port: Mapping[str, str]) -> IbPort:

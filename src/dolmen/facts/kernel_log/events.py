@@ -14,11 +14,12 @@ import re
 from dolmen.facts.kernel_log.lazy import Lazy
 from dolmen.facts.kernel_log.model import KernelEvent, LogRecord
 from dolmen.facts.kernel_log.system_events import SYSTEM_WORDS, WORDS, system_event
+from dolmen.frozen.regex import pattern
 from dolmen.values.busid import BusId
 
 # Any event's line contains one of these words (checked on raw lines before parsing): the
 # one pattern every line meets, so it is compiled at import.
-NEEDLES = re.compile(
+NEEDLES = pattern(
     r"Xid|fallen off|peermem|arrier|Link (?:down|up)|Link is|limited by"
     r"|AER:|API mismatch|NVSwitch|I/O [Ee]rror|medium error|target error|EXT4-fs error"
     r"|QID \d+ timeout|" + WORDS

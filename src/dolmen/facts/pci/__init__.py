@@ -74,7 +74,13 @@ def collect(host: Host, *, aer: bool = True) -> PciFacts:
                 else "missing (no sys/bus/pci/devices and no lspci output)"
             )
         else:
-            for gap in ("aer", "local_cpus"):
+            # lspci -vvv prints no tree, but its bridges' bus numbers give the parents
+            gaps = (
+                ("aer", "local_cpus")
+                if any(d.parent for d in listed)
+                else ("aer", "parent", "local_cpus")
+            )
+            for gap in gaps:
                 unread[gap] = "not supported (devices listed by lspci -vvv only)"
         return PciFacts(tuple(listed), unread)
     by_bus = {BusId.parse(d.bdf): d for d in listed}

@@ -27,16 +27,19 @@ not know the device). A name outside the tables leaves the id None: never a gues
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from dolmen.facts.pci.model import PciDevice, PciLink, make_link
+from dolmen.frozen.regex import pattern
 from dolmen.values.busid import BusId
 
-_HEADER = re.compile(
+_HEADER = pattern(
     r"(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<slot>[0-9a-f]{2})\.(?P<fn>[0-7])"
     r" (?P<cls>[^:\[]+?)(?: \[(?P<clsid>[0-9a-f]{4})\])?: (?P<desc>.*)"
 )
+_IDS_SUFFIX = pattern(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]")
+_REV_SUFFIX = pattern(r"\s*\((?:rev|prog-if) [^)]*\)")
+
 # pci.ids class names -> base class + subclass, for the names lspci prints without -nn.
 CLASS_IDS = {
     "Non-Volatile memory controller": "0108",
@@ -66,16 +69,21 @@ VENDOR_IDS = {
     "Broadcom Inc. and subsidiaries": "14e4",
     "Samsung Electronics Co Ltd": "144d",
 }
-_UNNAMED_DEVICE = re.compile(r"\bDevice ([0-9a-f]{4})\b")
-_IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
-_SPEED = re.compile(r"Speed (\d+(?:\.\d+)?)GT/s")
-_WIDTH = re.compile(r"Width x(\d+)")
-_SECONDARY = re.compile(r"\bsecondary=([0-9a-f]{2})\b")
+_UNNAMED_DEVICE = pattern(r"\bDevice ([0-9a-f]{4})\b")
+_IDS = pattern(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
+_SPEED = pattern(r"Speed (\d+(?:\.\d+)?)GT/s")
+_WIDTH = pattern(r"Width x(\d+)")
+_SECONDARY = pattern(r"\bsecondary=([0-9a-f]{2})\b")
 
 
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
-    """Every device block of ``lspci -vvv`` (optionally ``-nn``, ``-D``); junk lines are skipped."""
-    found: list[tuple[PciDevice, str | None]] = []
+    """Every device block of ``lspci -vvv`` (optionally ``-nn``, ``-D``); junk lines are skipped.
+
+    Each device's ``parent`` is the bridge whose secondary bus (its ``Bus: primary=..,
+    secondary=..`` line) the device sits on, in the same domain: lspci -vvv does not print
+    the tree, but the bridges' bus numbers are it. None where no listed bridge claims the
+    bus (a root bus, or a listing cut before that bridge)."""
+    found: list[tuple[PciDevice, int | None]] = []
     block: list[str] = []
     for line in [*text.splitlines(), ""]:
         if line.strip():
@@ -86,21 +94,20 @@ def parse_lspci_vvv(text: str) -> list[PciDevice]:
         elif block:
             found.extend(_device(block))
             block = []
-    return _with_parents(found)
-
-
-def _with_parents(found: list[tuple[PciDevice, str | None]]) -> list[PciDevice]:
-    """Each function with the bridge whose secondary bus it sits on (same domain)."""
-    behind = {f"{dev.bdf.split(':')[0]}:{bus}": dev.bdf for dev, bus in found if bus is not None}
+    bridges: dict[tuple[int, int], str] = {}
+    for dev, secondary in found:
+        bus = BusId.parse(dev.bdf)
+        if bus is not None and secondary is not None:
+            bridges.setdefault((bus.domain, secondary), dev.bdf)  # the first claim stands
     out = []
     for dev, _ in found:
-        parent = behind.get(dev.bdf.rsplit(":", 1)[0])
-        out.append(replace(dev, parent=parent) if parent not in (None, dev.bdf) else dev)
+        bus = BusId.parse(dev.bdf)
+        parent = bridges.get((bus.domain, bus.bus)) if bus is not None else None
+        out.append(replace(dev, parent=parent) if parent and parent != dev.bdf else dev)
     return out
 
 
-def _device(lines: list[str]) -> list[tuple[PciDevice, str | None]]:
-    """The function of one block and, for a bridge, the bus behind it."""
+def _device(lines: list[str]) -> list[tuple[PciDevice, int | None]]:
     m = _HEADER.fullmatch(lines[0].strip())
     if m is None:
         return []
@@ -116,12 +123,12 @@ def _device(lines: list[str]) -> list[tuple[PciDevice, str | None]]:
         vendor_id, device_id = ids.groups()
     else:
         vendor_id, device_id = _named_ids(desc)
-    name = re.sub(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]", "", desc)
-    name = re.sub(r"\s*\((?:rev|prog-if) [^)]*\)", "", name).strip()
+    name = _IDS_SUFFIX.sub("", desc)
+    name = _REV_SUFFIX.sub("", name).strip()
 
-    driver = numa = None
+    driver = numa = secondary = None
     cap = sta = None
-    sub_vendor = sub_device = secondary = None
+    sub_vendor = sub_device = None
     for raw in lines[1:]:
         line = raw.strip()
         key, _, value = line.partition(":")
@@ -137,8 +144,8 @@ def _device(lines: list[str]) -> list[tuple[PciDevice, str | None]]:
         elif key == "Subsystem":
             sids = _IDS.search(value)
             sub_vendor, sub_device = sids.groups() if sids else _named_ids(value)
-        elif key == "Bus" and (sec := _SECONDARY.search(value)):
-            secondary = sec.group(1)
+        elif key == "Bus" and (bus_m := _SECONDARY.search(value)):
+            secondary = int(bus_m.group(1), 16)
     return [
         (
             PciDevice(

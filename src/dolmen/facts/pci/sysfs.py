@@ -13,13 +13,14 @@ import re
 
 from dolmen.facts.pci.model import AerCounters, PciDevice, PciLink, make_link
 from dolmen.facts.reading import malformed, parse_cpulist, parse_hex, parse_int, read_value
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host
 from dolmen.values.busid import sysfs_name
 
 DEVICES = "sys/bus/pci/devices"
 
-_SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*GT/s")
-_AER_LINE = re.compile(r"^[ \t]*(\S+)[ \t]+(\d+)[ \t]*$", re.MULTILINE | re.ASCII)
+_SPEED = pattern(r"(\d+(?:\.\d+)?)\s*GT/s")
+_AER_LINE = pattern(r"^[ \t]*(\S+)[ \t]+(\d+)[ \t]*$", re.MULTILINE | re.ASCII)
 COUNTER_MAX = (1 << 64) - 1  # the kernel's AER counters are u64
 _AER_FILES = (
     ("correctable", "aer_dev_correctable"),

@@ -89,7 +89,7 @@ def collect(host: Host) -> StackFacts:
             " (nvidia not loaded)" if why.startswith("missing") else ""
         )
     modules, taints = _modules(host, unread)
-    libraries, userspace = read_libraries(host, unread)
+    libraries, userspace, libraries_source = read_libraries(host, unread)
     by_name = {lib.name: lib for lib in libraries or ()}
     libcuda = lib_version(by_name, "libcuda", unread, libraries is not None)
     libnvml = lib_version(by_name, "libnvidia-ml", unread, libraries is not None)
@@ -162,6 +162,7 @@ def collect(host: Host) -> StackFacts:
         env=env,
         env_missing=_env_missing(host, env),
         unread=unread,
+        libraries_source=libraries_source,
     )
 
 

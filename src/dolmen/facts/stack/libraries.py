@@ -3,7 +3,6 @@ headers of cuDNN, NCCL and TensorRT, and dangling library links."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from dolmen.facts.reading import absent, malformed, unrecorded
@@ -14,6 +13,7 @@ from dolmen.facts.stack.versions import (
     soname_version,
     version_from_defines,
 )
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host, RunStatus
 
 # Library folders where a dangling link breaks CUDA applications.
@@ -22,7 +22,7 @@ LIBRARY_DIRS = (
     "usr/lib/aarch64-linux-gnu",
     "usr/local/cuda*/lib64",
 )
-_STACK_LIB_RE = re.compile(r"^lib(cuda|nvidia-|cudnn|nccl|nvinfer|cublas)")
+_STACK_LIB_RE = pattern(r"^lib(cuda|nvidia-|cudnn|nccl|nvinfer|cublas)")
 _HEADER_DIRS = (
     "usr/include",
     "usr/include/x86_64-linux-gnu",
@@ -32,19 +32,40 @@ _HEADER_DIRS = (
 )
 
 
+LD_SO_CACHE = "etc/ld.so.cache"
+
+
 def read_libraries(
     host: Host, unread: dict[str, str]
-) -> tuple[tuple[StackLibrary, ...] | None, tuple[str, ...]]:
+) -> tuple[tuple[StackLibrary, ...] | None, tuple[str, ...], str | None]:
+    """The stack's libraries in the linker cache, the driver versions their sonames carry,
+    and where the cache was read: ``ldconfig -p``, or etc/ld.so.cache itself where the
+    command is not there (a bundle that copied the file, a root without ldconfig)."""
     res = host.run(["ldconfig", "-p"])
     if res.status is RunStatus.MISSING and host.exists("sbin/ldconfig"):
         res = host.run(["/sbin/ldconfig", "-p"])  # sbin is not on a user's PATH
-    if not res.ok:
+    if res.ok:
+        cached = parse_ldconfig(res.stdout)
+        source = "ldconfig -p"
+        if not cached:
+            unread["libraries"] = malformed(res.stdout)
+            return None, (), None
+    elif res.status in (RunStatus.MISSING, RunStatus.UNRECORDED) and host.exists(LD_SO_CACHE):
+        from dolmen.facts.stack.ldcache import parse_ld_so_cache  # bundles without ldconfig
+
+        source = LD_SO_CACHE
+        try:
+            data = host.read_bytes(LD_SO_CACHE)
+        except OSError as e:
+            unread["libraries"] = f"unreadable: {LD_SO_CACHE} ({e.strerror or e})"
+            return None, (), None
+        if (found := parse_ld_so_cache(data)) is None:
+            unread["libraries"] = f"malformed: {LD_SO_CACHE} is not a whole linker cache"
+            return None, (), None
+        cached = found
+    else:
         unread["libraries"] = res.failure()
-        return None, ()
-    cached = parse_ldconfig(res.stdout)
-    if not cached:
-        unread["libraries"] = malformed(res.stdout)
-        return None, ()
+        return None, (), None
     stack = [c for c in cached if _STACK_LIB_RE.match(c.name)]
     libs = tuple(StackLibrary(c.name, c.path, _resolved_version(host, c)) for c in stack)
     # libnvidia-glcore.so.580.95.05 and friends carry the full driver version in their
@@ -54,7 +75,7 @@ def read_libraries(
         {v for c, v in zip(stack, full) if v and "." in v and c.name.startswith("libnvidia-")},
         key=version_key,
     )
-    return libs, tuple(userspace)
+    return libs, tuple(userspace), source
 
 
 def _resolved_version(host: Host, lib: CachedLibrary) -> str | None:

@@ -112,3 +112,27 @@ class StackFacts:
     env: Mapping[str, str]  # the ENV_VARS that are set
     env_missing: tuple[EnvEntry, ...]  # entries of those variables that do not exist
     unread: Mapping[str, str] = field(default_factory=dict)
+    libraries_source: str | None = None  # "ldconfig -p" | "etc/ld.so.cache"
+
+    def driver_installed(self) -> str | None:
+        """What shows that an NVIDIA driver is installed, in words, or None when nothing
+        here does. None is not evidence that none is: the sources may not have been read
+        (a bundle without the linker cache, proc/modules or proc/driver)."""
+        if self.driver_version is not None:
+            return f"driver {self.driver_version} loaded (proc/driver/nvidia/version)"
+        if self.module_version is not None:
+            return f"nvidia module {self.module_version} loaded (sys/module/nvidia/version)"
+        if self.modules and self.modules.get("nvidia"):
+            return "nvidia module loaded (proc/modules)"
+        names = {lib.name for lib in self.libraries or ()}
+        where = f"the linker cache ({self.libraries_source or 'ldconfig -p'})"
+        version = self.libcuda_version or (
+            self.userspace_versions[-1] if self.userspace_versions else None
+        )
+        of = f" of driver {version}" if version else ""
+        for soname in ("libcuda.so.1", "libnvidia-ml.so.1"):
+            if soname in names:
+                return f"{soname}{of} in {where}"
+        if self.userspace_versions:
+            return f"libnvidia-*.so.{self.userspace_versions[-1]} in {where}"
+        return None

@@ -24,15 +24,19 @@ import re
 from collections.abc import Mapping
 
 from dolmen.facts.stack.model import CachedLibrary, KernelDriver, LoadedModule, NvccVersion
+from dolmen.frozen.regex import pattern
 
-_NVRM_RE = re.compile(
+_NVRM_RE = pattern(
     r"NVRM version:\s*NVIDIA UNIX\s+(?P<open>Open\s+)?(?:\S+\s+)?Kernel Module"
     r"(?:\s+for\s+\S+)?\s+(?P<version>\d+(?:\.\d+){1,3})\b"
 )
-_VERSION_RE = re.compile(r"\d+(?:\.\d+){1,3}")
-_LDCONFIG_RE = re.compile(r"^\s+(?P<name>\S+)\s+\((?P<flags>[^)]*)\)\s+=>\s+(?P<path>/\S+)\s*$")
-_DEFINE_RE = re.compile(r"^\s*#\s*define\s+(?P<name>[A-Za-z_]\w*)\s+(?P<value>[^\s/]+)", re.M)
-_NVCC_RE = re.compile(r"release\s+(?P<release>\d+\.\d+),\s*V(?P<full>\d+(?:\.\d+){1,3})")
+_VERSION_RE = pattern(r"\d+(?:\.\d+){1,3}")
+_LDCONFIG_RE = pattern(r"^\s+(?P<name>\S+)\s+\((?P<flags>[^)]*)\)\s+=>\s+(?P<path>/\S+)\s*$")
+_DEFINE_RE = pattern(r"^\s*#\s*define\s+(?P<name>[A-Za-z_]\w*)\s+(?P<value>[^\s/]+)", re.M)
+_NVCC_RE = pattern(r"release\s+(?P<release>\d+\.\d+),\s*V(?P<full>\d+(?:\.\d+){1,3})")
+_DOTTED = pattern(r"\d+(?:\.\d+){0,3}")
+_VERSION_TXT = pattern(r"CUDA Version\s+(\d+(?:\.\d+){1,3})")
+_CUDA_VERSION_H = pattern(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d{4,6})\b", re.M)
 
 
 def parse_nvrm_version(text: str) -> KernelDriver | None:
@@ -79,7 +83,7 @@ def soname_version(filename: str, stem: str) -> str | None:
     if not filename.startswith(prefix):
         return None
     rest = filename[len(prefix) :]
-    return rest if re.fullmatch(r"\d+(?:\.\d+){0,3}", rest) else None
+    return rest if _DOTTED.fullmatch(rest) else None
 
 
 def parse_defines(text: str) -> dict[str, str]:
@@ -118,14 +122,14 @@ def parse_cuda_version_json(text: str) -> str | None:
 
 def parse_cuda_version_txt(text: str) -> str | None:
     """The toolkit version of a CUDA ``version.txt`` ("CUDA Version 10.2.89")."""
-    m = re.search(r"CUDA Version\s+(\d+(?:\.\d+){1,3})", text)
+    m = _VERSION_TXT.search(text)
     return None if m is None else m[1]
 
 
 def parse_cuda_h(text: str) -> str | None:
     """ "12.4" from ``#define CUDA_VERSION 12040`` in cuda.h (major*1000 + minor*10)."""
     # One targeted search: cuda.h is 1 MB of declarations on recent toolkits.
-    m = re.search(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d{4,6})\b", text, re.M)
+    m = _CUDA_VERSION_H.search(text)
     if m is None:
         return None
     n = int(m[1])

@@ -194,6 +194,29 @@ def _dolmen_checks_remedy_Site(_type_node, _type_slurm, _type_kubernetes, MISSIN
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
+def _dolmen_checks_suite_Selection(_type_specs, _type_disabled, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type, cls, FrozenInstanceError):
+    def __init__(self,specs:_type_specs,disabled:_type_disabled)->_return_type:
+        __dataclass_builtins_object__.__setattr__(self,'specs',specs)
+        __dataclass_builtins_object__.__setattr__(self,'disabled',disabled)
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(specs={self.specs!r}, disabled={self.disabled!r})"
+    def __eq__(self,other):
+        if other.__class__ is self.__class__:
+            return (self.specs,self.disabled,)==(other.specs,other.disabled,)
+        return NotImplemented
+    def __setattr__(self,name,value):
+        if type(self) is cls or name in ('specs','disabled',):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    def __delattr__(self,name):
+        if type(self) is cls or name in ('specs','disabled',):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    def __hash__(self):
+        return hash((self.specs,self.disabled,))
+    return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
+
+
 def _dolmen_checks_verdict_Verdict(_type_host, _type_level, _type_findings, _type_started, _type_duration_s, _type_source, _type_version, _type_coverage, _type_inventory, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_source, _dflt_version, _dflt_coverage, _dflt_inventory, _return_type, cls, FrozenInstanceError):
     def __init__(self,host:_type_host,level:_type_level,findings:_type_findings,started:_type_started,duration_s:_type_duration_s,source:_type_source=_HAS_DEFAULT_FACTORY,version:_type_version=_dflt_version,coverage:_type_coverage=_HAS_DEFAULT_FACTORY,inventory:_type_inventory=_HAS_DEFAULT_FACTORY)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'host',host)
@@ -255,6 +278,7 @@ RECORDS = {
     'dolmen.checks.model.Outcome': ('order=False;post_init=False;status:Status:False;subject:str:False;summary:str:False;remedy:str | None:True;evidence:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_model_Outcome, ('_type_status', '_type_subject', '_type_summary', '_type_remedy', '_type_evidence', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_remedy', '_dflt_evidence', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.recent.Window': ('order=False;post_init=False;hours:float:False;now:datetime | None:False;now_boot:float | None:False;reference:str:False', _dolmen_checks_recent_Window, ('_type_hours', '_type_now', '_type_now_boot', '_type_reference', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.remedy.Site': ('order=False;post_init=False;node:str | None:True;slurm:bool:True;kubernetes:bool:True', _dolmen_checks_remedy_Site, ('_type_node', '_type_slurm', '_type_kubernetes', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_node', '_dflt_slurm', '_dflt_kubernetes', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.checks.suite.Selection': ('order=False;post_init=False;specs:list[CheckSpec]:False;disabled:list[str]:False', _dolmen_checks_suite_Selection, ('_type_specs', '_type_disabled', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.verdict.Verdict': ('order=False;post_init=False;host:str:False;level:str:False;findings:tuple[Finding, ...]:False;started:str:False;duration_s:float:False;source:Mapping[str, Any]:field(False, True, True, True, True, None, None);version:str:True;coverage:Mapping[str, Mapping[str, str]]:field(False, True, True, True, True, None, None);inventory:Mapping[str, Any]:field(False, True, True, True, True, None, None)', _dolmen_checks_verdict_Verdict, ('_type_host', '_type_level', '_type_findings', '_type_started', '_type_duration_s', '_type_source', '_type_version', '_type_coverage', '_type_inventory', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_source', '_dflt_version', '_dflt_coverage', '_dflt_inventory', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.checks.workload.judge.Judged': ('order=False;post_init=False;status:Status:False;why:str:False', _dolmen_checks_workload_judge_Judged, ('_type_status', '_type_why', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
 }

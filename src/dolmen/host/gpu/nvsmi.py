@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
+from dolmen.frozen.regex import pattern
 from dolmen.host.gpu import nvsmi_sections as s
 from dolmen.host.gpu import nvsmi_values as v
 from dolmen.host.gpu.build import build
@@ -61,7 +62,7 @@ def from_root(
     return GpuInventory(source=source, gpus=gpus, unread=unread, **values)
 
 
-_ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
+_ENTITY = pattern(r"<!ENTITY", re.IGNORECASE)
 
 
 def _root(text: str) -> tuple[ET.Element | None, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from dolmen.frozen.regex import pattern
 from dolmen.host.gpu.build import model_keys
 from dolmen.host.gpu.model import GPU_LOST, Gpu
 from dolmen.values.busid import BusId
@@ -25,7 +26,7 @@ _WHOLE = (
 )
 # "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error" (also "gpu",
 # no space before the bus id on older drivers, and "GPU is lost.  Reboot the system ...").
-_HANDLE = re.compile(
+_HANDLE = pattern(
     r"unable to determine the device handle for gpu\s*"
     r"([0-9a-f]{1,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*)$",
     re.IGNORECASE,

@@ -8,11 +8,11 @@ all of these into a value or a reason (docs/architecture.md reason words).
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dolmen.frozen.regex import pattern
 from dolmen.host.gpu.model import ABSENT, DEPRECATED, GPU_LOST, NO_PERMISSION, NOT_SUPPORTED
 
 EMPTY = "not supported: empty in this driver's output"
@@ -38,7 +38,7 @@ def sentinel(text: str) -> str | None:
     return _SENTINELS.get(text.strip().strip("[]").strip().lower())
 
 
-_QTY = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%/()]*)$")
+_QTY = pattern(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z%/()]*)$")
 
 
 def quantity(unit: str, kind: Callable[[str], Any]) -> Conv:

@@ -19,7 +19,7 @@ from typing import Any
 
 from dolmen.errors import InputError
 from dolmen.host.base import Host
-from dolmen.host.paste.detect import ACCEPTED, HEAD, Detected, detect, is_markdown
+from dolmen.host.paste.detect import ACCEPTED, HEAD, Detected, detect, detect_binary, is_markdown
 from dolmen.host.paste.journal import journal_to_text
 from dolmen.host.paste.sections import (
     Section,
@@ -40,6 +40,7 @@ _SMI_ERRORS = (  # nvidia-smi's exit codes for the messages it prints instead of
 _HINT = f"--from accepts {ACCEPTED}"
 # Kinds that are a host file, not a command's output: the path they lie at in a tree.
 FILE_KINDS = {"docker-daemon": "etc/docker/daemon.json", "cdi-spec": "etc/cdi/nvidia.yaml"}
+BINARY_KINDS = {"ld-so-cache": "etc/ld.so.cache"}
 
 
 def is_tar(head: bytes) -> bool:
@@ -62,10 +63,12 @@ def open_file(path: Path) -> Host:
     """A regular file that is not a tar archive, as a partial host (see module docstring)."""
     raw, packed = read_file(path)
     text = raw.decode("utf-8", errors="replace")
-    found = detect(text)
+    found = detect_binary(raw) or detect(text)
     if found is None:
         raise InputError(f"not a file dolmen reads ({_looks(raw)})", path=str(path), hint=_HINT)
     placed = place(found, text)
+    if found.kind.name in BINARY_KINDS:  # bytes as they are: decoding would corrupt them
+        placed.files[BINARY_KINDS[found.kind.name]] = raw
     if not placed.commands and not placed.files:
         raise InputError(
             f"{found.kind.label}, but it holds no output dolmen reads",
@@ -103,6 +106,8 @@ def place(found: Detected, text: str) -> Placed:
             placed.sections.append("dmesg")
     elif kind in FILE_KINDS:
         placed.files[FILE_KINDS[kind]] = text
+    elif kind in BINARY_KINDS:
+        pass  # its bytes, placed by open_file
     elif kind == "nvsmi-failed":
         # nvidia-smi prints the same line whatever it was asked: the GPU readers ask for
         # the XML, and the table is what users run.

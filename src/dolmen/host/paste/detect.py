@@ -61,6 +61,7 @@ KINDS: Mapping[str, Kind] = {
         Kind("capture", "a multi-command nvidia-smi capture", ()),
         # host files, placed at their path (dolmen.host.paste.place: FILE_KINDS)
         Kind("docker-daemon", "Docker's daemon.json", ()),
+        Kind("ld-so-cache", "the linker cache (etc/ld.so.cache)", ()),
         Kind("cdi-spec", "a CDI spec", ()),
         Kind("bug-report", "nvidia-bug-report.log", ()),
     )
@@ -73,7 +74,7 @@ ACCEPTED = (
     "nvidia-smi, nvidia-smi nvlink -s, nvidia-smi topo -m, dcgmi diag (-j or the result "
     "table), dcgmi nvlink --link-status, ibstat, ibstatus, ibv_devinfo, lspci (-nn, -vvv), "
     "a kernel log (dmesg, /dev/kmsg, journalctl -k, syslog, journalctl -o json), or a host "
-    "file: Docker's daemon.json, a CDI spec; gzip-compressed or not"
+    "file: Docker's daemon.json, a CDI spec, /etc/ld.so.cache; gzip-compressed or not"
 )
 
 
@@ -166,6 +167,15 @@ _FM_LINE = re.compile(r"\[[A-Z][a-z]{2} +\d{1,2} \d{4} [\d:]{8}\] \[[A-Z]+\]")
 _FENCE = re.compile(r"^```", re.M)
 _LOG_SAMPLE = 200  # lines looked at
 _LOG_SHARE = 0.6  # of the non-empty ones that must look like log lines
+
+
+# glibc's linker cache, binary: both formats' magic (facts.stack.ldcache reads it)
+_LD_SO_CACHE = (b"glibc-ld.so.cache", b"ld.so-1.7.0")
+
+
+def detect_binary(raw: bytes) -> Detected | None:
+    """The kind of a binary file dolmen reads (the linker cache), or None."""
+    return Detected(KINDS["ld-so-cache"]) if raw.startswith(_LD_SO_CACHE) else None
 
 
 def detect(text: str) -> Detected | None:

@@ -29,7 +29,7 @@ class Placed:
 
     def __init__(self) -> None:
         self.commands: dict[tuple[str, ...], tuple[str, int]] = {}  # argv -> (stdout, rc)
-        self.files: dict[str, str] = {}
+        self.files: dict[str, str | bytes] = {}  # bytes: a binary file (the linker cache)
         self.sections: list[str] = []  # what the input held, in words, for `source`
         self._rank: dict[tuple[str, ...], int] = {}
 
@@ -91,12 +91,15 @@ def write_partial(
         (folder / key).write_text(text, encoding="utf-8")
         if rc:
             (folder / f"{key}.rc").write_text(f"{rc}\n")
-    for rel, text in placed.files.items():
+    for rel, content in placed.files.items():
         target = root / rel
         if not target.resolve().is_relative_to(root.resolve()):
             continue  # a name from the input: never written outside the tree
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
     meta: dict[str, Any] = {
         "format": FORMAT,
         "partial": True,
