@@ -29,8 +29,9 @@ from dolmen import demo
 from dolmen.host.command import command_key
 from dolmen.report.schemas import load as load_schema
 from tests.packaging import image
-from tests.packaging.common import PACKAGING, REPO
+from tests.packaging.common import PACKAGING
 from tests.podman import private_config
+from tests.wheel import dolmen_wheel
 
 pytestmark = [
     pytest.mark.slow,
@@ -79,22 +80,6 @@ class Podman:
         return self("run", "--rm", "--network", "none", *args)
 
 
-def _wheel(out: Path) -> Path:
-    """The dolmen wheel of this checkout, built from a copy (a build never writes into it)."""
-    src = out / "src-copy"
-    shutil.copytree(REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out / "dist"), str(src)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    [wheel] = (out / "dist").glob("dolmen-*.whl")
-    return wheel
-
-
 @pytest.fixture(scope="module")
 def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
     if PODMAN is None or RUNC is None:
@@ -112,7 +97,7 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
         tar.unlink()
         ctx = work / "context"
         ctx.mkdir()
-        _wheel(ctx)
+        dolmen_wheel(ctx)
         done = p(
             "build", "--network", "none", "-f", str(PACKAGING / "container/Containerfile"),
             "--build-arg", f"BASE={BASE}", "--build-arg", "PIP_FLAGS=--no-index --no-deps",

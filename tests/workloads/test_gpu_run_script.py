@@ -13,6 +13,7 @@ import pytest
 
 from dolmen.host import open_host
 from dolmen.report.bench.document import load_bench
+from tests.wheel import dolmen_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu-run.sh"
@@ -23,25 +24,8 @@ pytestmark = [pytest.mark.slow]
 
 def test_the_dry_run_does_every_step_from_the_wheel(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    wheels, out = tmp_path / "wheels", tmp_path / "out"
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(wheels),
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
+    out = tmp_path / "out"
+    wheels = dolmen_wheel(tmp_path / "build").parent
     env = {**os.environ, "WHEELS": str(wheels), "OUT": str(out), "PYTHON": sys.executable}
     run = subprocess.run(
         ["bash", str(SCRIPT), "--dry-run"], capture_output=True, text=True, env=env, timeout=600
