@@ -16,8 +16,6 @@ it is missed.
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -28,44 +26,28 @@ TARGET_RATIO = 8.0
 ENTRY = "import sys; from dolmen.cli.main import main; sys.exit(main())"
 ARGS = ["containers", "run", "--dry-run", "nvcr.io/nvidia/pytorch:24.05-py3", "--", "python"]
 
-from bench.startup import timed  # noqa: E402
+from bench.startup import interleaved, start_env  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
+    commands = {
+        "bare python -c pass": [sys.executable, "-c", "pass"],
+        "containers run --dry-run": [sys.executable, "-c", ENTRY, *ARGS],
+    }
     with tempfile.TemporaryDirectory(prefix="dolmen-bench-containers-") as tmp:
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO / "src"),
-            "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"),
-        }
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        commands = {
-            "bare python -c pass": [sys.executable, "-c", "pass"],
-            "containers run --dry-run": [sys.executable, "-c", ENTRY, *ARGS],
-        }
-        for argv in commands.values():  # warm the bytecode caches
-            for _ in range(2):
-                timed(argv, env)
-        walls: dict[str, list[float]] = {k: [] for k in commands}
-        cpus: dict[str, list[float]] = {k: [] for k in commands}
-        for _ in range(args.runs):
-            for name, argv in commands.items():
-                w, c = timed(argv, env)
-                walls[name].append(w)
-                cpus[name].append(c)
-    bare_w = statistics.median(walls["bare python -c pass"])
-    bare_c = statistics.median(cpus["bare python -c pass"])
+        walls, cpus = interleaved(commands, start_env(Path(tmp)), args.runs)
+    bare_w, bare_c = walls["bare python -c pass"], cpus["bare python -c pass"]
     print(f"{args.runs} runs each, interleaved; medians")
     for name in commands:
-        w, c = statistics.median(walls[name]), statistics.median(cpus[name])
+        w, c = walls[name], cpus[name]
         print(
             f"  {name:<26} wall {w * 1000:7.1f} ms ({w / bare_w:4.1f}x)"
             f"   cpu {c * 1000:7.1f} ms ({c / max(bare_c, 1e-9):4.1f}x)"
         )
-    ratio = statistics.median(walls["containers run --dry-run"]) / bare_w
+    ratio = walls["containers run --dry-run"] / bare_w
     ok = ratio <= TARGET_RATIO
     print(f"target: at most {TARGET_RATIO:.0f}x a bare start (wall): {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

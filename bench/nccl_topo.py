@@ -17,8 +17,6 @@ the agreement count: every scenario and recorded tree holding both a PCI tree an
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +26,7 @@ sys.path.insert(0, str(REPO))
 TARGET_RATIO = 8.0
 ENTRY = "import sys; from dolmen.cli.main import main; sys.exit(main())"
 
-from bench.startup import timed  # noqa: E402
+from bench.startup import interleaved, start_env  # noqa: E402
 
 
 def agreement(work: Path) -> list[tuple[str, int, int]]:
@@ -57,34 +55,18 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="dolmen-bench-nccl-") as tmp:
         tree = build("h100-hgx-rails", Path(tmp) / "tree")
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO / "src"),
-            "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"),
-        }
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
         commands = {
             "bare python -c pass": [sys.executable, "-c", "pass"],
             "nccl env": [sys.executable, "-c", ENTRY, "nccl", "env", "--from", str(tree)],
             "topo": [sys.executable, "-c", ENTRY, "topo", "--from", str(tree)],
         }
-        for argv in commands.values():  # warm the bytecode and page caches
-            for _ in range(2):
-                timed(argv, env)
-        walls: dict[str, list[float]] = {k: [] for k in commands}
-        cpus: dict[str, list[float]] = {k: [] for k in commands}
-        for _ in range(args.runs):
-            for name, argv in commands.items():
-                w, c = timed(argv, env)
-                walls[name].append(w)
-                cpus[name].append(c)
+        walls, cpus = interleaved(commands, start_env(Path(tmp)), args.runs)
         agreed = agreement(Path(tmp) / "both")
-    bare_w = statistics.median(walls["bare python -c pass"])
-    bare_c = statistics.median(cpus["bare python -c pass"])
+    bare_w, bare_c = walls["bare python -c pass"], cpus["bare python -c pass"]
     print(f"8-GPU rails host tree, {args.runs} runs each, interleaved; medians")
     ok = True
     for name in commands:
-        w, c = statistics.median(walls[name]), statistics.median(cpus[name])
+        w, c = walls[name], cpus[name]
         print(
             f"  {name:<22} wall {w * 1000:7.1f} ms ({w / bare_w:4.1f}x)"
             f"   cpu {c * 1000:7.1f} ms ({c / max(bare_c, 1e-9):4.1f}x)"

@@ -53,6 +53,35 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def start_env(tmp: Path) -> dict[str, str]:
+    """The environment of a normal install's start: this checkout's src, bytecode written
+    (into ``tmp``, never the checkout)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PYTHONPYCACHEPREFIX": str(tmp / "pyc")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def interleaved(
+    commands: dict[str, list[str]], env: dict[str, str], runs: int, warm: int = 2
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall clock and CPU time of each command, ``runs`` rounds interleaved (load
+    that comes and goes falls on all alike), after ``warm`` runs each fill the caches."""
+    for argv in commands.values():
+        for _ in range(warm):
+            timed(argv, env)
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            w, c = timed(argv, env)
+            walls[name].append(w)
+            cpus[name].append(c)
+    return (
+        {k: statistics.median(v) for k, v in walls.items()},
+        {k: statistics.median(v) for k, v in cpus.items()},
+    )
+
+
 def instructions(argv: list[str], env: dict[str, str]) -> int | None:
     """Instructions one process runs in user space (callgrind), None without valgrind."""
     if shutil.which("valgrind") is None:
