@@ -43,7 +43,7 @@ def isolation_hook(kind: str, host: Host, config: Config, env: Mapping[str, str]
             print(f"dolmen {kind}: job {key} isolation removed ({update.action})", file=sys.stderr)
             return 0
         policy = load_policy(policy_path)
-        members, known = _members(host, env), _known(host)
+        members, (known, _) = _members(host, env), known_jobs(host)
         account = env.get("SLURM_JOB_ACCOUNT", "")
         tenant = account if account in policy.tenants else None
         update = jobs.start(host, policy, key, members, tenant=tenant, known=known, actor=actor)
@@ -79,13 +79,15 @@ def _members(host: Host, env: Mapping[str, str]) -> list[str]:
     return resolve([nodes[n].addr or n for n in names])
 
 
-def _known(host: Host) -> set[str] | None:
-    """The keys of every job slurmctld knows (pending, running, completing); None when it
-    cannot say (then nothing is collected)."""
+def known_jobs(host: Host) -> tuple[set[str] | None, str]:
+    """The keys of every job slurmctld knows (pending, running, completing), or None and
+    why when it cannot say (then nothing of Slurm's is collected)."""
     from dolmen.net.jobs import job_key
     from dolmen.slurm.client import SlurmClient
 
     res = SlurmClient(host).run(["squeue", "-h", "-o", "%A"])
     if not res.ok:
-        return None
-    return {job_key("slurm", line.strip()) for line in res.stdout.splitlines() if line.strip()}
+        last = (res.stderr.strip().splitlines() or [res.reason or res.status.value])[-1]
+        return None, f"squeue could not say which jobs slurmctld knows: {last[:200]}"
+    keys = {job_key("slurm", line.strip()) for line in res.stdout.splitlines() if line.strip()}
+    return keys, ""
