@@ -5,8 +5,8 @@ running, inside a network namespace this bench creates and deletes.
     sudo .venv/bin/python bench/net_set_update.py [--runs N] [--jobs 1,100,1000]
 
 For each count N the namespace gets the compiled ``inet dolmen`` table with N+1 job
-slots, N of them holding a running job: its (member, port) pairs, two members and the
-policy's ports (interval concatenations). Then, timed
+slots, N of them holding a running job: its (member, protocol, port) keys, two members
+and the policy's ports (interval concatenations). Then, timed
 until nft has returned (the kernel committed the transaction: the next packet sees it):
 
 - set update: ``job_started`` for one more job (read the slots, one batch of element
@@ -65,12 +65,11 @@ def _loaded(policy: Policy, n: int) -> dict[str, Any]:
         {"set": {"name": "owners", "type": ["mark", "mark"],
                  "elem": [{"concat": [k, owner_tag(str(k))]} for k in range(n)]}},
     ]  # fmt: skip
-    pair = ["ipv4_addr", "inet_service"]
+    key = ["ipv4_addr", "inet_proto", "inet_service"]
     for k in range(n):
-        v4_tcp, v4_udp, _, _ = slot_sets(k)
+        v4, _ = slot_sets(k)
         members = [parse_address(_member(k, 1)), parse_address(_member(k, 2))]
-        live.append({"set": {"name": v4_tcp, "type": pair, "elem": pair_elems(members, ports.tcp)}})
-        live.append({"set": {"name": v4_udp, "type": pair, "elem": pair_elems(members, ports.udp)}})
+        live.append({"set": {"name": v4, "type": key, "elem": pair_elems(members, ports)}})
     return nft.replace_batch(table, live=live)
 
 

@@ -106,8 +106,8 @@ def test_a_batch_with_one_bad_element_changes_nothing(srv: Cluster) -> None:
     before = _table(srv)
     policy = parse_policy(POLICY)
     good = nft.job_batch(policy.access("77", [OUTSIDER]), 2)["nftables"]
-    bad = {"add": {"element": {"family": "inet", "table": "dolmen", "name": "j2_v4_tcp",
-                               "elem": [{"concat": ["10.0.0.1", 70000]}]}}}  # fmt: skip
+    bad = {"add": {"element": {"family": "inet", "table": "dolmen", "name": "j2_v4",
+                               "elem": [{"concat": ["10.0.0.1", "tcp", 70000]}]}}}  # fmt: skip
     with pytest.raises(nft.NftError, match="nothing changed"):
         nft.run_batch(srv.srv, {"nftables": [*good, bad]})
     assert _table(srv) == before

@@ -36,7 +36,7 @@ def test_the_input_chain_denies_by_default_after_what_a_network_needs() -> None:
     jobs = [c for ch, c in _rules(table) if ch == "jobs"]
     assert jobs[:4] == ["job static1 ip tcp", "job static1 ip udp", "job static1 ip6 tcp",
                         "job static1 ip6 udp"]  # fmt: skip
-    assert len(jobs) == 4 + 4 * policy.max_jobs and table.slots == 4
+    assert len(jobs) == 4 + 2 * policy.max_jobs and table.slots == 4
     for o in table.objects:  # every rule but the jump is counted
         if "rule" in o and o["rule"]["comment"] != "jobs":
             assert {"counter": None} in o["rule"]["expr"]
@@ -47,13 +47,13 @@ def test_the_input_chain_denies_by_default_after_what_a_network_needs() -> None:
     )
     assert log[0] == {"limit": {"rate": 5, "burst": 5, "per": "second"}}
     assert log[2] == {"log": {"prefix": nft.DROP_PREFIX}}
-    assert {"slots", "owners", "j3_v4_tcp", "j3_v6_udp"} <= set(table.runtime_sets)
+    assert {"slots", "owners", "j3_v4", "j3_v6"} <= set(table.runtime_sets)
     assert "mgmt_tcp" not in table.runtime_sets  # the management ports are the policy's
     slot0 = [o["rule"]["expr"][0] for o in table.objects
-             if o.get("rule", {}).get("comment") == "slot 0 default ip tcp"]  # fmt: skip
+             if o.get("rule", {}).get("comment") == "slot 0 default ip"]  # fmt: skip
     assert slot0 == [{"match": {"op": "==", "left": {"concat": [
-        {"payload": {"protocol": "ip", "field": "saddr"}},
-        {"payload": {"protocol": "tcp", "field": "dport"}}]}, "right": "@j0_v4_tcp"}}]  # fmt: skip
+        {"payload": {"protocol": "ip", "field": "saddr"}}, {"meta": {"key": "l4proto"}},
+        {"payload": {"protocol": "th", "field": "dport"}}]}, "right": "@j0_v4"}}]  # fmt: skip
 
 
 def test_a_static_job_is_compiled_only_where_this_host_is_a_member() -> None:
@@ -76,11 +76,12 @@ def test_a_job_is_one_batch_of_element_updates_and_no_rule() -> None:
     added = {c["add"]["element"]["name"]: c["add"]["element"]["elem"] for c in cmds if "add" in c}
     ranged = {"range": [40000, 40100]}
     assert added == {
-        "j2_v4_tcp": [{"concat": ["10.0.0.7", 29500]}, {"concat": ["10.0.0.7", ranged]},
-                      {"concat": ["10.0.0.8", 29500]}, {"concat": ["10.0.0.8", ranged]}],
-        "j2_v4_udp": [{"concat": ["10.0.0.7", 29500]}, {"concat": ["10.0.0.8", 29500]}],
-        "j2_v6_tcp": [{"concat": ["fd00::7", 29500]}, {"concat": ["fd00::7", ranged]}],
-        "j2_v6_udp": [{"concat": ["fd00::7", 29500]}],
+        "j2_v4": [{"concat": ["10.0.0.7", "tcp", 29500]}, {"concat": ["10.0.0.7", "tcp", ranged]},
+                  {"concat": ["10.0.0.7", "udp", 29500]},
+                  {"concat": ["10.0.0.8", "tcp", 29500]}, {"concat": ["10.0.0.8", "tcp", ranged]},
+                  {"concat": ["10.0.0.8", "udp", 29500]}],
+        "j2_v6": [{"concat": ["fd00::7", "tcp", 29500]}, {"concat": ["fd00::7", "tcp", ranged]},
+                  {"concat": ["fd00::7", "udp", 29500]}],
     }  # fmt: skip
     assert all(next(iter(c)) in ("create", "flush", "add") for c in cmds)
     assert all("rule" not in body for c in cmds for body in c.values())
@@ -98,7 +99,7 @@ def test_a_job_gets_its_own_ports_within_its_tenants_only() -> None:
     access = policy.access("7", ["10.0.0.7"], ports=own)
     added = {c["add"]["element"]["name"]: c["add"]["element"]["elem"]
              for c in job_commands(access, 0) if "add" in c}  # fmt: skip
-    assert added == {"j0_v4_tcp": [{"concat": ["10.0.0.7", {"range": [40000, 40009]}]}]}
+    assert added == {"j0_v4": [{"concat": ["10.0.0.7", "tcp", {"range": [40000, 40009]}]}]}
     with pytest.raises(ValueError, match=r"tcp 40100-40101, udp 1 not among the ports of \[jobs\]"):
         policy.access("7", ["10.0.0.7"], ports=Ports(parse_ports("40100-40101"), parse_ports(1)))
 
@@ -122,8 +123,8 @@ def test_compare_ignores_handles_counters_order_and_job_slots() -> None:
         if "rule" in o:
             body["expr"] = [{"counter": {"packets": 3, "bytes": 9}} if e == {"counter": None} else e
                             for e in body["expr"]]  # fmt: skip
-        if o.get("set", {}).get("name") == "j1_v4_tcp":
-            body["elem"] = [{"concat": ["10.5.5.5", 29500]}]  # a running job's pairs
+        if o.get("set", {}).get("name") == "j1_v4":
+            body["elem"] = [{"concat": ["10.5.5.5", "tcp", 29500]}]  # a running job's keys
     assert diff(live, table).empty
     live = [o for o in live if o.get("rule", {}).get("comment") != "loopback"]
     assert diff(live, table).added == ('rule input "loopback"',)
@@ -135,12 +136,13 @@ def test_compare_ignores_handles_counters_order_and_job_slots() -> None:
 
 def test_a_reload_carries_the_running_jobs_over() -> None:
     table = nft.compile_table(parse_policy(POLICY))
-    pair = {"concat": ["10.5.5.5", 29500]}
-    live = [{"set": {"name": "j0_v4_tcp", "type": ["ipv4_addr", "inet_service"], "elem": [pair]}},
+    pair = {"concat": ["10.5.5.5", "tcp", 29500]}
+    key = ["ipv4_addr", "inet_proto", "inet_service"]
+    live = [{"set": {"name": "j0_v4", "type": key, "elem": [pair]}},
             {"set": {"name": "mgmt_v4", "type": "ipv4_addr", "elem": ["10.6.6.6"]}}]  # fmt: skip
     out = with_live_runtime(table.objects, table.runtime_sets, live)
     sets = {o["set"]["name"]: o["set"].get("elem") for o in out if "set" in o}
-    assert sets["j0_v4_tcp"] == [pair] and sets["mgmt_v4"] == ["10.77.0.10"]
+    assert sets["j0_v4"] == [pair] and sets["mgmt_v4"] == ["10.77.0.10"]
     assert canonical(add_form(out), table.runtime_sets) == canonical(
         table.objects, table.runtime_sets
     )

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from dolmen.net.model import Address, JobAccess, Policy, PortRange, Ports
+from dolmen.net.model import Address, JobAccess, Policy, Ports
 from dolmen.net.nft import (
     DROP_PREFIX,
     FAMILY,
@@ -38,10 +38,10 @@ _ICMPV6 = [
 _BURST = 5  # what nft lists for a limit without one
 
 
-def slot_sets(k: int) -> tuple[str, str, str, str]:
-    """The pair sets of job slot ``k``: (member, port) for IPv4 TCP, IPv4 UDP, IPv6 TCP,
-    IPv6 UDP. A source reaches a port only as a pair its job holds (docs/net.md)."""
-    return f"j{k}_v4_tcp", f"j{k}_v4_udp", f"j{k}_v6_tcp", f"j{k}_v6_udp"
+def slot_sets(k: int) -> tuple[str, str]:
+    """The sets of job slot ``k``: (member, protocol, port) keys, IPv4 and IPv6. A source
+    reaches a port only as a key its job holds (docs/net.md)."""
+    return f"j{k}_v4", f"j{k}_v6"
 
 
 def owner_tag(job_id: str) -> int:
@@ -103,8 +103,8 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
     for pname, _ in profiles(policy):
         for k in slot_range(policy, pname):
             names = slot_sets(k)
-            for name, kind in zip(names, _PAIR_TYPES, strict=True):
-                objs.append(_set(name, kind, []))
+            for name, addr in zip(names, ("ipv4_addr", "ipv6_addr"), strict=True):
+                objs.append(_set(name, [addr, "inet_proto", "inet_service"], []))
             runtime += names
             jobs_rules += _slot_rules(names, f"slot {k} {pname}")
 
@@ -169,17 +169,12 @@ def job_commands(access: JobAccess, slot: int) -> list[Json]:
 
 
 def fill_commands(access: JobAccess, slot: int) -> list[Json]:
-    """Flush slot ``slot``'s pair sets and fill them with ``access``'s members and ports."""
-    v4, v6 = split_families(access.members)
-    wanted = (
-        pair_elems(v4, access.ports.tcp),
-        pair_elems(v4, access.ports.udp),
-        pair_elems(v6, access.ports.tcp),
-        pair_elems(v6, access.ports.udp),
-    )
+    """Flush slot ``slot``'s sets and fill them with ``access``'s (member, protocol, port)
+    keys: every member with every port of the job."""
     cmds: list[Json] = []
-    for name, elems in zip(slot_sets(slot), wanted, strict=True):
+    for name, members in zip(slot_sets(slot), split_families(access.members), strict=True):
         cmds.append({"flush": {"set": {"family": FAMILY, "table": TABLE, "name": name}}})
+        elems = pair_elems(members, access.ports)
         if elems:
             cmds.append({"add": {"element": _elems(name, elems)}})
     return cmds
@@ -197,35 +192,28 @@ def release_commands(slot: int, job_id: str) -> list[Json]:
     return cmds
 
 
-def pair_elems(members: Iterable[Address], ports: Iterable[PortRange]) -> list[Json]:
-    """(member . port) elements, as nft lists them back: ``{"concat": [addr, port]}``,
-    a range ``{"concat": [addr, {"range": [a, b]}]}``."""
-    ports = list(ports)
-    return [{"concat": [str(m.network_address), p]} for m in members for p in port_elems(ports)]
-
-
-_PAIR_TYPES: tuple[list[str], ...] = (
-    ["ipv4_addr", "inet_service"],
-    ["ipv4_addr", "inet_service"],
-    ["ipv6_addr", "inet_service"],
-    ["ipv6_addr", "inet_service"],
-)
+def pair_elems(members: Iterable[Address], ports: Ports) -> list[Json]:
+    """(member . protocol . port) elements, as nft lists them back: ``{"concat": [addr,
+    "tcp", 29500]}``, a range ``{"concat": [addr, "tcp", {"range": [a, b]}]}``."""
+    return [
+        {"concat": [str(m.network_address), proto, p]}
+        for m in members
+        for proto, ranges in (("tcp", ports.tcp), ("udp", ports.udp))
+        for p in port_elems(ranges)
+    ]
 
 
 def _owner(slot: int, job_id: str) -> Json:
     return {"concat": [slot, owner_tag(job_id)]}
 
 
-def _slot_rules(names: tuple[str, str, str, str], what: str) -> list[Json]:
-    """``ip saddr . tcp dport @jK_v4_tcp accept`` and its three siblings."""
+def _slot_rules(names: tuple[str, str], what: str) -> list[Json]:
+    """``ip saddr . meta l4proto . th dport @jK_v4 accept``, and IPv6's."""
     out = []
-    for name, (addr, proto) in zip(names, _PAIRS, strict=True):
-        key = {"concat": [_field(addr, "saddr"), _field(proto, "dport")]}
-        out.append(_rule("jobs", f"{what} {addr} {proto}", _match(key, f"@{name}"), _ACCEPT))
+    for name, addr in zip(names, ("ip", "ip6"), strict=True):
+        key = [_field(addr, "saddr"), {"meta": {"key": "l4proto"}}, _field("th", "dport")]
+        out.append(_rule("jobs", f"{what} {addr}", _match({"concat": key}, f"@{name}"), _ACCEPT))
     return out
-
-
-_PAIRS = (("ip", "tcp"), ("ip", "udp"), ("ip6", "tcp"), ("ip6", "udp"))
 
 
 # --- builders -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 On by ``[net] policy`` in dolmen.toml; without it the hooks do what they did before.
 
-- prolog: the job's nodes (``SLURM_JOB_NODELIST``) as addresses (their ``NodeAddr``
+- prolog: the job's nodes (``SLURM_JOB_NODELIST``, else the job's NodeList from
+  slurmctld) as addresses (their ``NodeAddr``
   from slurmctld), its tenant (``SLURM_JOB_ACCOUNT`` when the policy declares a tenant of
   that name), the jobs slurmctld still knows (``squeue``: a slot of any other ``slurm-``
   job is a leftover of one that died, emptied first), then the one set update. Anything
@@ -64,15 +65,26 @@ def _policy_path(config: Config) -> str | None:
 
 
 def _members(host: Host, env: Mapping[str, str]) -> list[str]:
-    """The job's nodes as addresses; OSError/DolmenError when any cannot be told."""
+    """The job's nodes as addresses; OSError/DolmenError when any cannot be told.
+
+    slurmd 22.05 gives a Prolog no SLURM_JOB_NODELIST (slurm.conf(5) lists it for
+    PrologSlurmctld and the task prologs; seen empty on the harness's real cluster), so
+    the job's NodeList comes from slurmctld when the variable is not there."""
     from dolmen.net.members import resolve
     from dolmen.slurm.client import SlurmClient
     from dolmen.slurm.parse import expand_hostlist
 
-    names = expand_hostlist(env.get("SLURM_JOB_NODELIST", ""))
+    client = SlurmClient(host)
+    nodelist = env.get("SLURM_JOB_NODELIST", "")
+    if not nodelist:
+        record = client.job_record(env["SLURM_JOB_ID"])
+        nodelist = (record or {}).get("NodeList", "")
+        if not nodelist or nodelist == "(null)":
+            raise DolmenError(f"slurmctld names no node for job {env['SLURM_JOB_ID']}")
+    names = expand_hostlist(nodelist)
     if not names:
-        raise DolmenError(f"SLURM_JOB_NODELIST {env.get('SLURM_JOB_NODELIST', '')!r} names no node")
-    nodes = {n.name: n for n in SlurmClient(host).nodes(names)}
+        raise DolmenError(f"the job's node list {nodelist!r} names no node")
+    nodes = {n.name: n for n in client.nodes(names)}
     missing = [n for n in names if n not in nodes]
     if missing:
         raise DolmenError(f"slurmctld does not know node(s) {', '.join(missing)}")
