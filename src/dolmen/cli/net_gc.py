@@ -83,11 +83,8 @@ def gc(
         known[s] = keys
         stale |= jobs.stale_jobs(slots, policy, s, keys)
     collected: list[str] = []
-    if yes:
-        for s, keys in known.items():
-            collected += jobs.collect_garbage(
-                host, policy, s, keys, actor="dolmen net gc", strict=True
-            )
+    if yes and stale:
+        collected = jobs.collect_garbage(host, policy, known, actor="dolmen net gc", strict=True)
     doc: dict[str, Any] = {
         "schema": "dolmen.net.gc/1",
         "dry_run": not yes,

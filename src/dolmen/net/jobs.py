@@ -59,7 +59,7 @@ def start(
     scheduler knows now (None: it could not say); ``ports``: the job's own, when the
     scheduler gives it some. IsolationFailed when not in place."""
     members = list(members)
-    collect_garbage(host, policy, key.split("-", 1)[0], known, keep=(key,), actor=actor)
+    collect_garbage(host, policy, {key.split("-", 1)[0]: known}, keep=(key,), actor=actor)
     details: dict[str, Any] = {"members": members, "tenant": tenant or "", "policy": policy.name}
     if ports is not None:
         details["ports"] = {"tcp": [str(r) for r in ports.tcp], "udp": [str(r) for r in ports.udp]}
@@ -67,7 +67,7 @@ def start(
     try:
         update = nft.job_started(host, key, members, policy=policy, tenant=tenant, ports=ports)
     except (DolmenError, ValueError, OSError) as e:
-        why = e.message if isinstance(e, DolmenError) else str(e)
+        why = _why(e)
         _outcome("net.job_isolate", key, why, details, actor)
         raise IsolationFailed(
             f"job {key}: its network isolation is not in place, so it does not start: {why}",
@@ -86,7 +86,7 @@ def end(
     try:
         update = nft.job_ended(host, key)
     except (DolmenError, OSError) as e:
-        why = e.message if isinstance(e, DolmenError) else str(e)
+        why = _why(e)
         _outcome(action, key, why, {}, actor)
         raise IsolationFailed(f"job {key}: its slot could not be emptied: {why}") from e
     _outcome(action, key, "", {"result_action": update.action, "slot": update.slot}, actor)
@@ -116,21 +116,27 @@ def stale_jobs(
 def collect_garbage(
     host: Host,
     policy: Policy,
-    scheduler: str,
-    known: Collection[str] | None,
+    known: Mapping[str, Collection[str] | None],
     *,
     keep: Sequence[str] = (),
     actor: str | None = None,
     strict: bool = False,
 ) -> list[str]:
-    """Empty the slots of ``scheduler``'s jobs that are not in ``known``, in ONE atomic
-    batch; the keys emptied. Nothing when ``known`` is None. A batch nft refuses is
-    audited and, unless ``strict``, does not stop the caller (its jobs are gone already;
-    the next run tries again); ``strict``: IsolationFailed."""
+    """Empty the slots of each scheduler's jobs that it no longer knows (``known``:
+    scheduler -> the keys of its jobs, None when it could not say: its slots are kept),
+    all in ONE atomic batch; the keys emptied. A batch nft refuses is audited and, unless
+    ``strict``, does not stop the caller (its jobs are gone already; the next run tries
+    again); ``strict``: IsolationFailed."""
     from dolmen.net.nft_jobs import release_many, slots_in_use
 
+    def stale(slots: Mapping[int, str]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for scheduler, keys in known.items():
+            out |= stale_jobs(slots, policy, scheduler, keys, keep)
+        return out
+
     try:
-        planned = stale_jobs(slots_in_use(host), policy, scheduler, known, keep)
+        planned = stale(slots_in_use(host))
     except (DolmenError, OSError) as e:
         if strict:
             raise IsolationFailed(f"the job slots could not be read: {_why(e)}") from e
@@ -140,7 +146,7 @@ def collect_garbage(
     for k, key in sorted(planned.items()):
         _audit("net.job_gc", key, "unknown", {"phase": "intent", "slot": k}, actor)
     try:
-        freed = release_many(host, lambda live: stale_jobs(live, policy, scheduler, known, keep))
+        freed = release_many(host, stale)
     except (DolmenError, OSError) as e:
         for k, key in sorted(planned.items()):
             _outcome("net.job_gc", key, _why(e), {"slot": k}, actor)
