@@ -5,7 +5,8 @@ running, inside a network namespace this bench creates and deletes.
     sudo .venv/bin/python bench/net_set_update.py [--runs N] [--jobs 1,100,1000]
 
 For each count N the namespace gets the compiled ``inet dolmen`` table with N+1 job
-slots, N of them holding a running job (two members, the policy's ports). Then, timed
+slots, N of them holding a running job: its (member, protocol, port) keys, two members
+and the policy's ports (interval concatenations). Then, timed
 until nft has returned (the kernel committed the transaction: the next packet sees it):
 
 - set update: ``job_started`` for one more job (read the slots, one batch of element
@@ -33,8 +34,8 @@ sys.path.insert(0, str(REPO / "src"))
 
 from dolmen.host.netns import NetnsHost, add_namespace, delete_namespace  # noqa: E402
 from dolmen.net import nft  # noqa: E402
-from dolmen.net.model import Policy, parse_policy  # noqa: E402
-from dolmen.net.nft_compile import slot_sets  # noqa: E402
+from dolmen.net.model import Policy, parse_address, parse_policy  # noqa: E402
+from dolmen.net.nft_compile import owner_tag, pair_elems, slot_sets  # noqa: E402
 
 FLAT = 2.0  # the set update at 1,000 jobs within this factor of the one at 1 job
 POLICY = """\
@@ -54,16 +55,21 @@ def _member(k: int, i: int) -> str:
 
 
 def _loaded(policy: Policy, n: int) -> dict[str, Any]:
-    """The full table with jobs 0..n-1 running: one replace batch."""
+    """The full table with jobs 0..n-1 running: one replace batch. Each job's slot holds
+    its (member, port) pairs: two members, the policy's TCP and UDP ports."""
     table = nft.compile_table(policy)
+    ports = policy.job_ports
     live: list[dict[str, Any]] = [
         {"set": {"name": "slots", "type": "mark",
-                 "elem": [{"elem": {"val": k, "comment": f"job:{k}"}} for k in range(n)]}}
+                 "elem": [{"elem": {"val": k, "comment": f"job:{k}"}} for k in range(n)]}},
+        {"set": {"name": "owners", "type": ["mark", "mark"],
+                 "elem": [{"concat": [k, owner_tag(str(k))]} for k in range(n)]}},
     ]  # fmt: skip
+    key = ["ipv4_addr", "inet_proto", "inet_service"]
     for k in range(n):
         v4, _ = slot_sets(k)
-        members = [_member(k, 1), _member(k, 2)]
-        live.append({"set": {"name": v4, "type": "ipv4_addr", "elem": members}})
+        members = [parse_address(_member(k, 1)), parse_address(_member(k, 2))]
+        live.append({"set": {"name": v4, "type": key, "elem": pair_elems(members, ports)}})
     return nft.replace_batch(table, live=live)
 
 

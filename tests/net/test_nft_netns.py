@@ -106,8 +106,8 @@ def test_a_batch_with_one_bad_element_changes_nothing(srv: Cluster) -> None:
     before = _table(srv)
     policy = parse_policy(POLICY)
     good = nft.job_batch(policy.access("77", [OUTSIDER]), 2)["nftables"]
-    bad = {"add": {"element": {"family": "inet", "table": "dolmen", "name": "j2_tcp",
-                               "elem": [70000]}}}  # fmt: skip
+    bad = {"add": {"element": {"family": "inet", "table": "dolmen", "name": "j2_v4",
+                               "elem": [{"concat": ["10.0.0.1", "tcp", 70000]}]}}}  # fmt: skip
     with pytest.raises(nft.NftError, match="nothing changed"):
         nft.run_batch(srv.srv, {"nftables": [*good, bad]})
     assert _table(srv) == before
@@ -179,3 +179,50 @@ def test_a_crash_between_journal_and_apply_is_rolled_back(
     back = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert back.returncode == 0, back.stderr
     assert _table(srv) == before and pending(srv.srv) is None
+
+
+@pytest.mark.parametrize("point", ["1", "2"])
+def test_an_interrupted_apply_is_completed_by_net_recover(
+    srv: Cluster, dolmen_dirs: Path, tmp_path: Path, point: str
+) -> None:
+    """tune's engine finishes the apply (the batch, the read-back, the commit) with
+    ``net.recover`` events; the same journal is then active and rolls back as usual."""
+    from dolmen.audit.reader import read_entries
+    from dolmen.net.nft_change import verify_policy
+
+    policy = tmp_path / "lab.toml"
+    policy.write_text(POLICY)
+    before = _table(srv)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "DOLMEN_TUNE_CRASH_AT": point}
+    main = "import sys; from dolmen.cli.main import main; sys.exit(main())"
+    net = [sys.executable, "-c", main, "net"]
+    where = ["--netns", srv.srv.netns]
+    apply = [*net, "apply", "--policy", str(policy), *where, "--yes"]
+    died = subprocess.run(apply, env=env, capture_output=True, text=True, timeout=120)
+    assert died.returncode == -9, died.stderr
+    env.pop("DOLMEN_TUNE_CRASH_AT")
+
+    def recover(*flags: str) -> subprocess.CompletedProcess[str]:
+        cmd = [*net, "recover", *where, *flags]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+    asked = recover()  # no terminal, no choice: both named, nothing done
+    assert asked.returncode == 3 and "--rollback" in asked.stderr and "--complete" in asked.stderr
+    both = recover("--rollback", "--complete")
+    assert both.returncode == 2 and "contradict" in both.stderr
+    done = recover("--complete", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "completed" in done.stdout
+    view = pending(srv.srv)
+    assert view is not None and view.state is State.ACTIVE
+    host = srv.srv
+    assert verify_policy(host, parse_policy(POLICY), host_role(host)).diff.empty
+    assert srv.probe((MEMBER, 29500, "tcp"), (OUTSIDER, 29500, "tcp")) == ["open", "dropped"]
+    events = [
+        (e.event.action, e.event.outcome)
+        for e in read_entries(dolmen_dirs / "audit" / "audit.log")
+        if e.event is not None and e.event.action == "net.recover"
+    ]
+    assert events == [("net.recover", "unknown"), ("net.recover", "success")]
+    assert recover("--complete").stdout.startswith("nothing to recover")
+    assert rollback_policy(host) is not None and _table(srv) == before

@@ -7,10 +7,11 @@ import json
 import pytest
 
 from dolmen.net import nft
-from dolmen.net.model import parse_address, parse_policy
+from dolmen.net.jobs import stale_jobs
+from dolmen.net.model import Ports, parse_address, parse_policy, parse_ports
 from dolmen.net.nft_change import diff
-from dolmen.net.nft_compile import job_commands, release_commands
-from dolmen.net.nft_jobs import parse_slots
+from dolmen.net.nft_compile import job_commands, owner_tag, release_commands
+from dolmen.net.nft_jobs import parse_slots, release_batch
 from dolmen.net.role import parse_ip_addr
 from dolmen.tune.settings import PROFILE_SECTIONS, SETTINGS
 from dolmen.tune.settings.nft_io import add_form, canonical, with_live_runtime
@@ -35,7 +36,7 @@ def test_the_input_chain_denies_by_default_after_what_a_network_needs() -> None:
     jobs = [c for ch, c in _rules(table) if ch == "jobs"]
     assert jobs[:4] == ["job static1 ip tcp", "job static1 ip udp", "job static1 ip6 tcp",
                         "job static1 ip6 udp"]  # fmt: skip
-    assert len(jobs) == 4 + 4 * policy.max_jobs and table.slots == 4
+    assert len(jobs) == 4 + 2 * policy.max_jobs and table.slots == 4
     for o in table.objects:  # every rule but the jump is counted
         if "rule" in o and o["rule"]["comment"] != "jobs":
             assert {"counter": None} in o["rule"]["expr"]
@@ -46,8 +47,13 @@ def test_the_input_chain_denies_by_default_after_what_a_network_needs() -> None:
     )
     assert log[0] == {"limit": {"rate": 5, "burst": 5, "per": "second"}}
     assert log[2] == {"log": {"prefix": nft.DROP_PREFIX}}
-    assert "slots" in table.runtime_sets and "j3_v6" in table.runtime_sets
-    assert "p0_tcp" not in table.runtime_sets  # the ports are the policy's
+    assert {"slots", "owners", "j3_v4", "j3_v6"} <= set(table.runtime_sets)
+    assert "mgmt_tcp" not in table.runtime_sets  # the management ports are the policy's
+    slot0 = [o["rule"]["expr"][0] for o in table.objects
+             if o.get("rule", {}).get("comment") == "slot 0 default ip"]  # fmt: skip
+    assert slot0 == [{"match": {"op": "==", "left": {"concat": [
+        {"payload": {"protocol": "ip", "field": "saddr"}}, {"meta": {"key": "l4proto"}},
+        {"payload": {"protocol": "th", "field": "dport"}}]}, "right": "@j0_v4"}}]  # fmt: skip
 
 
 def test_a_static_job_is_compiled_only_where_this_host_is_a_member() -> None:
@@ -65,13 +71,46 @@ def test_a_job_is_one_batch_of_element_updates_and_no_rule() -> None:
     cmds = job_commands(access, 2)
     assert cmds[0] == {"create": {"element": {"family": "inet", "table": "dolmen",
                        "name": "slots", "elem": [{"elem": {"val": 2, "comment": "job:4242"}}]}}}  # fmt: skip
+    tag = owner_tag("4242")
+    assert cmds[1]["create"]["element"]["elem"] == [{"concat": [2, tag]}]
     added = {c["add"]["element"]["name"]: c["add"]["element"]["elem"] for c in cmds if "add" in c}
-    assert added == {"j2_v4": ["10.0.0.7", "10.0.0.8"], "j2_v6": ["fd00::7"]}
+    ranged = {"range": [40000, 40100]}
+    assert added == {
+        "j2_v4": [{"concat": ["10.0.0.7", "tcp", 29500]}, {"concat": ["10.0.0.7", "tcp", ranged]},
+                  {"concat": ["10.0.0.7", "udp", 29500]},
+                  {"concat": ["10.0.0.8", "tcp", 29500]}, {"concat": ["10.0.0.8", "tcp", ranged]},
+                  {"concat": ["10.0.0.8", "udp", 29500]}],
+        "j2_v6": [{"concat": ["fd00::7", "tcp", 29500]}, {"concat": ["fd00::7", "tcp", ranged]},
+                  {"concat": ["fd00::7", "udp", 29500]}],
+    }  # fmt: skip
     assert all(next(iter(c)) in ("create", "flush", "add") for c in cmds)
     assert all("rule" not in body for c in cmds for body in c.values())
-    released = release_commands(2)
+    released = release_commands(2, "4242")
+    assert released[0] == {"delete": {"element": {"family": "inet", "table": "dolmen",
+                           "name": "owners", "elem": [{"concat": [2, tag]}]}}}  # fmt: skip
     assert released[-1] == {"delete": {"element": {"family": "inet", "table": "dolmen",
                             "name": "slots", "elem": [2]}}}  # fmt: skip
+    assert owner_tag("4243") != tag
+
+
+def test_a_job_gets_its_own_ports_within_its_tenants_only() -> None:
+    policy = parse_policy(POLICY)
+    own = Ports(parse_ports("40000-40009"), ())
+    access = policy.access("7", ["10.0.0.7"], ports=own)
+    added = {c["add"]["element"]["name"]: c["add"]["element"]["elem"]
+             for c in job_commands(access, 0) if "add" in c}  # fmt: skip
+    assert added == {"j0_v4": [{"concat": ["10.0.0.7", "tcp", {"range": [40000, 40009]}]}]}
+    with pytest.raises(ValueError, match=r"tcp 40100-40101, udp 1 not among the ports of \[jobs\]"):
+        policy.access("7", ["10.0.0.7"], ports=Ports(parse_ports("40100-40101"), parse_ports(1)))
+
+
+def test_stale_slots_are_the_schedulers_unknown_jobs_only() -> None:
+    policy = parse_policy(POLICY)
+    slots = {0: "slurm-1", 1: "slurm-2", 2: "local-3", 3: "slurm-9", 4: "static1"}
+    assert stale_jobs(slots, policy, "slurm", {"slurm-1"}, keep=("slurm-9",)) == {1: "slurm-2"}
+    assert stale_jobs(slots, policy, "local", set()) == {2: "local-3"}
+    assert stale_jobs(slots, policy, "slurm", None) == {}  # the scheduler could not say
+    assert release_batch({1: "slurm-2"}) == {"nftables": release_commands(1, "slurm-2")}
 
 
 def test_compare_ignores_handles_counters_order_and_job_slots() -> None:
@@ -85,7 +124,7 @@ def test_compare_ignores_handles_counters_order_and_job_slots() -> None:
             body["expr"] = [{"counter": {"packets": 3, "bytes": 9}} if e == {"counter": None} else e
                             for e in body["expr"]]  # fmt: skip
         if o.get("set", {}).get("name") == "j1_v4":
-            body["elem"] = ["10.5.5.5"]  # a running job's members
+            body["elem"] = [{"concat": ["10.5.5.5", "tcp", 29500]}]  # a running job's keys
     assert diff(live, table).empty
     live = [o for o in live if o.get("rule", {}).get("comment") != "loopback"]
     assert diff(live, table).added == ('rule input "loopback"',)
@@ -97,11 +136,13 @@ def test_compare_ignores_handles_counters_order_and_job_slots() -> None:
 
 def test_a_reload_carries_the_running_jobs_over() -> None:
     table = nft.compile_table(parse_policy(POLICY))
-    live = [{"set": {"name": "j0_v4", "type": "ipv4_addr", "elem": ["10.5.5.5"]}},
+    pair = {"concat": ["10.5.5.5", "tcp", 29500]}
+    key = ["ipv4_addr", "inet_proto", "inet_service"]
+    live = [{"set": {"name": "j0_v4", "type": key, "elem": [pair]}},
             {"set": {"name": "mgmt_v4", "type": "ipv4_addr", "elem": ["10.6.6.6"]}}]  # fmt: skip
     out = with_live_runtime(table.objects, table.runtime_sets, live)
     sets = {o["set"]["name"]: o["set"].get("elem") for o in out if "set" in o}
-    assert sets["j0_v4"] == ["10.5.5.5"] and sets["mgmt_v4"] == ["10.77.0.10"]
+    assert sets["j0_v4"] == [pair] and sets["mgmt_v4"] == ["10.77.0.10"]
     assert canonical(add_form(out), table.runtime_sets) == canonical(
         table.objects, table.runtime_sets
     )

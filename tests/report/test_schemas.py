@@ -63,6 +63,8 @@ JSON_COMMANDS = {
     "net apply": {"dolmen.net.apply/1"},
     "net verify": {"dolmen.net.verify/1"},
     "net rollback": {"dolmen.net.rollback/1"},
+    "net recover": {"dolmen.net.recover/1"},
+    "net gc": {"dolmen.net.gc/1"},
     "integrity attest quote": {"dolmen.integrity.attest.quote/1"},
     "integrity attest verify": {"dolmen.integrity.attest.verify/1"},
     "net k8s": {"dolmen.net.k8s/1"},

@@ -24,6 +24,7 @@ CRED_EXPIRE_S = 5
 # what plain Slurm's recovery waits for (the bench compares against it).
 SLURMD_TIMEOUT_S = 30
 HEALTH_CHECK_INTERVAL_S = 10
+SRUN_PORTS = "60001-60100"
 REPO = Path(__file__).resolve().parents[2]
 HOOKS = ("healthcheck", "prolog", "epilog")
 
@@ -77,6 +78,9 @@ def slurm_conf(c: SlurmCluster) -> str:
         "TaskPlugin=task/none",
         "MpiDefault=none",
         "MailProg=/bin/true",
+        # srun listens for its steps on these ports only, so a node's nftables policy can
+        # open them to the other nodes (tests/slurm/test_net_isolation.py, docs/net-prove.md).
+        f"SrunPortRange={SRUN_PORTS}",
         "JobAcctGatherType=jobacct_gather/none",
         f"Include {lab}/etc/accounting.conf",
         "JobCompType=jobcomp/none",

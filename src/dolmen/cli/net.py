@@ -4,6 +4,8 @@
     dolmen net apply --policy P      journal the live ruleset, replace it in one batch
     dolmen net verify --policy P     the live ruleset against the policy, with counters
     dolmen net rollback              put the journaled ruleset back
+    dolmen net recover               roll back or complete an interrupted apply
+    dolmen net gc                    empty the job slots of jobs the scheduler forgot
 
 Other parts of ``net`` live in their own modules and join the group at the bottom of
 this file, one ``net.add_command(...)`` line each.
@@ -26,6 +28,14 @@ net.add_command(net_nft.plan)
 net.add_command(net_nft.apply)
 net.add_command(net_nft.verify)
 net.add_command(net_nft.rollback)
+
+from dolmen.cli.net_recover import recover  # noqa: E402
+
+net.add_command(recover)
+
+from dolmen.cli.net_gc import gc  # noqa: E402
+
+net.add_command(gc)
 
 from dolmen.cli.net_prove import prove  # noqa: E402
 

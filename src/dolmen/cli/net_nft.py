@@ -68,8 +68,9 @@ def _emit(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
-# Job slots' sets and rules are alike: one line says how many.
-_SLOT = re.compile(r'^(set j\d+_(v4|v6|tcp|udp) |rule jobs "slot \d+ )')
+# Job slots' sets and rules are alike: one line says how many (the pair sets, and the
+# member and port sets of tables written before them).
+_SLOT = re.compile(r'^(set j\d+_(v4|v6)(_tcp|_udp)? |set p\d+_(tcp|udp) |rule jobs "slot \d+ )')
 
 
 def _show_diff(diff: Diff) -> None:

@@ -7,11 +7,12 @@ supervisor call (docs/net-prove.md "Wired to jobs").
   caller does not start the job.
 - ``end``: empty and free the job's slot (``nft.job_ended``).
 - ``collect_garbage``: a slot whose job the scheduler no longer knows belonged to a job
-  whose epilog never ran (a node that rebooted, a supervisor killed with -9); it is
-  emptied. Only the scheduler's own jobs (by the id prefix, ``slurm-`` or ``local-``)
-  are touched, never the policy's static jobs, and nothing at all when the scheduler
-  could not say which jobs it knows (``known`` is None: an unreachable slurmctld is not
-  evidence that no job runs).
+  whose epilog never ran (a node that rebooted, a supervisor killed with -9); all such
+  slots are emptied in one atomic batch (``dolmen net gc`` runs it on demand). Only
+  the scheduler's own jobs (by the id prefix, ``slurm-`` or ``local-``) are touched,
+  never the policy's static jobs, and nothing at all when the scheduler could not say
+  which jobs it knows (``known`` is None: an unreachable slurmctld is not evidence that
+  no job runs).
 
 Every change is two audit events, the intent then the outcome (``net.job_isolate``,
 ``net.job_release``, ``net.job_gc``); an audit log that cannot be written refuses the
@@ -21,13 +22,13 @@ start (AuditUnavailable, exit 4) as everywhere in dolmen.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from dolmen.errors import AuditUnavailable, DolmenError, EnvironmentProblem
 from dolmen.host import Host
 from dolmen.net import nft
-from dolmen.net.model import Policy
+from dolmen.net.model import Policy, Ports
 
 ACTIONS = ("net.job_isolate", "net.job_release", "net.job_gc")
 SCHEDULERS = ("slurm", "local")
@@ -52,17 +53,21 @@ def start(
     tenant: str | None = None,
     known: Collection[str] | None = None,
     actor: str | None = None,
+    ports: Ports | None = None,
 ) -> nft.JobUpdate:
     """Isolate job ``key`` (module docstring); ``known``: the keys of every job the
-    scheduler knows now (None: it could not say). IsolationFailed when not in place."""
+    scheduler knows now (None: it could not say); ``ports``: the job's own, when the
+    scheduler gives it some. IsolationFailed when not in place."""
     members = list(members)
-    collect_garbage(host, policy, key.split("-", 1)[0], known, keep=(key,), actor=actor)
+    collect_garbage(host, policy, {key.split("-", 1)[0]: known}, keep=(key,), actor=actor)
     details: dict[str, Any] = {"members": members, "tenant": tenant or "", "policy": policy.name}
+    if ports is not None:
+        details["ports"] = {"tcp": [str(r) for r in ports.tcp], "udp": [str(r) for r in ports.udp]}
     _audit("net.job_isolate", key, "unknown", {"phase": "intent", **details}, actor)
     try:
-        update = nft.job_started(host, key, members, policy=policy, tenant=tenant)
+        update = nft.job_started(host, key, members, policy=policy, tenant=tenant, ports=ports)
     except (DolmenError, ValueError, OSError) as e:
-        why = e.message if isinstance(e, DolmenError) else str(e)
+        why = _why(e)
         _outcome("net.job_isolate", key, why, details, actor)
         raise IsolationFailed(
             f"job {key}: its network isolation is not in place, so it does not start: {why}",
@@ -81,42 +86,81 @@ def end(
     try:
         update = nft.job_ended(host, key)
     except (DolmenError, OSError) as e:
-        why = e.message if isinstance(e, DolmenError) else str(e)
+        why = _why(e)
         _outcome(action, key, why, {}, actor)
         raise IsolationFailed(f"job {key}: its slot could not be emptied: {why}") from e
     _outcome(action, key, "", {"result_action": update.action, "slot": update.slot}, actor)
     return update
 
 
-def collect_garbage(
-    host: Host,
+def stale_jobs(
+    slots: Mapping[int, str],
     policy: Policy,
     scheduler: str,
     known: Collection[str] | None,
+    keep: Sequence[str] = (),
+) -> dict[int, str]:
+    """The slots (slot -> job key) of ``scheduler``'s jobs that are not in ``known``
+    (pure): what a collection empties. Nothing when ``known`` is None, nor a static job."""
+    if known is None:
+        return {}
+    static = {j.job_id for j in policy.static_jobs}
+    prefix = f"{scheduler}-"
+    return {
+        k: job
+        for k, job in slots.items()
+        if job.startswith(prefix) and job not in known and job not in keep and job not in static
+    }
+
+
+def collect_garbage(
+    host: Host,
+    policy: Policy,
+    known: Mapping[str, Collection[str] | None],
     *,
     keep: Sequence[str] = (),
     actor: str | None = None,
+    strict: bool = False,
 ) -> list[str]:
-    """Empty the slots of ``scheduler``'s jobs that are not in ``known``; the keys emptied.
-    Nothing when ``known`` is None. A slot that will not empty is left (the next run
-    tries again) and does not stop the caller: its job is gone already."""
-    if known is None:
+    """Empty the slots of each scheduler's jobs that it no longer knows (``known``:
+    scheduler -> the keys of its jobs, None when it could not say: its slots are kept),
+    all in ONE atomic batch; the keys emptied. A batch nft refuses is audited and, unless
+    ``strict``, does not stop the caller (its jobs are gone already; the next run tries
+    again); ``strict``: IsolationFailed."""
+    from dolmen.net.nft_jobs import release_many, slots_in_use
+
+    def stale(slots: Mapping[int, str]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for scheduler, keys in known.items():
+            out |= stale_jobs(slots, policy, scheduler, keys, keep)
+        return out
+
+    try:
+        planned = stale(slots_in_use(host))
+    except (DolmenError, OSError) as e:
+        if strict:
+            raise IsolationFailed(f"the job slots could not be read: {_why(e)}") from e
         return []
-    static = {j.job_id for j in policy.static_jobs}
-    prefix = f"{scheduler}-"
-    stale = sorted(
-        k
-        for k in nft.active_jobs(host)
-        if k.startswith(prefix) and k not in known and k not in keep and k not in static
-    )
-    emptied = []
-    for k in stale:
-        try:
-            end(host, k, actor=actor, action="net.job_gc")
-        except IsolationFailed:
-            continue
-        emptied.append(k)
-    return emptied
+    if not planned:
+        return []
+    for k, key in sorted(planned.items()):
+        _audit("net.job_gc", key, "unknown", {"phase": "intent", "slot": k}, actor)
+    try:
+        freed = release_many(host, stale)
+    except (DolmenError, OSError) as e:
+        for k, key in sorted(planned.items()):
+            _outcome("net.job_gc", key, _why(e), {"slot": k}, actor)
+        if strict:
+            raise IsolationFailed(f"the stale job slots could not be emptied: {_why(e)}") from e
+        return []
+    for k, key in sorted(planned.items()):
+        done = "ended" if freed.get(k) == key else "absent"  # gone meanwhile: nothing to do
+        _outcome("net.job_gc", key, "", {"slot": k, "result_action": done}, actor)
+    return sorted(freed.values())
+
+
+def _why(e: BaseException) -> str:
+    return e.message if isinstance(e, DolmenError) else str(e)
 
 
 def _audit(action: str, key: str, outcome: str, details: dict[str, Any], actor: str | None) -> None:

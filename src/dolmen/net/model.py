@@ -54,6 +54,15 @@ class Ports:
         """Both sets of ports together."""
         return Ports(merge(self.tcp + other.tcp), merge(self.udp + other.udp))
 
+    def outside(self, allowed: Ports) -> list[str]:
+        """This set's ports that ``allowed`` does not hold (``tcp 40011``), in order."""
+        out = []
+        for proto, mine, theirs in (("tcp", self.tcp, allowed.tcp), ("udp", self.udp, allowed.udp)):
+            for r in mine:
+                if not any(a.first <= r.first and r.last <= a.last for a in theirs):
+                    out.append(f"{proto} {r}")
+        return out
+
 
 @dataclass(frozen=True)
 class Service:
@@ -123,17 +132,30 @@ class Policy:
         return t.ports if t is not None and t.ports else self.job_ports
 
     def access(
-        self, job_id: str, members: Iterable[str | Address], *, tenant: str | None = None
+        self,
+        job_id: str,
+        members: Iterable[str | Address],
+        *,
+        tenant: str | None = None,
+        ports: Ports | None = None,
     ) -> JobAccess:
         """A running job's access: members as the scheduler gives them (addresses or
-        networks). ValueError (naming the tenants) for an unknown tenant, a bad address or
-        a job id that is not a name."""
+        networks), on ``ports`` (the job's own, when the scheduler gives it some: within
+        its tenant's; default all of them). ValueError (naming the tenants) for an
+        unknown tenant, a bad address, a port the tenant does not have, or a job id that
+        is not a name."""
         if not NAME.match(job_id):
             raise ValueError(f"job id {job_id!r}: letters, digits, '_', '.', '-' (63 at most)")
         if tenant is not None and tenant not in self.tenants:
             raise ValueError(f"tenant {tenant!r} is not in the policy; tenants: {_names(self)}")
         nets = tuple(sorted({parse_address(str(m)) for m in members}, key=_net_key))
-        return JobAccess(job_id, tenant or "", nets, self.ports_for(tenant))
+        allowed = self.ports_for(tenant)
+        if ports is not None and ports.outside(allowed):
+            raise ValueError(
+                f"job {job_id}: {', '.join(ports.outside(allowed))} not among the ports of "
+                f"{('tenant ' + tenant) if tenant else '[jobs]'} in policy {self.name}"
+            )
+        return JobAccess(job_id, tenant or "", nets, allowed if ports is None else ports)
 
 
 def load_policy(path: str | Path) -> Policy:

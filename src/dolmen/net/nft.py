@@ -7,14 +7,15 @@ The table (docs/net.md "nftables"):
   dropped, loopback accepted, the ICMP a network needs (unreachable, time exceeded,
   parameter problem; IPv6 neighbour discovery and packet-too-big), the management plane
   from the listed hosts, ``jump jobs``, then a bounded-rate ``log`` and a counted drop.
-- chain ``jobs``: per job slot ``K``, ``ip saddr @jK_v4 tcp dport @pI_tcp accept`` (and
-  UDP, and IPv6), where ``I`` is the slot's port profile (``[jobs]``'s ports, or a
-  tenant's own: each profile has ``max_jobs`` slots). Every rule has a counter and a
-  comment naming it.
+- chain ``jobs``: per job slot ``K``, ``ip saddr . tcp dport @jK_v4_tcp accept`` (and
+  UDP, and IPv6): the slot's sets hold (member, port) pairs, so a member reaches its own
+  job's ports only. Slots are grouped by port profile (``[jobs]``'s ports, or a tenant's
+  own: each profile has ``max_jobs`` slots). Every rule has a counter and a comment.
 - sets: ``mgmt_v4``/``mgmt_v6`` (who reaches management), ``mgmt_tcp``/``mgmt_udp``
-  (its ports), ``pI_tcp``/``pI_udp`` (each profile's ports), per slot ``jK_v4`` and
-  ``jK_v6`` (hash sets of member hosts), and ``slots`` (which slot holds which job:
-  element ``K`` with comment ``job:<id>``).
+  (its ports), per slot ``jK_v4_tcp``, ``jK_v4_udp``, ``jK_v6_tcp``, ``jK_v6_udp``
+  (``addr . inet_service`` concatenations with intervals), ``slots`` (which slot holds
+  which job: element ``K`` with comment ``job:<id>``) and ``owners`` (``K . tag``: the
+  job a release must find there).
 
 A job starting or ending is ONE atomic batch of set-element updates into a free slot: no
 rule is added, rewritten or reloaded, so its cost does not grow with the number of jobs
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.net.model import Address, JobAccess, Policy, PortRange
+from dolmen.net.model import Address, JobAccess, Policy, PortRange, Ports
 from dolmen.tune.settings.nft_io import (
     NftError,
     NftMissing,
@@ -138,15 +139,17 @@ def job_started(
     *,
     policy: Policy,
     tenant: str | None = None,
+    ports: Ports | None = None,
 ) -> JobUpdate:
-    """Put a running job's members (host addresses) in a free slot of its tenant's port
-    profile: one atomic set update. A job that already holds a slot gets its members
-    refreshed there. NftError when no slot is free or nft refuses, ValueError for a
-    member that is a network (nothing changed either way: fail closed)."""
+    """Put a running job's (member, port) pairs in a free slot of its tenant's port
+    profile: one atomic set update. ``ports``: the job's own (within its tenant's; default
+    all of them). A job that already holds a slot gets its pairs refreshed there.
+    NftError when no slot is free or nft refuses, ValueError for a member that is a
+    network or a port outside the tenant's (nothing changed either way: fail closed)."""
     from dolmen.net.nft_compile import slot_range
     from dolmen.net.nft_jobs import start
 
-    access = policy.access(job_id, members, tenant=tenant)
+    access = policy.access(job_id, members, tenant=tenant, ports=ports)
     return start(host, access, slot_range(policy, access.tenant))
 
 

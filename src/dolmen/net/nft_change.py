@@ -3,9 +3,11 @@
 The plan has one row: the ``[nftables]`` setting with key ``inet dolmen`` and the
 compiled table as its value. ``apply`` is tune's ``apply_plan``: audit intent, the live
 table journaled (fsync'd) before the one nft batch that replaces it, read back, commit,
-audit result; a crash anywhere is recovered by ``rollback`` from the journal. Journals
-live in ``<state>/net`` (a namespace or a host tree gets its own folder), apart from
-tune's, so a tuning profile and a network policy are active side by side.
+audit result; a crash anywhere is recovered from the journal: ``rollback`` puts the
+journaled table back, ``complete`` finishes the apply (``dolmen net recover``), both
+tune's engine. Journals live in ``<state>/net`` (a namespace or a host tree gets its own
+folder), apart from tune's, so a tuning profile and a network policy are active side by
+side.
 
 Applying a policy while another is active closes the older journal as ``superseded``
 (no gap without isolation between the two) and journals the table it left: a rollback
@@ -26,7 +28,7 @@ from dolmen.host import Host
 from dolmen.net.model import Policy
 from dolmen.net.nft import FAMILY, TABLE, Role, Table, active_jobs, compile_table, list_table
 from dolmen.paths import state_dir
-from dolmen.tune.engine import apply_plan, rollback
+from dolmen.tune.engine import apply_plan, complete, rollback
 from dolmen.tune.journal import Journal, is_locked, locked, open_journal
 from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.model import Plan, Target
@@ -143,7 +145,8 @@ def apply_policy(host: Host, planned: NetPlan) -> ApplyResult:
     if view is not None and view.state is not State.ACTIVE:
         raise EnvironmentProblem(
             f"an apply or rollback of {view.profile} was interrupted (journal {view.path})",
-            hint="`dolmen net rollback` puts the table it journaled back",
+            hint="`dolmen net recover --rollback` puts the table it journaled back, "
+            "`--complete` finishes the apply",
         )
     if view is not None:
         _supersede(folder, view, planned.policy.name)
@@ -167,6 +170,25 @@ def rollback_policy(host: Host) -> RollbackResult | None:
         raise EnvironmentProblem("another dolmen net is changing this host", hint="wait for it")
     reason = "requested" if view.state is State.ACTIVE else "interrupted journal rolled back"
     return rollback(host, view, folder, reason=reason, kind="net")
+
+
+def complete_policy(host: Host) -> ApplyResult | None:
+    """Finish an interrupted apply with tune's engine (``complete``: the step it had not
+    done, then commit); None when no apply was interrupted. EnvironmentProblem when a
+    rollback was interrupted (it can only be finished) or another dolmen net runs."""
+    folder = net_folder(host)
+    view = open_journal(folder)
+    if view is None or view.state is State.ACTIVE:
+        return None
+    if view.state is not State.APPLYING:
+        raise EnvironmentProblem(
+            f"a rollback of {view.profile} was interrupted (journal {view.path}): it can "
+            "only be finished",
+            hint="dolmen net recover --rollback",
+        )
+    if is_locked(folder):
+        raise EnvironmentProblem("another dolmen net is changing this host", hint="wait for it")
+    return complete(host, view, folder, kind="net")
 
 
 def verify_policy(host: Host, policy: Policy, role: Role) -> NetVerify:

@@ -8,10 +8,11 @@ counter values aside.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from dolmen.net.model import JobAccess, Policy, Ports
+from dolmen.net.model import Address, JobAccess, Policy, Ports
 from dolmen.net.nft import (
     DROP_PREFIX,
     FAMILY,
@@ -38,8 +39,15 @@ _BURST = 5  # what nft lists for a limit without one
 
 
 def slot_sets(k: int) -> tuple[str, str]:
-    """The member sets of job slot ``k``: IPv4 and IPv6 host addresses (hash sets)."""
+    """The sets of job slot ``k``: (member, protocol, port) keys, IPv4 and IPv6. A source
+    reaches a port only as a key its job holds (docs/net.md)."""
     return f"j{k}_v4", f"j{k}_v6"
+
+
+def owner_tag(job_id: str) -> int:
+    """A job's 32-bit tag in the ``owners`` set (``slot . tag``): a release names it, so
+    a batch meant for one job fails, changing nothing, once the slot is another's."""
+    return int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:4], "big")
 
 
 def profiles(policy: Policy) -> list[tuple[str, Ports]]:
@@ -60,15 +68,14 @@ def slot_range(policy: Policy, tenant: str) -> range:
 def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
     """(objects in ``add`` form, runtime set names); see nft.py.
 
-    Job slots' member sets are hash sets and their ports are the profile's interval sets,
-    shared: nft 1.0 reads every element of every *interval* set of a table before it
-    adds one element anywhere, so a slot with interval sets of its own would make a job's
-    start cost grow with the number of slots (bench/net_set_update.py measured 2.5 s at
-    1,000 jobs).
+    A job slot's sets hold (member address, port) pairs, concatenations with the
+    interval flag so that a port range is one element: a member reaches the ports of its
+    own job, not every port of the profile (two jobs on one node with ports of their own
+    stay apart there). bench/net_set_update.py times a job's start with 1,000 of them.
     """
     objs: list[Json] = [{"table": {"family": FAMILY, "name": TABLE}}]
     rules: list[Json] = []
-    runtime: list[str] = ["slots"]
+    runtime: list[str] = ["slots", "owners"]
 
     m4, m6 = split_families(policy.management.allow_from)
     mports = policy.management.ports
@@ -81,6 +88,7 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
         _set("mgmt_udp", "inet_service", port_elems(mports.udp)),
     ]
     objs.append(_set("slots", "mark", [], interval=False))
+    objs.append(_set("owners", ["mark", "mark"], [], interval=False))
 
     jobs_rules: list[Json] = []
     for job in policy.static_jobs:
@@ -92,20 +100,13 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
                 (f"{name}_v4", f"{name}_v6", f"{name}_tcp", f"{name}_udp"),
                 f"job {job.job_id}",
             )
-    for i, (pname, ports) in enumerate(profiles(policy)):
-        tcp, udp = f"p{i}_tcp", f"p{i}_udp"
-        objs += [
-            _set(tcp, "inet_service", port_elems(ports.tcp)),
-            _set(udp, "inet_service", port_elems(ports.udp)),
-        ]
+    for pname, _ in profiles(policy):
         for k in slot_range(policy, pname):
-            v4, v6 = slot_sets(k)
-            objs += [
-                _set(v4, "ipv4_addr", [], interval=False),
-                _set(v6, "ipv6_addr", [], interval=False),
-            ]
-            runtime += [v4, v6]
-            jobs_rules += _pair_rules("jobs", (v4, v6, tcp, udp), f"slot {k} {pname}")
+            names = slot_sets(k)
+            for name, addr in zip(names, ("ipv4_addr", "ipv6_addr"), strict=True):
+                objs.append(_set(name, [addr, "inet_proto", "inet_service"], []))
+            runtime += names
+            jobs_rules += _slot_rules(names, f"slot {k} {pname}")
 
     objs.append(_chain("jobs"))
     objs.append(
@@ -151,31 +152,68 @@ def compile_objects(policy: Policy, role: Role) -> tuple[list[Json], list[str]]:
 
 
 def job_commands(access: JobAccess, slot: int) -> list[Json]:
-    """Commands that give ``access`` slot ``slot``: claim it (``create``: fails if taken),
-    then flush and fill its member sets, in one batch. Members are host addresses (hash
-    sets; a network is refused: ValueError)."""
+    """Commands that give ``access`` slot ``slot``: claim it (``create``: fails if taken)
+    and tag it with the job (``owners``), then flush and fill its pair sets, in one
+    batch. Members are host addresses (a network is refused: ValueError)."""
     nets = [m for m in access.members if m.prefixlen != m.max_prefixlen]
     if nets:
         raise ValueError(
             f"job {access.job_id}: {nets[0]} is a network; a running job's members are hosts"
         )
-    v4, v6 = split_families(access.members)
     claim = {"elem": {"val": slot, "comment": f"job:{access.job_id}"}}
-    cmds: list[Json] = [{"create": {"element": _elems("slots", [claim])}}]
-    for name, elems in zip(slot_sets(slot), (addr_elems(v4), addr_elems(v6)), strict=True):
+    cmds: list[Json] = [
+        {"create": {"element": _elems("slots", [claim])}},
+        {"create": {"element": _elems("owners", [_owner(slot, access.job_id)])}},
+    ]
+    return cmds + fill_commands(access, slot)
+
+
+def fill_commands(access: JobAccess, slot: int) -> list[Json]:
+    """Flush slot ``slot``'s sets and fill them with ``access``'s (member, protocol, port)
+    keys: every member with every port of the job."""
+    cmds: list[Json] = []
+    for name, members in zip(slot_sets(slot), split_families(access.members), strict=True):
         cmds.append({"flush": {"set": {"family": FAMILY, "table": TABLE, "name": name}}})
+        elems = pair_elems(members, access.ports)
         if elems:
             cmds.append({"add": {"element": _elems(name, elems)}})
     return cmds
 
 
-def release_commands(slot: int) -> list[Json]:
-    """Commands that empty slot ``slot`` and free it, in one batch."""
-    cmds: list[Json] = [
+def release_commands(slot: int, job_id: str) -> list[Json]:
+    """Commands that empty slot ``slot`` and free it, in one batch, provided job
+    ``job_id`` still holds it: deleting its ``owners`` tag fails the whole batch
+    otherwise (the slot was freed and taken by another job meanwhile)."""
+    cmds: list[Json] = [{"delete": {"element": _elems("owners", [_owner(slot, job_id)])}}]
+    cmds += [
         {"flush": {"set": {"family": FAMILY, "table": TABLE, "name": n}}} for n in slot_sets(slot)
     ]
     cmds.append({"delete": {"element": _elems("slots", [slot])}})
     return cmds
+
+
+def pair_elems(members: Iterable[Address], ports: Ports) -> list[Json]:
+    """(member . protocol . port) elements, as nft lists them back: ``{"concat": [addr,
+    "tcp", 29500]}``, a range ``{"concat": [addr, "tcp", {"range": [a, b]}]}``."""
+    return [
+        {"concat": [str(m.network_address), proto, p]}
+        for m in members
+        for proto, ranges in (("tcp", ports.tcp), ("udp", ports.udp))
+        for p in port_elems(ranges)
+    ]
+
+
+def _owner(slot: int, job_id: str) -> Json:
+    return {"concat": [slot, owner_tag(job_id)]}
+
+
+def _slot_rules(names: tuple[str, str], what: str) -> list[Json]:
+    """``ip saddr . meta l4proto . th dport @jK_v4 accept``, and IPv6's."""
+    out = []
+    for name, addr in zip(names, ("ip", "ip6"), strict=True):
+        key = [_field(addr, "saddr"), {"meta": {"key": "l4proto"}}, _field("th", "dport")]
+        out.append(_rule("jobs", f"{what} {addr}", _match({"concat": key}, f"@{name}"), _ACCEPT))
+    return out
 
 
 # --- builders -------------------------------------------------------------------------------
@@ -218,7 +256,7 @@ def _pair_rules(chain: str, names: tuple[str, str, str, str], what: str) -> list
     return out
 
 
-def _set(name: str, kind: str, elems: list[Any], *, interval: bool = True) -> Json:
+def _set(name: str, kind: str | list[str], elems: list[Any], *, interval: bool = True) -> Json:
     body: Json = {"family": FAMILY, "name": name, "table": TABLE, "type": kind}
     if interval:
         body["flags"] = ["interval"]

@@ -1,24 +1,29 @@
 """A job starting or ending on a host: one atomic batch of set-element updates.
 
 The ``slots`` set says which slot holds which job (element ``K``, comment
-``job:<id>``). Starting claims the lowest free slot with ``create element`` in the same
-batch that fills the slot's member and port sets, so two prologs racing for one slot
-cannot both win: the loser's whole batch is refused, changing nothing, and it tries the
-next free slot. Ending flushes the slot's sets and frees it, in one batch. Neither
-touches a rule, so the cost does not grow with the number of jobs.
+``job:<id>``), and ``owners`` tags it with the job (``K . tag``). Starting claims the
+lowest free slot with ``create element`` in the same batch that fills the slot's pair
+sets, so two prologs racing for one slot cannot both win: the loser's whole batch is
+refused, changing nothing, and it tries the next free slot. Ending deletes the job's tag,
+flushes the slot's sets and frees it, in one batch: if the slot was freed and taken by
+another job since it was read, the tag is not there and nothing changes (a collection
+racing a new job's start never empties that job's slot). Neither touches a rule, so the
+cost does not grow with the number of jobs.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 
 from dolmen.host import Host, RunStatus
 from dolmen.net.model import JobAccess
 from dolmen.net.nft import FAMILY, TABLE, JobUpdate, NftError
-from dolmen.net.nft_compile import job_commands, release_commands
+from dolmen.net.nft_compile import fill_commands, job_commands, release_commands
 from dolmen.tune.settings.nft_io import NFT_TIMEOUT, nft_missing, nft_run
 
 _TRIES = 4  # slots lost to racing prologs before giving up
+_NOT_THERE = "No such file or directory"
 _PREFIX = "job:"
 
 
@@ -28,7 +33,7 @@ def slots_in_use(host: Host) -> dict[int, str]:
     if res.status is RunStatus.MISSING:
         raise nft_missing()
     if not res.ok:
-        if "No such file or directory" in res.stderr:
+        if _NOT_THERE in res.stderr:
             return {}
         raise NftError(f"nft list set {FAMILY} {TABLE} slots: {res.stderr.strip()[:300]}")
     return parse_slots(res.stdout)
@@ -61,8 +66,7 @@ def start(host: Host, access: JobAccess, pool: range) -> JobUpdate:
         used = slots_in_use(host)
         held = [k for k, job in used.items() if job == access.job_id]
         if held:  # a prolog run twice: refresh the members in the slot it holds
-            cmds = job_commands(access, held[0])[1:]
-            batch = {"nftables": cmds}
+            batch = {"nftables": fill_commands(access, held[0])}
             nft_run(host, batch)
             return JobUpdate(access.job_id, held[0], "started", batch)
         free = next((k for k in pool if k not in used), None)
@@ -79,7 +83,7 @@ def start(host: Host, access: JobAccess, pool: range) -> JobUpdate:
         except NftError as e:
             if "File exists" in e.message:  # another prolog took the slot first
                 continue
-            if "No such file or directory" in e.message:
+            if _NOT_THERE in e.message:
                 raise NftError(
                     f"job {access.job_id}: this host has no inet dolmen table with job slot "
                     f"{free} (nothing changed): the job must not start",
@@ -91,12 +95,42 @@ def start(host: Host, access: JobAccess, pool: range) -> JobUpdate:
 
 
 def end(host: Host, job_id: str) -> JobUpdate:
-    """Empty and free the job's slot; ``absent`` when it holds none."""
-    used = slots_in_use(host)
-    held = [k for k, job in used.items() if job == job_id]
+    """Empty and free the job's slot; ``absent`` when it holds none (or lost it to
+    another job between the read and the batch: nothing changed)."""
+    held = [k for k, job in slots_in_use(host).items() if job == job_id]
     if not held:
         return JobUpdate(job_id, None, "absent")
-    cmds = [c for k in held for c in release_commands(k)]
-    batch = {"nftables": cmds}
-    nft_run(host, batch)
+    batch = release_batch({k: job_id for k in held})
+    try:
+        nft_run(host, batch)
+    except NftError as e:
+        if _NOT_THERE in e.message and job_id not in slots_in_use(host).values():
+            return JobUpdate(job_id, None, "absent")  # another end freed it first
+        raise
     return JobUpdate(job_id, held[0], "ended", batch)
+
+
+def release_batch(slots: Mapping[int, str]) -> dict[str, list[dict[str, object]]]:
+    """One batch that empties and frees every slot of ``slots`` (slot -> the job that
+    must still hold it); pure."""
+    return {"nftables": [c for k, job in sorted(slots.items()) for c in release_commands(k, job)]}
+
+
+def release_many(
+    host: Host, pick: Callable[[Mapping[int, str]], Mapping[int, str]]
+) -> dict[int, str]:
+    """Free, in ONE batch, the live slots ``pick`` chooses (slot -> job); the slots freed.
+    A batch refused because one of them changed hands since the read is read and tried
+    again (nothing had changed); NftError when nft refuses it otherwise."""
+    for _ in range(_TRIES):
+        chosen = dict(pick(slots_in_use(host)))
+        if not chosen:
+            return {}
+        try:
+            nft_run(host, release_batch(chosen))
+        except NftError as e:
+            if _NOT_THERE in e.message:
+                continue
+            raise
+        return chosen
+    raise NftError(f"job slots kept changing hands while they were collected ({_TRIES} tries)")

@@ -19,7 +19,8 @@ follow what slurmd does with them:
 
 With ``[net] policy`` set, the prolog then puts the job's network isolation in place and
 the epilog takes it away (``dolmen.slurm.isolation``): a prolog that cannot exits 3, so
-the job never runs unisolated (docs/net-prove.md).
+the job never runs unisolated (docs/net-prove.md). ``--from TREE`` changes what the
+checks read, not where the isolation goes: it is always this node's own table.
 
 Each run is bounded (``--timeout``, else ``[slurm] hook_timeout`` of dolmen.toml, else
 ``HOOK_TIMEOUT``): slurmd kills a HealthCheckProgram that runs 60 s, silently, so a hung
@@ -56,7 +57,7 @@ def run_hook(
         defer_imports(DEFERRED)
     with collector_off(level == "quick"):
         rc = _run(kind, source, level, timeout)
-    if rc == 0 and kind in ("prolog", "epilog") and source is None:
+    if rc == 0 and kind in ("prolog", "epilog"):
         rc = _isolation(kind)
     return rc
 

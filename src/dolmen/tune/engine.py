@@ -94,13 +94,14 @@ def apply_plan(
         return _finish(host, journal, result, f"{kind}.apply", detail)
 
 
-def complete(host: Host, view: JournalView, folder: Path) -> ApplyResult:
-    """Finish an interrupted apply: the steps it had not done, then commit."""
+def complete(host: Host, view: JournalView, folder: Path, *, kind: str = "tune") -> ApplyResult:
+    """Finish an interrupted apply: the steps it had not done, then commit. ``kind``
+    names the audit action (``tune.recover``; ``net.recover`` for dolmen net)."""
     if view.state is not State.APPLYING:
         raise EnvironmentProblem(f"the journal of {view.profile} is {view.state}, not interrupted")
     with locked(folder), Signals(armed=False) as sig:
         detail = {"choice": "complete", "journal": view.path.name}
-        events.intent("tune.recover", view.profile, detail)
+        events.intent(f"{kind}.recover", view.profile, detail)
         journal = Journal(view.path)
         view = journal.view()
         # The killed process may have left a temporary beside a file: the clean apply has none.
@@ -108,7 +109,7 @@ def complete(host: Host, view: JournalView, folder: Path) -> ApplyResult:
         result = ApplyResult(view.path, view.profile)
         crash = CrashPoints("apply")
         _guarded(host, journal, view.changes, crash, result, sig, view)
-        return _finish(host, journal, result, "tune.recover", detail)
+        return _finish(host, journal, result, f"{kind}.recover", detail)
 
 
 def rollback(

@@ -50,13 +50,20 @@ def begin(store: JobStore, job_id: int, note: Callable[[str, str], None]) -> Iso
             f"job {key}: this host's addresses could not be read (ip -j addr show), so its"
             " network isolation is not in place and it does not start"
         )
-    known = {jobs.job_key("local", j.id) for j in store.jobs() if _alive(j)}
+    known = known_jobs(store)
     tenant = spec.account if spec.account in policy.tenants else None
     update = jobs.start(
         host, policy, key, members, tenant=tenant, known=known | {key}, actor=SUPERVISOR
     )
     note("isolation", f"job {key} isolated in slot {update.slot}: {', '.join(members)}")
     return Isolation(host, key)
+
+
+def known_jobs(store: JobStore) -> set[str]:
+    """The keys of the store's jobs that still run (``local-<id>``): the slots to keep."""
+    from dolmen.net.jobs import job_key
+
+    return {job_key("local", j.id) for j in store.jobs() if _alive(j)}
 
 
 def _alive(job: JobRow) -> bool:
