@@ -90,6 +90,15 @@ def _check_device(pattern: str | None) -> None:
         )
 
 
+def _image(image: str | None) -> str | None:
+    """--bench-image, refused before the first step when it is no image reference."""
+    if image is not None:
+        from dolmen.containers.plan import Request, validate
+
+        validate(Request(image))
+    return image
+
+
 class _Terminal(Hooks):
     """Hooks that print each step and ask before a change (unless --yes)."""
 
@@ -153,6 +162,18 @@ class _Terminal(Hooks):
     help="gres.conf File= pattern (default: /dev/nvidia{index} on the node).",
 )
 @click.option("--k8s-values", type=Path, default=None, help="Write gpu-operator values to FILE.")
+@click.option(
+    "--bench-image",
+    default=None,
+    metavar="IMAGE",
+    help="Benchmark in IMAGE (a mirror, a local build) instead of the resolved NGC release.",
+)
+@click.option(
+    "--bench-device",
+    type=click.Choice(["cuda", "cpu"]),
+    default="cuda",
+    help="Where the containers step's benchmark runs (default: cuda, the GPUs).",
+)
 @click.option("--user", "users", multiple=True, metavar="NAME[:GROUPS]", help="Add a user.")
 @click.option("--quota", "quotas", multiple=True, metavar="KIND:NAME=GPUS", help="Set a quota.")
 @backend_options
@@ -194,6 +215,8 @@ def setup(source: str | None, **kw: Any) -> None:
         gres_mode=kw["gres_mode"],
         device=kw["device"],
         k8s_values=kw["k8s_values"],
+        bench_image=_image(kw["bench_image"]),
+        bench_device=kw["bench_device"],
         users=users,
         quotas=quotas,
         quota_store=lambda: backend_from(kw).quotas(),

@@ -17,6 +17,8 @@ class HostGpus:
     driver_unknown: str  # why ``driver`` is None
     gpus: tuple[str, ...]
     datacenter: bool | None  # True: every GPU is a data-center one; None: unknown
+    subjects: tuple[str, ...] = ()  # the GPUs the driver answered for, in its (PCI) order
+    silent: str = ""  # why no GPU answered (NVML, nvidia-smi); "" when some did
 
 
 def read(host: Host) -> HostGpus:
@@ -27,15 +29,20 @@ def read(host: Host) -> HostGpus:
     driver = None
     why = "the driver version could not be read"
     names: list[str] = []
+    subjects: tuple[str, ...] = ()
+    silent = "the GPU facts could not be read"
     try:
         gpu = store.get("gpu")
         names = [g.name for g in gpu.gpus if g.name]
+        subjects = tuple(g.subject for g in gpu.gpus)
+        silent = "" if subjects else (gpu.error or "neither NVML nor nvidia-smi listed a GPU")
         driver = gpu.driver_version
         if driver is None:
             reason = gpu.unread.get("driver_version", gpu.error or "missing")
             why = f"the driver version could not be read ({reason})"
     except FactError as e:
         why = f"the GPU facts could not be read ({e.message})"
+        silent = why
     if driver is None:
         with contextlib.suppress(FactError):
             driver = store.get("stack").driver_version
@@ -45,4 +52,4 @@ def read(host: Host) -> HostGpus:
         datacenter = True
     elif "consumer" in classes:
         datacenter = False
-    return HostGpus(driver, why, tuple(names), datacenter)
+    return HostGpus(driver, why, tuple(names), datacenter, subjects, silent)
