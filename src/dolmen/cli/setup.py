@@ -186,6 +186,7 @@ def setup(source: str | None, **kw: Any) -> None:
     from dolmen.host import open_host
     from dolmen.setup.flow import check_steps, run
     from dolmen.setup.model import Context, Options
+    from dolmen.setup.tune_step import check_profile
     from dolmen.setup.writes import check_target
 
     skip = check_steps(kw["skip"])
@@ -193,6 +194,7 @@ def setup(source: str | None, **kw: Any) -> None:
     _check_device(kw["device"])
     users, quotas = _users(kw["users"]), _quotas(kw["quotas"])
     _check_names(kw["node_name"], users, quotas)
+    check_profile(kw["profile"])
     for flag in ("slurm_conf", "gres_conf", "k8s_values"):
         if kw[flag] is not None:
             check_target(kw[flag], what=f"--{flag.replace('_', '-')}")

@@ -19,11 +19,14 @@ class HostGpus:
     datacenter: bool | None  # True: every GPU is a data-center one; None: unknown
     subjects: tuple[str, ...] = ()  # the GPUs the driver answered for, in its (PCI) order
     silent: str = ""  # why no GPU answered (NVML, nvidia-smi); "" when some did
+    no_gpu: bool = False  # the PCI tree was read and no source shows an NVIDIA GPU
 
 
 def read(host: Host) -> HostGpus:
     """The driver from the stack facts (proc, module, libraries) or the GPU inventory."""
     from dolmen.facts import FactError, FactStore
+    from dolmen.facts.gpu import PCI_TREE
+    from dolmen.facts.reading import READ
 
     store = FactStore(host)
     driver = None
@@ -31,11 +34,14 @@ def read(host: Host) -> HostGpus:
     names: list[str] = []
     subjects: tuple[str, ...] = ()
     silent = "the GPU facts could not be read"
+    no_gpu = False
     try:
         gpu = store.get("gpu")
         names = [g.name for g in gpu.gpus if g.name]
         subjects = tuple(g.subject for g in gpu.gpus)
         silent = "" if subjects else (gpu.error or "neither NVML nor nvidia-smi listed a GPU")
+        # evidence of absence: the bus was read and shows none (not merely "unread")
+        no_gpu = gpu.sources.get(PCI_TREE) == READ and gpu.count == 0
         driver = gpu.driver_version
         if driver is None:
             reason = gpu.unread.get("driver_version", gpu.error or "missing")
@@ -52,4 +58,4 @@ def read(host: Host) -> HostGpus:
         datacenter = True
     elif "consumer" in classes:
         datacenter = False
-    return HostGpus(driver, why, tuple(names), datacenter, subjects, silent)
+    return HostGpus(driver, why, tuple(names), datacenter, subjects, silent, no_gpu)

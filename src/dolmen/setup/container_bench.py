@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from dolmen.compat import UTC
 from dolmen.containers.hostinfo import HostGpus

@@ -69,6 +69,15 @@ def plan(ctx: Context) -> StepPlan:
 
     lines, image, status = _resolution(ctx)
     named = ctx.options.bench_image
+    if named is None and ctx.cache["containers.hostinfo"].no_gpu:
+        return StepPlan(
+            (
+                "no NVIDIA GPU on this host (the PCI tree was read and shows none): "
+                "no NGC GPU container to resolve",
+                "a CPU benchmark in a container: --bench-image IMAGE --bench-device cpu",
+            ),
+            status=Status.SKIPPED,
+        )
     if named is None and status is Status.UNKNOWN:
         return StepPlan(lines, status=Status.UNKNOWN)
     if named is None and status is Status.FAILED:
