@@ -23,7 +23,9 @@ def node_shape(host: Host, name: str) -> NodeShape:
     core_map = parse_core_map(read_text(host, "proc/cpuinfo").text or "")
     if not core_map:
         notes.append("Cores= left out: proc/cpuinfo has no physical id / core id")
-    by_index, by_bus = _affinity(pci.collect(host), topology.collect(host))
+    # GPU affinity only where there are GPUs: PCI facts without sysfs link files run
+    # `lspci -vvv` (20 ms, most of a CPU node's line)
+    by_index, by_bus = _affinity(pci.collect(host), topology.collect(host)) if g.gpus else ({}, {})
     gpus: list[NodeGpu] = []
     missing = gpu_missing(g)
     for x in g.gpus:
