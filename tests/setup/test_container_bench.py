@@ -168,3 +168,46 @@ def test_no_runtime_and_no_gpu_are_named(
     assert rc == 0 and steps["containers"]["status"] == "skipped"
     assert "no container runtime: neither docker nor podman is on the PATH" in line
     assert os.environ["PATH"] == str(empty)
+
+
+def _ready(image: str, command: tuple[str, ...], device: str) -> Any:
+    """A benchmark ready to start as prepare() makes one, with the command given."""
+    from dolmen.containers.plan import Request, plan
+    from dolmen.containers.site import gather
+    from dolmen.setup.container_bench import Ready
+
+    req = Request(image, command, runtime="podman", gpus="none", network="none")
+    return Ready(req, plan(req, gather(LiveHost())), device, ("gpu:0000:18:00.0",))
+
+
+def _context() -> Any:
+    from dolmen.setup.model import Context, Options
+
+    return Context(LiveHost(), Options(bench_device="cpu"))
+
+
+def test_a_container_that_sees_no_gpu_fails_the_step(podman_env: Path, dolmen_dirs: Path) -> None:
+    # The real script asked for CUDA in an image whose torch has none: what a node whose
+    # container runtime does not pass the GPUs shows.
+    from dolmen.containers import smoke
+    from dolmen.setup.container_bench import run
+
+    got = run(_context(), _ready(TORCH, smoke.command("cuda"), "cuda"), ("resolved",))
+    assert got.status.value == "failed" and got.exit_code == 1
+    assert got.lines[0] == "resolved"  # the plan's lines lead, then the launch's notes
+    [line] = [x for x in got.lines if "sees no GPU" in x]
+    assert "sees no GPU although the driver lists 1: the podman launch" in line
+    assert not list((dolmen_dirs / "bench").rglob("bench.json"))
+
+
+def test_a_container_that_fails_shows_the_end_of_its_output(
+    podman_env: Path, dolmen_dirs: Path
+) -> None:
+    from dolmen.setup.container_bench import run
+
+    script = "i=0; while [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done; exit 9"
+    got = run(_context(), _ready(TORCH, ("sh", "-c", script), "cpu"), ())
+    assert got.status.value == "failed" and got.exit_code == 1
+    lines = [x for x in got.lines if not x.startswith("note: ")]
+    assert lines[0].startswith("the benchmark container exited 9 (the output holds no")
+    assert lines[1:] == ["  | line 2997", "  | line 2998", "  | line 2999"]

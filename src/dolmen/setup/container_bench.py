@@ -24,8 +24,9 @@ from dolmen.errors import ExitCode
 from dolmen.setup.model import Context, Status, StepResult
 
 NAME = "containers"
-_LOG_LIMIT = 4 << 20  # the container's output read back (NGC's banner is a few KiB)
+_KEEP = 64 << 10  # the end of the container's output kept besides its marked lines
 _TAIL = 3  # lines of a failed container's output shown
+_INTERRUPTED = 130  # launch's status after Ctrl-C stopped the container
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,6 @@ def run(ctx: Context, ready: Ready, lines: tuple[str, ...]) -> StepResult:
 
     from dolmen.containers import smoke
     from dolmen.containers.launch import launch
-    from dolmen.fsutil import read_regular
     from dolmen.report.bench.output import run_folder
 
     started = datetime.now(UTC)
@@ -112,8 +112,10 @@ def run(ctx: Context, ready: Ready, lines: tuple[str, ...]) -> StepResult:
     t0 = time.monotonic()
     rc = launch(ready.plan, ready.request, ctx.host.environ(), log=log)
     wall = time.monotonic() - t0
-    output = read_regular(log, _LOG_LIMIT).decode("utf-8", "replace") if log.exists() else ""
-    result = smoke.parse(output)
+    if rc == _INTERRUPTED:  # Ctrl-C: the step stays "started", the next run says so
+        raise KeyboardInterrupt
+    tail, marked = _output(log)
+    result = smoke.parse(marked)
     if rc in (smoke.NOT_FOUND, smoke.NOT_EXECUTABLE) and not result.missing:
         why = f"no {smoke.PYTHON} in {image} (exit {rc}): the benchmark runs the image's own"
         return _skipped(lines, f"{why} {smoke.PYTHON}; output: {log}")
@@ -133,15 +135,43 @@ def run(ctx: Context, ready: Ready, lines: tuple[str, ...]) -> StepResult:
             int(ExitCode.UNHEALTHY),
         )
     if rc != 0 or not result.runs:
-        tail = [f"  | {t}" for t in output.strip().splitlines()[-_TAIL:]]
+        shown = [f"  | {t}" for t in tail.strip().splitlines()[-_TAIL:]]
         why = result.error or "no result"
         return StepResult(
             NAME,
             Status.FAILED,
-            (*lines, f"the benchmark container exited {rc} ({why}); output: {log}", *tail),
+            (*lines, f"the benchmark container exited {rc} ({why}); output: {log}", *shown),
             int(ExitCode.UNHEALTHY),
         )
     return _measured(ctx, ready, lines, result, started, wall, folder)
+
+
+def _output(log: Path) -> tuple[str, str]:
+    """The end of the container's output and its marked lines, however long it is (a
+    chatty image is not a reason to fail): read in chunks, the rest dropped."""
+    from collections import deque
+
+    from dolmen.containers.smoke import MARK
+    from dolmen.fsutil import iter_regular
+
+    marked: list[str] = []
+    end: deque[str] = deque()
+    size, rest = 0, ""
+    try:
+        for chunk in iter_regular(log, 1 << 40):
+            *whole, rest = (rest + chunk.decode("utf-8", "replace")).split("\n")
+            for line in whole:
+                if line.startswith(MARK):
+                    marked.append(line)
+                end.append(line)
+                size += len(line) + 1
+                while size > _KEEP and len(end) > 1:
+                    size -= len(end.popleft()) + 1
+    except FileNotFoundError:
+        return "", ""
+    if rest.startswith(MARK):
+        marked.append(rest)
+    return "\n".join([*end, rest]), "\n".join(marked)
 
 
 def _skipped(lines: tuple[str, ...], why: str) -> StepResult:
