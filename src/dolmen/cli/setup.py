@@ -5,9 +5,10 @@
     dolmen setup --yes --slurm-conf F --gres-conf G    non-interactively
     dolmen setup --skip tune --restart     leave a step out; run done steps again
 
-Exit codes: 0 done, 1 validate found the node unhealthy, 2 bad usage or a step could not
-decide (its input unread: nothing written), 3 the host or the state folder refused,
-4 the audit log or the tune journal could not be written, 130 interrupted.
+Exit codes: 0 done, 1 validate found the node unhealthy or the containers step failed,
+2 bad usage or a step could not decide (its input unread: nothing written), 3 the host
+or the state folder refused, 4 the audit log or the tune journal could not be written,
+130 interrupted.
 """
 
 from __future__ import annotations
