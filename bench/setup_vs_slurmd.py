@@ -44,6 +44,17 @@ def median(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
+def disagree(ours: str, theirs: str) -> list[str]:
+    """The figures of two node lines that differ (slurmd -C writes Boards= and
+    SocketsPerBoard=, dolmen Sockets=: their product is compared)."""
+    a = dict(w.split("=", 1) for w in ours.split() if "=" in w)
+    b = dict(w.split("=", 1) for w in theirs.split() if "=" in w)
+    if "Sockets" not in b and {"Boards", "SocketsPerBoard"} <= b.keys():
+        b["Sockets"] = str(int(b["Boards"]) * int(b["SocketsPerBoard"]))
+    keys = ("CPUs", "Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
+    return [f"{k} {a.get(k)} != {b.get(k)}" for k in keys if a.get(k) != b.get(k)]
+
+
 def quiet(argv: list[str]) -> None:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(argv)
@@ -59,6 +70,8 @@ def run(runs: int) -> None:
         t_ours = median(lambda: node_line(node_shape(open_host(None), name)), runs)
         print(f"dolmen : {ours}")
         print(f"slurmd : {' '.join(ref)}")
+        differ = disagree(ours, " ".join(ref))
+        print(f"figures: {'every one agrees' if not differ else 'differ: ' + ', '.join(differ)}")
         print(
             f"node line: dolmen {t_ours * 1e3:.1f} ms, slurmd -C {t_ref * 1e3:.1f} ms, "
             f"ratio dolmen/slurmd {t_ours / t_ref:.2f}"

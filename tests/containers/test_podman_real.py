@@ -24,7 +24,7 @@ import pytest
 
 from dolmen.audit.reader import read_entries
 from dolmen.cli.main import main
-from tests.podman import private_config
+from tests.podman import Podman, private_config
 
 BUSYBOX = Path("/bin/busybox")
 IMAGE = "localhost/dolmen-containers-test:1"
@@ -70,17 +70,16 @@ def _rootfs(path: Path) -> None:
 
 @pytest.fixture
 def podman_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    from dolmen.host.live import LiveHost
 
     work = tmp_path / "podman"
     work.mkdir()
     for key, value in private_config(work).items():
         monkeypatch.setenv(key, value)
     _rootfs(work / "rootfs.tar")
-    host = LiveHost()
-    res = host.run(["podman", "import", str(work / "rootfs.tar"), IMAGE], timeout=120)
-    if not res.ok:
-        pytest.skip(f"podman import failed here: {res.failure()} {res.stderr.strip()[-200:]}")
+    podman = Podman(work)  # the import writes podman's blob-info cache: in its own namespace
+    done = podman("import", str(work / "rootfs.tar"), IMAGE, timeout=120)
+    if done.returncode != 0:
+        pytest.skip(f"podman import failed here: exit {done.returncode} {done.stderr[-200:]}")
     (work / "fakefile").write_text("fake gpu 0\n")
     LOCK.touch()
     with LOCK.open() as lock:
@@ -92,7 +91,7 @@ def podman_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
             yield work
         finally:
             spec.unlink(missing_ok=True)
-            host.run(["podman", "rmi", "-f", IMAGE], timeout=60)
+            podman("rmi", "-f", IMAGE, timeout=60)
 
 
 def _events(state: Path) -> list[tuple[str, str, object]]:

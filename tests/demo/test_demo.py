@@ -64,6 +64,20 @@ def test_samples_ship_in_the_package() -> None:
     assert any(p.name == ".keep" for p in demo.SAMPLES.rglob(".keep"))
 
 
+def test_samples_hold_no_link_and_the_built_tree_has_them(tmp_path: Path) -> None:
+    """A wheel cannot hold a symbolic link: ``pip install .`` wrote the libraries' links as
+    empty files, and the healthy sample read as undecided (the cuDNN and NCCL versions
+    come from their link targets). The links are ``[links]`` of sample.toml, made at build."""
+    assert [p for p in demo.SAMPLES.rglob("*") if p.is_symlink()] == []
+    tree = demo.build_sample("hgx-h100", tmp_path / "t")
+    lib = tree / "lib/x86_64-linux-gnu"
+    assert os.readlink(lib / "libcudnn.so.9") == "libcudnn.so.9.13.0"
+    assert (
+        os.readlink(tree / "usr/local/cuda") == "cuda-13.0" and (tree / "usr/local/cuda").is_dir()
+    )
+    assert (lib / "libcuda.so").resolve() == (lib / "libcuda.so.580.105.08").resolve()
+
+
 def test_unknown_sample_names_the_valid_ones() -> None:
     with pytest.raises(InputError) as e:
         demo.spec("dgx-b300")

@@ -125,6 +125,28 @@ def test_an_image_runs_through_pyxis_without_dolmen_inside(tmp_path: Path) -> No
     assert "LOCAL_WORLD_SIZE=4" in script
 
 
+def test_a_container_job_runs_in_the_folder_it_was_submitted_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a workdir the image's own (NGC: /workspace) would not hold train.py: the
+    submission folder is mounted and made the working folder, as sbatch's default is."""
+    from dolmen.cli.main import main
+
+    monkeypatch.setenv("DOLMEN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    argv = ["jobs", "plan", "--backend", "slurm", "--gpus-per-node", "4", "--image", "img"]
+    for extra, where in (([], tmp_path), (["--workdir", "src"], tmp_path / "src")):
+        assert main([*argv, *extra, "--", "python", "train.py"]) == 0
+        out = capsys.readouterr().out
+        srun = shlex.split(next(x for x in out.splitlines() if x.startswith("srun ")))
+        assert f"--container-mounts={where}:{where}" in srun
+        assert f"--container-workdir={where}" in srun and f"#SBATCH --chdir={where}" in out
+    assert main([*argv[:-2], "--", "python", "train.py"]) == 0  # no image: sbatch's default
+    assert "--chdir" not in capsys.readouterr().out
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_the_pyxis_script_is_valid_bash_and_its_rank_shell_sets_the_ranks(tmp_path: Path) -> None:
     script = render(_spec(image="img", env={"A": "$(rm -rf /)"}), SbatchOptions())

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 PYTHON = Path("/usr/bin/python3.11")
@@ -59,8 +60,10 @@ def _libraries(binaries: list[Path]) -> set[Path]:
     return out
 
 
-def build_rootfs(root: Path) -> Path:
-    """The base's root folder (see the module docstring)."""
+def build_rootfs(root: Path, extra: tuple[str, ...] = ()) -> Path:
+    """The base's root folder (see the module docstring); ``extra`` names more packages of
+    the virtualenv to copy (tests/setup's benchmark image adds torch), without their
+    headers and tests."""
     site = Path(sysconfig.get_paths()["purelib"]) if sys.prefix != sys.base_prefix else None
     if site is None:
         raise RuntimeError("run the tests from a virtualenv: its site-packages are copied")
@@ -80,18 +83,20 @@ def build_rootfs(root: Path) -> Path:
     )
     dist = root / "usr/lib/python3/dist-packages"
     dist.mkdir(parents=True)
-    for name in (*DEPENDENCIES, *SERVE):
+    for name in (*DEPENDENCIES, *SERVE, *extra):
         src = site / name
         if name in SERVE and not src.exists():
             continue
         if src.is_dir():
-            shutil.copytree(src, dist / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, dist / name, ignore=_ignore(name in extra))
         else:
             shutil.copy2(src, dist / name)
     for so in site.glob("_cffi_backend*.so"):
         shutil.copy2(so, dist / so.name)
     binaries = [PYTHON, *root.rglob("*.so")]
     for lib in _libraries(binaries):
+        if lib.is_relative_to(root):  # a package's own library ($ORIGIN): copied with it
+            continue
         dst = root / lib.relative_to("/")
         dst.parent.mkdir(parents=True, exist_ok=True)
         if not dst.exists():
@@ -101,6 +106,13 @@ def build_rootfs(root: Path) -> Path:
     # its own name: a test that sees the host's os-release knows the mount worked
     (root / "etc/os-release").write_text('ID=dolmen-test-base\nPRETTY_NAME="dolmen test base"\n')
     return root
+
+
+def _ignore(trim: bool) -> Callable[[str, list[str]], Iterable[str]]:
+    """What copytree leaves out: caches; for ``extra`` packages also C headers and tests
+    (torch: 150 MB that no import reads; its bin/ holds torch_shm_manager, which it needs)."""
+    names = {"__pycache__", *(("include", "test", "tests") if trim else ())}
+    return lambda _d, found: [n for n in found if n in names]
 
 
 def rootfs_tar(root: Path, tar: Path) -> Path:

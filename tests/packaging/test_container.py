@@ -15,7 +15,6 @@ driver root (/run/nvidia/driver/usr/bin), here a stand-in replaying a recorded
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from dolmen.host.command import command_key
 from dolmen.report.schemas import load as load_schema
 from tests.packaging import image
 from tests.packaging.common import PACKAGING
-from tests.podman import private_config
+from tests.podman import Podman
 from tests.wheel import dolmen_wheel
 
 pytestmark = [
@@ -41,54 +40,20 @@ pytestmark = [
     ),
 ]
 
-PODMAN = shutil.which("podman")
 RUNC = shutil.which("runc")
 TAG = "localhost/dolmen-agent:test"
 BASE = "localhost/dolmen-base:test"
 
 
-class Podman:
-    """podman with its configuration, storage and temporaries under ``work``."""
-
-    def __init__(self, work: Path) -> None:
-        self.work = work
-        self.env = {
-            **os.environ,
-            **private_config(work, driver="overlay"),
-            "TMPDIR": str(work / "tmp"),
-        }
-        (work / "tmp").mkdir()
-
-    def __call__(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-        """podman in a private mount namespace whose /var/lib/containers is a folder of
-        ours: podman writes its blob-info cache there whatever storage.conf says (podman
-        issue 15398), and the machine's copy must not change."""
-        assert PODMAN is not None
-        (self.work / "var-lib-containers").mkdir(exist_ok=True)
-        if Path("/var/lib/containers").is_dir():
-            target, source = "/var/lib/containers", str(self.work / "var-lib-containers")
-            cover = f"mount --bind {source} {target}"
-        else:  # no mount point to cover: a tmpfs over /var/lib, which podman needs no more
-            cover = "mount -t tmpfs -o size=16m tmpfs /var/lib"
-        return subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             f'{cover} && exec "$0" "$@"', PODMAN, *args],
-            env=self.env, capture_output=True, text=True, timeout=timeout,
-        )  # fmt: skip
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self("run", "--rm", "--network", "none", *args)
-
-
 @pytest.fixture(scope="module")
 def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
-    if PODMAN is None or RUNC is None:
+    if shutil.which("podman") is None or RUNC is None:
         pytest.skip("podman or runc is not installed (Debian: podman, runc)")
     why = image.missing()
     if why:
         pytest.skip(f"cannot build the offline base image: {why}")
     work = tmp_path_factory.mktemp("podman")
-    p = Podman(work)
+    p = Podman(work, driver="overlay")
     try:
         tar = image.rootfs_tar(image.build_rootfs(work / "rootfs"), work / "rootfs.tar")
         shutil.rmtree(work / "rootfs")

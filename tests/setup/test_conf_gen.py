@@ -206,3 +206,12 @@ def test_this_machine_matches_slurmd_minus_c() -> None:
         assert ours[key] == theirs[key], (key, line, ref)
     boards = int(theirs.get("Boards", "1"))
     assert int(ours["Sockets"]) == boards * int(theirs["SocketsPerBoard"])
+
+
+def test_a_gpu_whose_name_was_not_read_gets_no_guessed_type(tmp_path: Path) -> None:
+    # GPU 3 of the XID 79 scenario fell off the bus: nvidia-smi lists it without a product
+    # name. "Gres=gpu:h100:7,gpu:gpu:1" would declare a type nobody asks for.
+    tree = scenarios.build("h100-xid79", tmp_path / "t")
+    r = render(node_shape(open_host(tree), "n1"))
+    assert r.node_line is None
+    assert any("its product name was not read" in p for p in r.problems), r.problems

@@ -261,3 +261,31 @@ def test_a_refused_apply_is_recorded_failed_not_interrupted(
     assert not (tmp_path / "slurm.conf").exists()  # refused before a byte moved
     state = json.loads(state_path(open_host(h100)).read_text())
     assert state["steps"]["scheduler"]["status"] == "failed"
+
+
+def test_a_cpu_only_node_skips_tune_and_containers_saying_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The recommendation on a host without NVIDIA GPU is the read-only baseline: the step
+    # says there is nothing to tune (it raised a usage error mid-flow before); the PCI tree
+    # was read and shows no GPU, so no NGC GPU container is resolved (unknown: exit 2 before).
+    tree = scenarios.build("vm-cpu-only", tmp_path / "t")
+    rc, out, _ = run(capsys, "--from", str(tree), "--dry-run", "--json", "--skip", "validate")
+    assert rc == 0
+    steps = {s["step"]: s for s in assert_valid(json.loads(out))["steps"]}
+    assert steps["tune"]["status"] == "skipped"
+    assert steps["tune"]["lines"][0].startswith("recommended profile: baseline (no NVIDIA GPU")
+    assert "read-only reference" in steps["tune"]["lines"][-1]
+    assert steps["containers"]["status"] == "skipped"
+    assert steps["containers"]["lines"][0].startswith("no NVIDIA GPU on this host (the PCI tree")
+    assert steps["scheduler"]["status"] == "planned"
+
+
+def test_a_read_only_or_unknown_profile_is_refused_before_any_step(
+    capsys: pytest.CaptureFixture[str], h100: Path, dolmen_dirs: Path
+) -> None:
+    rc, out, err = run(capsys, "--from", str(h100), "--yes", "--profile", "baseline")
+    assert rc == 2 and out == "" and "--profile baseline: a read-only reference" in err
+    rc, out, err = run(capsys, "--from", str(h100), "--yes", "--profile", "nosuch")
+    assert rc == 2 and out == "" and "no profile named 'nosuch'" in err
+    assert not dolmen_dirs.exists()  # validate did not run, nothing recorded

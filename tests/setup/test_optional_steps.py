@@ -38,7 +38,7 @@ def test_the_plan_names_the_stack_and_the_release_and_writes_nothing(
     assert stack["lines"][-1].startswith(f"write the lock to {lock_path(open_host(h100))}")
     assert containers["status"] == "planned"
     assert containers["lines"][0].startswith("nvcr.io/nvidia/pytorch:")
-    assert containers["lines"][-1].startswith("benchmark in it: dolmen containers run nvcr.io/")
+    assert containers["lines"][-1].startswith(f"benchmark: not run on a tree ({h100}): ")
     assert not dolmen_dirs.exists() or not any(dolmen_dirs.rglob("*.toml"))
 
 

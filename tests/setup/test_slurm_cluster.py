@@ -10,6 +10,7 @@ and GRES of the line, prove Slurm accepts them.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from dolmen.cli.main import main
 from tests.slurm import config as slurm_config
-from tests.slurm.cluster import SlurmCluster, cleanup_stale, missing_prerequisites
+from tests.slurm.cluster import TAG_PREFIX, SlurmCluster, cleanup_stale, missing_prerequisites
 
 pytestmark = pytest.mark.slurm
 
@@ -29,8 +30,6 @@ class GeneratedCluster(SlurmCluster):
         cleanup_stale()
         for d in ("etc", "bin", "state/ctld", "logs", "fakedev", "munge", "out", "ckpt", "hosts"):
             (self.lab / d).mkdir(parents=True, exist_ok=True)
-        import os
-
         for g in range(self.gpus_per_node):
             os.mknod(self.lab / "fakedev" / f"nvidia{g}", 0o666 | 0o020000, os.makedev(1, 3))
         slurm_config.write_all(self, python)
@@ -79,7 +78,10 @@ def test_slurmd_accepts_the_generated_node_line_and_gres_conf(
     why = missing_prerequisites()
     if why:
         pytest.skip(why)
-    cluster = GeneratedCluster(tmp_path / "lab", nodes=1, gpus_per_node=8)
+    # A tag of its own: tests/slurm's session cluster (same pid, so the same default tag)
+    # may still hold <tag>-hub when this test runs in the same session.
+    tag = f"{TAG_PREFIX}{os.getpid()}-setup"
+    cluster = GeneratedCluster(tmp_path / "lab", nodes=1, gpus_per_node=8, tag=tag)
     try:
         cluster.start()
         capsys.readouterr()

@@ -50,6 +50,13 @@ def _spec_options(f: F) -> F:
         (("--procs-per-node",), {"type": int, "help": "Ranks per node (default: 1 per GPU)."}),
         (("--image",), {"help": "Container image (kubernetes, or Slurm with pyxis)."}),
         (("--checkpoint-dir",), {"metavar": "DIR", "help": "Checkpoint folder."}),
+        (
+            ("--workdir",),
+            {
+                "metavar": "DIR",
+                "help": "The ranks' working folder (Slurm with --image: default this one).",
+            },
+        ),
         (("--max-restarts",), {"type": int, "help": "Restarts after faults (default 0)."}),
         (("--time-limit",), {"metavar": "T", "help": "30m, 2h, 1:30:00, 2-00:00:00."}),
         (("--account",), {"help": "Account (Slurm) or group the job is charged to."}),
@@ -228,6 +235,7 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
         "procs_per_node": kw.get("procs_per_node"),
         "image": kw.get("image"),
         "checkpoint_dir": kw.get("checkpoint_dir"),
+        "workdir": kw.get("workdir"),
         "max_restarts": kw.get("max_restarts"),
         "time_limit_s": parse_duration(kw["time_limit"]) if kw.get("time_limit") else None,
         "account": kw.get("account"),
@@ -237,7 +245,22 @@ def _resolve(kw: dict[str, Any]) -> tuple[Any, Any]:
     if overrides["gpus_per_node"] is None and not (jobfile and "gpus_per_node" in jobfile.fields):
         overrides["gpus_per_node"] = default_gpus
     spec = merge(jobfile, overrides)
-    return backend_from(kw, jobfile.backend if jobfile else None), spec
+    backend = backend_from(kw, jobfile.backend if jobfile else None)
+    if backend.name == "slurm" and spec.image:
+        spec = _container_workdir(spec)
+    return backend, spec
+
+
+def _container_workdir(spec: Any) -> Any:
+    """A Slurm job in a container runs where it was submitted, as one without does
+    (sbatch's own default folder): the folder is mounted into the container at the same
+    path and made its working folder, so ``python train.py`` finds train.py there (the
+    image's WORKDIR, NGC's /workspace, does not hold it). A relative --workdir is taken
+    from this folder."""
+    import os
+
+    workdir = os.path.abspath(spec.workdir or os.getcwd())
+    return dataclasses.replace(spec, workdir=workdir)
 
 
 def _status_json(st: Any) -> dict[str, Any]:

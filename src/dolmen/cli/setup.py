@@ -5,9 +5,10 @@
     dolmen setup --yes --slurm-conf F --gres-conf G    non-interactively
     dolmen setup --skip tune --restart     leave a step out; run done steps again
 
-Exit codes: 0 done, 1 validate found the node unhealthy, 2 bad usage or a step could not
-decide (its input unread: nothing written), 3 the host or the state folder refused,
-4 the audit log or the tune journal could not be written, 130 interrupted.
+Exit codes: 0 done, 1 validate found the node unhealthy or the containers step failed,
+2 bad usage or a step could not decide (its input unread: nothing written), 3 the host
+or the state folder refused, 4 the audit log or the tune journal could not be written,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -90,6 +91,15 @@ def _check_device(pattern: str | None) -> None:
         )
 
 
+def _image(image: str | None) -> str | None:
+    """--bench-image, refused before the first step when it is no image reference."""
+    if image is not None:
+        from dolmen.containers.plan import Request, validate
+
+        validate(Request(image))
+    return image
+
+
 class _Terminal(Hooks):
     """Hooks that print each step and ask before a change (unless --yes)."""
 
@@ -153,6 +163,18 @@ class _Terminal(Hooks):
     help="gres.conf File= pattern (default: /dev/nvidia{index} on the node).",
 )
 @click.option("--k8s-values", type=Path, default=None, help="Write gpu-operator values to FILE.")
+@click.option(
+    "--bench-image",
+    default=None,
+    metavar="IMAGE",
+    help="Benchmark in IMAGE (a mirror, a local build) instead of the resolved NGC release.",
+)
+@click.option(
+    "--bench-device",
+    type=click.Choice(["cuda", "cpu"]),
+    default="cuda",
+    help="Where the containers step's benchmark runs (default: cuda, the GPUs).",
+)
 @click.option("--user", "users", multiple=True, metavar="NAME[:GROUPS]", help="Add a user.")
 @click.option("--quota", "quotas", multiple=True, metavar="KIND:NAME=GPUS", help="Set a quota.")
 @backend_options
@@ -165,6 +187,7 @@ def setup(source: str | None, **kw: Any) -> None:
     from dolmen.host import open_host
     from dolmen.setup.flow import check_steps, run
     from dolmen.setup.model import Context, Options
+    from dolmen.setup.tune_step import check_profile
     from dolmen.setup.writes import check_target
 
     skip = check_steps(kw["skip"])
@@ -172,6 +195,7 @@ def setup(source: str | None, **kw: Any) -> None:
     _check_device(kw["device"])
     users, quotas = _users(kw["users"]), _quotas(kw["quotas"])
     _check_names(kw["node_name"], users, quotas)
+    check_profile(kw["profile"])
     for flag in ("slurm_conf", "gres_conf", "k8s_values"):
         if kw[flag] is not None:
             check_target(kw[flag], what=f"--{flag.replace('_', '-')}")
@@ -194,6 +218,8 @@ def setup(source: str | None, **kw: Any) -> None:
         gres_mode=kw["gres_mode"],
         device=kw["device"],
         k8s_values=kw["k8s_values"],
+        bench_image=_image(kw["bench_image"]),
+        bench_device=kw["bench_device"],
         users=users,
         quotas=quotas,
         quota_store=lambda: backend_from(kw).quotas(),

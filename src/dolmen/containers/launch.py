@@ -11,6 +11,7 @@ Never "success" before the container ran.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from dolmen.containers.plan import Plan, Request
@@ -24,8 +25,10 @@ def target(plan: Plan, req: Request) -> str:
     return f"container:{plan.runtime}/{req.image}"
 
 
-def launch(plan: Plan, req: Request, environ: Mapping[str, str]) -> int:
-    """Run ``plan`` in the foreground (this terminal's output); its exit status."""
+def launch(plan: Plan, req: Request, environ: Mapping[str, str], *, log: Path | None = None) -> int:
+    """Run ``plan`` in the foreground; its exit status. The container's output goes to
+    this terminal, or appended to ``log`` (stdout and stderr, for a caller that reads
+    the result back: ``dolmen setup``'s benchmark)."""
     from dolmen.audit import record_event
     from dolmen.host.process import SpawnError, spawn
 
@@ -45,7 +48,7 @@ def launch(plan: Plan, req: Request, environ: Mapping[str, str]) -> int:
     where = target(plan, req)
     record_event(ACTION, where, outcome="unknown", details={"phase": "intent", **details})
     try:
-        child = spawn(plan.argv, env=environ, die_with_parent=False)
+        child = spawn(plan.argv, env=environ, log=log, die_with_parent=False)
     except SpawnError as e:
         record_event(
             ACTION, where, outcome="failure", details={"phase": "outcome", "reason": str(e)}

@@ -3,9 +3,11 @@ README's tour runs on a machine without a GPU (``dolmen validate --from DIR``).
 
 A sample is a folder ``samples/<name>/`` with ``sample.toml`` (a description, an optional
 ``base`` sample, the driver and CUDA versions, ``[[pci]]`` functions and ``[cpu]`` as
-``build`` writes them, ``[[fault]]`` changes of one GPU, ``[[edit]]`` regex edits) and
-``tree/``: files copied over the built tree. The GPUs' ``nvidia-smi -q -x`` is rendered
-(``nvsmi_xml``) from the NVIDIA 3D controllers of ``[[pci]]``. Nothing here is a recording
+``build`` writes them, ``[[fault]]`` changes of one GPU, ``[[edit]]`` regex edits,
+``[links]`` the symbolic links to make, path = target: a wheel cannot hold links, so the
+package holds none) and ``tree/``: files copied over the built tree. The GPUs'
+``nvidia-smi -q -x`` is rendered (``nvsmi_xml``) from the NVIDIA 3D controllers of
+``[[pci]]``. Nothing here is a recording
 of someone else's machine: those stay in ../shared/recordings, outside the package.
 """
 
@@ -59,6 +61,8 @@ def build_sample(name: str, dest: Path) -> Path:
         write_cpus(dest, s["cpu"])
     for own in s["trees"]:
         shutil.copytree(own, dest, symlinks=True, dirs_exist_ok=True)
+    for path, target in s["links"].items():
+        _link(dest, path, target)
     gpus = [
         {"bus_id": "0000" + fn["bdf"].upper()}
         for fn in s["pci"]
@@ -75,13 +79,29 @@ def build_sample(name: str, dest: Path) -> Path:
     return dest
 
 
+def _link(dest: Path, path: str, target: str) -> None:
+    """``dest/path`` a symbolic link to ``target`` (relative, inside the tree): the
+    ``[links]`` of a sample, which the package cannot hold as links (wheels have none)."""
+    link = dest / path
+    if ".." in Path(path).parts or path.startswith("/") or target.startswith("/"):
+        raise InputError(f"sample link {path} -> {target}: not relative inside the tree")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(target)
+
+
 def _merged(name: str) -> dict[str, Any]:
-    """A sample with its bases: a base's lists come first, its scalars are overridden."""
+    """A sample with its bases: a base's lists come first, its scalars and tables are
+    overridden (``links``: a sample's own entries over its base's)."""
     s = spec(name)
-    base = _merged(s["base"]) if "base" in s else {"pci": [], "fault": [], "edit": [], "trees": []}
-    merged = {**base, **{k: v for k, v in s.items() if k not in ("pci", "fault", "edit")}}
+    empty: dict[str, Any] = {"pci": [], "fault": [], "edit": [], "trees": [], "links": {}}
+    base = _merged(s["base"]) if "base" in s else empty
+    skip = ("pci", "fault", "edit", "links")
+    merged = {**base, **{k: v for k, v in s.items() if k not in skip}}
     for key in ("pci", "fault", "edit"):
         merged[key] = [*base[key], *s.get(key, [])]
+    merged["links"] = {**base["links"], **s.get("links", {})}
     own = SAMPLES / name / "tree"
     merged["trees"] = [*base["trees"], *([own] if own.is_dir() else [])]
     return merged

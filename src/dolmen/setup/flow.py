@@ -164,7 +164,7 @@ def _one(
     except DolmenError as e:  # refused (not root, audit log full...): said, not "interrupted"
         st.record(name, Status.FAILED.value, (e.message,))
         raise
-    st.record(name, result.status.value, result.lines)
+    st.record(name, result.status.value, result.lines, result.data)
     return result
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,15 +43,19 @@ class StepResult:
     status: Status
     lines: tuple[str, ...] = ()
     exit_code: int = 0
+    data: Mapping[str, Any] | None = None  # what a step measured, for machines (state, JSON)
 
     def to_json(self) -> dict[str, Any]:
         """One step of the ``dolmen.setup/1`` document."""
-        return {
+        doc: dict[str, Any] = {
             "step": self.step,
             "status": self.status.value,
             "lines": list(self.lines),
             "exit_code": self.exit_code,
         }
+        if self.data is not None:
+            doc["data"] = dict(self.data)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class Options:
     gres_mode: str = "explicit"
     device: str | None = None  # gres.conf File= pattern; None: the node's own devices
     k8s_values: Path | None = None
+    bench_image: str | None = None  # the containers step's image; None: the resolved release
+    bench_device: str = "cuda"  # cuda | cpu: where the containers step's benchmark runs
     users: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, groups)
     quotas: tuple[tuple[str, str, int], ...] = ()  # (user|group, name, gpus)
     quota_store: Callable[[], Any] | None = None  # the backend's QuotaStore, made lazily

@@ -23,9 +23,14 @@ def node_shape(host: Host, name: str) -> NodeShape:
     core_map = parse_core_map(read_text(host, "proc/cpuinfo").text or "")
     if not core_map:
         notes.append("Cores= left out: proc/cpuinfo has no physical id / core id")
-    by_index, by_bus = _affinity(pci.collect(host), topology.collect(host))
+    # GPU affinity only where there are GPUs: PCI facts without sysfs link files run
+    # `lspci -vvv` (20 ms, most of a CPU node's line)
+    by_index, by_bus = _affinity(pci.collect(host), topology.collect(host)) if g.gpus else ({}, {})
     gpus: list[NodeGpu] = []
+    missing = gpu_missing(g)
     for x in g.gpus:
+        if not x.name:  # a GPU that fell off the bus: "gpu:gpu:1" would be a guessed type
+            missing.append(f"GPU {x.position} ({x.bus_id}): its product name was not read")
         model = prebuilt.gpus().match(x.name) if x.name else None
         bus = BusId.parse(x.bus_id)
         cpus = (by_bus.get(bus) if bus else None) or by_index.get(x.position)
@@ -45,7 +50,7 @@ def node_shape(host: Host, name: str) -> NodeShape:
         gpus=gpus,
         unread={**c.unread, "total_bytes": m.unread.get("total_bytes", "not read")},
         notes=notes,
-        gpu_missing=gpu_missing(g),
+        gpu_missing=missing,
     )
 
 

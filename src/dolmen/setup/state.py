@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,9 +60,19 @@ class SetupState:
         rec = self.steps.get(step)
         return str(rec.get("status")) if isinstance(rec, dict) else None
 
-    def record(self, step: str, status: str, lines: list[str] | tuple[str, ...] = ()) -> None:
-        """Record ``step``'s status now and save (raises EnvironmentProblem if refused)."""
-        self.steps[step] = {"status": status, "at": _now(), "lines": list(lines)}
+    def record(
+        self,
+        step: str,
+        status: str,
+        lines: list[str] | tuple[str, ...] = (),
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record ``step``'s status now (with what it measured, ``data``) and save (raises
+        EnvironmentProblem if refused)."""
+        rec: dict[str, Any] = {"status": status, "at": _now(), "lines": list(lines)}
+        if data is not None:
+            rec["data"] = dict(data)
+        self.steps[step] = rec
         self.save()
 
     def forget(self) -> None:

@@ -11,6 +11,20 @@ from dolmen.setup.model import Context, Status, StepPlan, StepResult
 _SHOWN = 12
 
 
+def check_profile(name: str | None) -> None:
+    """``--profile NAME`` refused before the first step: unknown (ConfigError naming the
+    valid ones) or a read-only reference that is never applied (UsageError)."""
+    if name is None:
+        return
+    from dolmen.tune.profile import load_profile
+
+    if load_profile(name).read_only:
+        raise UsageError(
+            f"--profile {name}: a read-only reference of stock values; it is never applied",
+            hint="name a profile to apply (dolmen tune profiles), or leave --profile out",
+        )
+
+
 class TuneStep:
     """Recommend, plan, apply."""
 
@@ -32,8 +46,9 @@ class TuneStep:
             name = rec.profile
             lines.append(f"recommended profile: {rec.profile} ({rec.why})")
         prof = load_profile(name)
-        if prof.read_only:
-            raise UsageError(f"{prof.name} is a read-only reference; it is never applied")
+        if prof.read_only:  # --profile was refused before the first step (check_profile)
+            lines.append(f"nothing to tune: {prof.name} is a read-only reference of stock values")
+            return StepPlan(tuple(lines), status=Status.SKIPPED)
         st = tune_status(host)
         if st.interrupted:
             lines.append("an earlier tune apply was interrupted: run `dolmen tune recover`")
