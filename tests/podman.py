@@ -8,10 +8,28 @@ network configuration in ``work``, so nothing of the machine's podman state chan
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+
+# The machine's CDI folder: podman 4.3 has no spec-dir flag, so a test's private spec goes
+# there for the length of the test, under a unique name, behind this lock; a test that
+# reads the live host's CDI specs takes it too (it would see another test's spec).
+CDI_DIR = Path("/var/run/cdi")
+CDI_LOCK = Path("/tmp/dolmen-containers-cdi.lock")
+
+
+@contextlib.contextmanager
+def cdi_folder() -> Iterator[Path]:
+    """The machine's CDI folder, held for this test alone (the lock above)."""
+    CDI_LOCK.touch()
+    with CDI_LOCK.open() as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield CDI_DIR
 
 
 def private_config(work: Path, driver: str = "vfs") -> dict[str, str]:

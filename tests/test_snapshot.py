@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dolmen.host import open_host
 from dolmen.snapshot import capture
+from tests.podman import cdi_folder
 
 
 def test_capture_live_host_round_trip(tmp_path: Path) -> None:
@@ -62,8 +63,9 @@ def test_facts_of_a_snapshot_are_the_live_facts(tmp_path: Path) -> None:
     from dolmen.host.live import LiveHost
 
     names = ["os", "cpu", "numa", "pci", "network", "security", "tuning", "stack", "containers"]
-    live = {k: to_jsonable(v) for k, v in FactStore(LiveHost()).collect(names).items()}
-    meta = capture(tmp_path, as_tree=True, subsystems=names)
+    with cdi_folder():  # a podman test's private CDI spec must not come and go in between
+        live = {k: to_jsonable(v) for k, v in FactStore(LiveHost()).collect(names).items()}
+        meta = capture(tmp_path, as_tree=True, subsystems=names)
     with open_host(meta["path"]) as host:
         snap = {k: to_jsonable(v) for k, v in FactStore(host).collect(names).items()}
     assert _diff(live, snap) == []

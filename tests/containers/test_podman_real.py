@@ -11,7 +11,6 @@ limit 8 MiB): the run caps it at the hard limit and says so, and the container s
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import shutil
@@ -24,12 +23,10 @@ import pytest
 
 from dolmen.audit.reader import read_entries
 from dolmen.cli.main import main
-from tests.podman import Podman, private_config
+from tests.podman import Podman, cdi_folder, private_config
 
 BUSYBOX = Path("/bin/busybox")
 IMAGE = "localhost/dolmen-containers-test:1"
-CDI_DIR = Path("/var/run/cdi")
-LOCK = Path("/tmp/dolmen-containers-cdi.lock")
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("podman") is None, reason="podman is not installed"),
@@ -81,11 +78,9 @@ def podman_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     if done.returncode != 0:
         pytest.skip(f"podman import failed here: exit {done.returncode} {done.stderr[-200:]}")
     (work / "fakefile").write_text("fake gpu 0\n")
-    LOCK.touch()
-    with LOCK.open() as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one private spec at a time
-        CDI_DIR.mkdir(parents=True, exist_ok=True)
-        spec = CDI_DIR / f"dolmen-test-{uuid.uuid4().hex}.yaml"
+    with cdi_folder() as cdi:  # one private spec at a time
+        cdi.mkdir(parents=True, exist_ok=True)
+        spec = cdi / f"dolmen-test-{uuid.uuid4().hex}.yaml"
         spec.write_text(SPEC.format(work=work))
         try:
             yield work

@@ -120,7 +120,11 @@ def test_an_image_runs_through_pyxis_without_dolmen_inside(tmp_path: Path) -> No
         "bash",
     ]
     assert srun[9:] == ["dolmen-rank", "python", "train.py", "&"]
-    assert "dolmen.jobs.launch" not in script and "/opt/dolmen" not in script
+    # nothing runs dolmen in the image; on the node only the optional NCCL environment
+    # (dolmen nccl env, read by the batch shell: nothing when dolmen or its answer is absent)
+    assert "dolmen.jobs.launch" not in script
+    uses = [x for x in script.splitlines() if "/opt/dolmen" in x]
+    assert uses == ['eval "$(/opt/dolmen/bin/python -m dolmen.nccl 2>/dev/null)"'], uses
     assert 'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"' in script
     assert "LOCAL_WORLD_SIZE=4" in script
 
