@@ -38,7 +38,7 @@ def inventory(store: FactStore) -> dict[str, Any]:
         else:
             out[name] = {"state": READ, **build(facts)}
     if out["topology"]["state"] == READ:
-        out["topology"]["tree"] = _tree(store)
+        out["topology"]["tree"] = topology_tree(store)
     return out
 
 
@@ -132,7 +132,7 @@ def _topology(topo: Any) -> dict[str, Any]:
     }
 
 
-def _tree(store: FactStore) -> dict[str, Any]:
+def topology_tree(store: FactStore) -> dict[str, Any]:
     """The topology dolmen builds from the PCI tree, as much of ``dolmen.topo/1`` as its
     picture needs (``picture_part``), from the facts this run loaded (the run that read
     the matrix loaded them too: only the devices' sysfs link targets are read for it);
