@@ -141,7 +141,10 @@ def topology_tree(store: FactStore) -> dict[str, Any]:
     from dolmen.facts.topology.tree import empty_reason
     from dolmen.facts.topology.tree_json import picture_part
 
-    tree = tree_of_run(store)
+    try:
+        tree = tree_of_run(store)
+    except Exception as e:  # a bug drawing a picture must not cost the node its verdict
+        return {"devices": [], "reason": f"error: {e.__class__.__name__}: {e}"}
     if isinstance(tree, str):
         return {"devices": [], "reason": tree}
     why = empty_reason(tree)
