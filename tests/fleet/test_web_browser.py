@@ -1,24 +1,29 @@
 """The dashboard in a real browser: Playwright (PyPI) driving Debian's chromium against
 ``make_app`` mounted under /fleet and served by uvicorn on 127.0.0.1, as ``dolmen serve
---fleet`` mounts it. Clicks through grid, node (its topology matrix), jobs and audit pages;
-saves screenshots and
+--fleet`` mounts it. Clicks through grid, node (its topology picture and matrix), jobs and
+audit pages; on the rails node, the picture ``dolmen topo`` draws compared box by box with
+its layout, and a node whose verdict has a matrix and no tree; saves screenshots and
 compares them structurally (size, the boxes of the page's parts, the same after a
 reload); checks the accessibility basics in the rendered page: language, labels, table
 captions and header scopes, and the contrast of every status colour as computed."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dolmen.fleet.collect import collect
+from dolmen.fleet.store import FleetStore
 from tests.fleet.web_store import make_jobs, make_store
 
 CHROMIUM = "/usr/bin/chromium"
@@ -30,17 +35,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def base_url(tmp_path: Path, verdict_texts: dict[str, str]) -> Iterator[str]:
-    """The app under /fleet, served by uvicorn in a thread on a loopback port."""
+@contextmanager
+def _serve(fleet: Path, jobs: Any = None) -> Iterator[str]:
+    """The app over ``fleet`` under /fleet, served by uvicorn in a thread on a loopback
+    port: its URL."""
     import uvicorn
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
     from dolmen.fleet.web import make_app
 
-    fleet = make_store(tmp_path, verdict_texts)
-    jobs = make_jobs(tmp_path / "state")
     app = Starlette(routes=[Mount("/fleet", app=make_app(fleet, jobs=jobs))])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -58,6 +62,14 @@ def base_url(tmp_path: Path, verdict_texts: dict[str, str]) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@pytest.fixture
+def base_url(tmp_path: Path, verdict_texts: dict[str, str]) -> Iterator[str]:
+    """The store of web_store.py, with its jobs."""
+    fleet = make_store(tmp_path, verdict_texts)
+    with _serve(fleet, make_jobs(tmp_path / "state")) as url:
+        yield url
 
 
 @pytest.fixture
@@ -185,6 +197,12 @@ def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: P
     assert nv.get_attribute("title") == "18 bonded NVLinks"
     box = matrix.bounding_box()
     assert box is not None and box["y"] > page.locator("#gpus").bounding_box()["y"]
+    # dolmen topo's picture of its tree above the matrix, named for a screen reader
+    picture = page.get_by_role("img", name="n2: GPU, NIC and CPU topology (sysfs)")
+    assert picture.is_visible()
+    shown = picture.bounding_box()
+    assert shown is not None and shown["y"] < box["y"] and shown["height"] > 100
+    assert page.locator("#topology-picture figcaption").inner_text().startswith("How the GPUs")
     _accessible(page)
     _shot(page, shots / "node-n2.png")
 
@@ -224,3 +242,101 @@ def test_click_through_grid_node_and_audit(page: Any, base_url: str, tmp_path: P
         "jobs.png",
         "node-n2.png",
     ]
+
+
+def _svg_boxes(page: Any) -> list[tuple[str, float, float]]:
+    """The picture's boxes as chromium laid them out, in drawing order: each one's bold
+    first line and its rectangle's corner relative to the picture's, in CSS pixels."""
+    got: list[list[Any]] = page.evaluate(
+        """() => {
+          const svg = document.querySelector('#topology-picture svg');
+          const o = svg.getBoundingClientRect();
+          const rects = [...svg.querySelectorAll('rect[rx]')];
+          const names = [...svg.querySelectorAll('text[font-weight]')];
+          return rects.map((r, i) => {
+            const b = r.getBoundingClientRect();
+            return [names[i].textContent, b.x - o.x, b.y - o.y];
+          });
+        }"""
+    )
+    return [(str(n), float(x), float(y)) for n, x, y in got]
+
+
+def test_the_rails_nodes_picture_is_its_layout(
+    page: Any, tmp_path: Path, verdict_texts: dict[str, str]
+) -> None:
+    """The rails node's standard verdict (8 GPUs, a ConnectX-7 on each GPU's switch, 4
+    NVSwitches): the picture in chromium has every box of ``layout()`` where the layout
+    puts it (the same left-to-right order, devices on one row under their CPUs), the
+    NVLink band, a dashed line per GPU to its NIC, a keyboard-reachable scroll region; the
+    same after a reload. A node whose verdict holds the matrix and no tree: the table and
+    why there is no picture. A quick-only node: why there is neither."""
+    from dolmen.checks.model import Level
+    from dolmen.checks.suite import validate
+    from dolmen.facts.topology import collect_tree
+    from dolmen.host.tree import TreeHost
+    from dolmen.report.json import render_json
+    from dolmen.report.topology.layout import layout
+    from tests.fleet.conftest import as_node, write
+    from tests.fleet.web_store import topology_of, with_topology
+    from tests.hosts import scenarios
+
+    root = scenarios.build("h100-hgx-rails", tmp_path / "rails")
+    verdict = validate(TreeHost(root), level=Level.STANDARD)
+    src = tmp_path / "in"
+    write(src, "rails.json", as_node(render_json(verdict), "rails"))
+    older = json.loads(
+        with_topology(as_node(verdict_texts["healthy"], "old"), topology_of(tmp_path))
+    )
+    del older["inventory"]["topology"]["tree"]
+    write(src, "old.json", json.dumps(older))
+    write(src, "quick.json", as_node(verdict_texts["healthy"], "quick"))
+    collect([str(src)], FleetStore(tmp_path / "fleet"))
+    lay = layout(collect_tree(TreeHost(root)))
+    devices = sorted((b for b in lay.boxes.values() if b.kind in ("gpu", "nic", "nvswitch")),
+                     key=lambda b: b.x)  # fmt: skip
+    with _serve(tmp_path / "fleet") as url:
+        page.goto(url + "node/rails")
+        picture = page.get_by_role("img", name="rails: GPU, NIC and CPU topology (sysfs)")
+        assert picture.is_visible()
+        svg = page.locator("#topology-picture svg")
+        assert svg.locator("rect").count() == 1 + len(lay.boxes)  # the white ground, the boxes
+        # every box of the layout, where the layout puts it (svg.py's scale: 116 px a
+        # column, 84 a level, a 24 px margin): the structure, not the pixels
+        drawn = _svg_boxes(page)
+        want = [(b.lines[0], 24 + b.x * 116, 24 + b.y * 84) for b in lay.boxes.values()]
+        assert [d[0] for d in drawn] == [w[0] for w in want]
+        assert all(abs(d[1] - w[1]) < 1 and abs(d[2] - w[2]) < 1 for d, w in zip(drawn, want))
+        row = {d[0]: d for d in drawn if d[0][:3] in ("GPU", "NIC", "NVS")}
+        assert sorted(row, key=lambda k: row[k][1]) == [b.key for b in devices]
+        assert len(row) == 8 + 9 + 4 and len({round(d[2]) for d in row.values()}) == 1
+        cpus = [d for d in drawn if d[0].startswith("CPU ")]
+        assert len(cpus) == 2 and all(c[2] < row["GPU0"][2] for c in cpus)
+        assert svg.locator("text", has_text="NVLink NV18 between every GPU pair").count() == 1
+        assert svg.locator("path[stroke-dasharray]").count() == 8  # each GPU to its HCA
+        region = page.get_by_role("region", name="topology picture")
+        region.focus()
+        assert page.evaluate("document.activeElement.getAttribute('aria-label')") == (
+            "topology picture"
+        )
+        assert page.locator("#topology-matrix tbody tr").count() == 17
+        _accessible(page)
+        _shot(page, tmp_path / "rails.png")
+        page.reload()
+        assert _svg_boxes(page) == drawn
+        _shot(page, tmp_path / "rails-reload.png")
+        assert _png_size(tmp_path / "rails.png") == _png_size(tmp_path / "rails-reload.png")
+
+        page.goto(url + "node/old")
+        assert page.locator("#topology-picture").count() == 0
+        assert page.locator("#topology-matrix tbody tr").count() == 17
+        assert page.locator("#topology-no-picture").inner_text() == (
+            "No picture: the verdict carries no topology tree (a dolmen older than the "
+            "picture made it)."
+        )
+        _accessible(page)
+
+        page.goto(url + "node/quick")
+        section = page.locator("main").inner_text()
+        assert "No nvidia-smi topo -m matrix and no picture: no verdict of this node" in section
+        assert page.locator("svg").count() == 0

@@ -37,6 +37,8 @@ def inventory(store: FactStore) -> dict[str, Any]:
             out[name] = {"state": UNREADABLE, "reason": facts.message}
         else:
             out[name] = {"state": READ, **build(facts)}
+    if out["topology"]["state"] == READ:
+        out["topology"]["tree"] = topology_tree(store)
     return out
 
 
@@ -128,6 +130,25 @@ def _topology(topo: Any) -> dict[str, Any]:
         "nics": dict(m.nic_names),
         "problems": list(m.problems),
     }
+
+
+def topology_tree(store: FactStore) -> dict[str, Any]:
+    """The topology dolmen builds from the PCI tree, as much of ``dolmen.topo/1`` as its
+    picture needs (``picture_part``), from the facts this run loaded (the run that read
+    the matrix loaded them too: only the devices' sysfs link targets are read for it);
+    without one, ``devices`` empty and the ``reason``. The fleet dashboard draws it."""
+    from dolmen.facts.topology.of_run import tree_of_run
+    from dolmen.facts.topology.tree import empty_reason
+    from dolmen.facts.topology.tree_json import picture_part
+
+    try:
+        tree = tree_of_run(store)
+    except Exception as e:  # a bug drawing a picture must not cost the node its verdict
+        return {"devices": [], "reason": f"error: {e.__class__.__name__}: {e}"}
+    if isinstance(tree, str):
+        return {"devices": [], "reason": tree}
+    why = empty_reason(tree)
+    return {"devices": [], "reason": why} if why is not None else picture_part(tree)
 
 
 def _path(path: Any) -> str | None:

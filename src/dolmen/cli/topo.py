@@ -76,15 +76,13 @@ def topo(source: str | None, as_json: bool, svg: str | None, png: str | None) ->
 def require_devices(tree: HostTopology) -> HostTopology:
     """The topology, or InputError naming what is missing (no PCI tree; no GPU, no NIC)."""
     from dolmen.errors import InputError
+    from dolmen.facts.topology.tree import empty_reason
 
+    why = empty_reason(tree)
+    if why is None:
+        return tree
     if "devices" in tree.unread:
-        raise InputError(
-            f"no PCI tree: {tree.unread['devices']}",
-            hint="read a host tree with sys/bus/pci (dolmen snapshot records it) or lspci -vvv",
-        )
-    if not tree.gpus and not tree.nics:
-        raise InputError(
-            "no NVIDIA GPU and no RDMA NIC in the PCI tree (sys/bus/pci/devices)",
-            hint="is the driver's device present (lspci -d 10de:)? on a bundle: was sys/ recorded?",
-        )
-    return tree
+        hint = "read a host tree with sys/bus/pci (dolmen snapshot records it) or lspci -vvv"
+    else:
+        hint = "is the driver's device present (lspci -d 10de:)? on a bundle: was sys/ recorded?"
+    raise InputError(why, hint=hint)

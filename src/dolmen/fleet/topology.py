@@ -1,10 +1,14 @@
-"""The node page's topology section: the ``nvidia-smi topo -m`` matrix a verdict carries
-(``inventory.topology``, read at level standard and above) as an accessible table, and the
-one place a picture of it goes (``topology_picture``). Pure: an inventory in, HTML out.
+"""The node page's topology section: ``dolmen topo``'s picture of the node and the
+``nvidia-smi topo -m`` matrix, both from the verdict's ``inventory.topology`` (a run at
+level standard and above reads them; the agent's quick tier does not). Pure: an
+inventory in, HTML out.
 
-The matrix is drawn by nobody here: ``topology_picture`` is the hook for the SVG that
-``dolmen topo`` makes (being built on another branch); until it returns one, the section
-is the table and its legend.
+The picture is drawn by ``dolmen topo``'s own renderer (``report/topology/svg.py``) from
+the tree the verdict carries (``tree``: the part of ``dolmen.topo/1`` the picture needs),
+read back by ``report/topology/rebuild.py``; the SVG escapes its texts itself, and is
+embedded inline with its label. The matrix is an accessible table with nvidia-smi's
+legend. Either may be missing (a verdict of an older dolmen has no tree, a host without
+``nvidia-smi topo -m`` no matrix): the section shows the other and says why.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from html import escape
 from typing import Any
 
 from dolmen.fleet.doc import obj
+from dolmen.report.topology.rebuild import rebuild
+from dolmen.report.topology.svg import render_svg
 
 # nvidia-smi's own legend, printed under every matrix (facts/topology/model.py)
 LEGEND = (
@@ -25,27 +31,48 @@ LEGEND = (
     ("NODE", "the interconnect between host bridges within a NUMA node"),
     ("SYS", "the SMP interconnect between NUMA nodes (QPI/UPI, xGMI)"),
 )
+NO_TREE = "the verdict carries no topology tree (a dolmen older than the picture made it)"
 
 
-def topology_picture(topology: Mapping[str, Any]) -> str | None:
-    """THE HOOK for the topology picture: the SVG markup of this matrix (``dolmen topo``'s,
-    from another branch; the markup is its maker's to escape), shown above the table; None
-    shows the table alone. ``topology`` is the verdict's ``inventory.topology``."""
-    return None
+def topology_picture(topology: Mapping[str, Any], title: str = "") -> str | None:
+    """The SVG markup of the node's topology (``dolmen topo --svg``'s picture, every text
+    in it escaped by its maker), or None where the verdict's ``inventory.topology``
+    carries no tree or a malformed one (``section`` says why)."""
+    return _picture(topology, title)[0]
+
+
+def _picture(topology: Mapping[str, Any], title: str) -> tuple[str | None, str]:
+    """The SVG, or None and why not."""
+    tree = topology.get("tree")
+    if not isinstance(tree, dict):
+        return None, NO_TREE
+    if not tree.get("devices"):
+        return None, str(tree.get("reason") or "no device in the topology tree")
+    try:
+        topo = rebuild(tree)
+    except ValueError as e:  # someone else's verdict: said, never a broken page
+        return None, f"the verdict's topology tree is malformed: {e}"
+    return render_svg(topo, title), ""
 
 
 def carries(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The verdict's topology when it holds a matrix, else None."""
+    """The verdict's topology when it holds a matrix or a tree with devices, else None."""
     inv = doc.get("inventory")
     topo = inv.get("topology") if isinstance(inv, dict) else None
-    if isinstance(topo, dict) and topo.get("devices") and isinstance(topo.get("paths"), list):
+    if not isinstance(topo, dict):
+        return None
+    if _has_matrix(topo) or obj(topo, "tree").get("devices"):
         return topo
     return None
 
 
+def _has_matrix(topo: Mapping[str, Any]) -> bool:
+    return bool(topo.get("devices")) and isinstance(topo.get("paths"), list)
+
+
 def section(latest: Mapping[str, Any], found: tuple[str, Mapping[str, Any]] | None) -> str:
     """The section: ``found`` is (collection, verdict) of the newest verdict with a matrix
-    (the latest, or an older one of this node when the latest is a quick run)."""
+    or a tree (the latest, or an older one of this node when the latest is a quick run)."""
     head = '<h2 id="topology">Topology</h2>'
     if found is None:
         inv = latest.get("inventory")
@@ -54,9 +81,10 @@ def section(latest: Mapping[str, Any], found: tuple[str, Mapping[str, Any]] | No
         if not why:
             why = "no verdict of this node read it"
         return (
-            f"{head}<p>No <code>nvidia-smi topo -m</code> matrix: {escape(str(why))}. It is "
-            "read at level standard and above (<code>dolmen fleet validate --level "
-            "standard</code>); the agent's quick tier does not run it.</p>"
+            f"{head}<p>No <code>nvidia-smi topo -m</code> matrix and no picture: "
+            f"{escape(str(why))}. Both are read at level standard and above (<code>dolmen "
+            "fleet validate --level standard</code>); the agent's quick tier does not run "
+            "them.</p>"
         )
     collection, doc = found
     topo = carries(doc) or {}
@@ -65,16 +93,36 @@ def section(latest: Mapping[str, Any], found: tuple[str, Mapping[str, Any]] | No
         source = (
             f"<p>From the verdict of collection {escape(collection)} (level "
             f"{escape(str(doc.get('level')))}, started {escape(str(doc.get('started')))}): "
-            "the latest one did not read the matrix.</p>"
+            "the latest one did not read the topology.</p>"
         )
-    picture = topology_picture(topo)
-    figure = (
-        f'<figure id="topology-picture">{picture}<figcaption>GPU, NIC and CPU topology'
-        "</figcaption></figure>"
-        if picture
-        else ""
-    )
+    tree = obj(topo, "tree")
+    title = f"{doc.get('host')}: GPU, NIC and CPU topology ({tree.get('source')})"
+    svg, why = _picture(topo, title)
+    if svg is not None:
+        figure = (
+            '<figure id="topology-picture"><div class="scroll" role="region" '
+            'aria-label="topology picture" tabindex="0">'
+            f"{svg}</div><figcaption>How the GPUs, NICs and NVSwitches sit in the PCI tree "
+            "(dolmen topo): CPUs on top, then host bridges and PCIe switches; green, the "
+            "NVLinks; dashed, each GPU to its closest NIC.</figcaption></figure>" + _unread(tree)
+        )
+    else:
+        figure = f'<p id="topology-no-picture">No picture: {escape(why)}.</p>'
+    if not _has_matrix(topo):
+        said = topo.get("reason") or "not read"
+        return (
+            head + source + figure + "<p>No <code>nvidia-smi topo -m</code> matrix: "
+            f"{escape(str(said))}.</p>"
+        )
     return head + source + figure + _table(topo) + _notes(topo)
+
+
+def _unread(tree: Mapping[str, Any]) -> str:
+    """What the picture could not place or join, one line each."""
+    items = "".join(
+        f"<li>{escape(str(k))}: {escape(str(v))}</li>" for k, v in obj(tree, "unread").items()
+    )
+    return f'<p>Not in the picture:</p><ul id="topology-unread">{items}</ul>' if items else ""
 
 
 def _table(topo: Mapping[str, Any]) -> str:

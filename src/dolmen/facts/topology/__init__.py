@@ -10,8 +10,11 @@ The dataclasses are in ``model``, the pure parser in ``parse``; ``collect`` read
 
 The topology dolmen builds itself from the PCI tree (``collect_tree``: where each GPU,
 NIC and NVSwitch sits, the same letter codes computed, the closest NIC of each GPU) is
-in ``tree_model`` (dataclasses), ``tree`` (pure: paths, the comparison with the matrix)
-and ``sysfs`` (reading); ``gids`` reads the RoCE v2 GID index of a port.
+in ``tree_model`` (dataclasses), ``tree`` (pure: paths, the comparison with the matrix),
+``build`` (the tree from facts already read, placing each device), ``sysfs`` (reading
+those facts), ``of_run`` (the tree from the facts a validate run loaded) and
+``tree_json`` (its JSON pieces, for ``dolmen.topo/1`` and the verdict); ``gids`` reads the
+RoCE v2 GID index of a port.
 """
 
 from __future__ import annotations

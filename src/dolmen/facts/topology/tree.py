@@ -159,3 +159,13 @@ def _our_labels(topo: HostTopology, m: TopoMatrix) -> dict[str, str]:
         if m.nic_name(col) in names:
             out[col] = names[m.nic_name(col)]
     return out
+
+
+def empty_reason(topo: HostTopology) -> str | None:
+    """Why ``topo`` has nothing to show: no PCI tree, or no GPU and no NIC in it; None when
+    it has something."""
+    if "devices" in topo.unread:
+        return f"no PCI tree: {topo.unread['devices']}"
+    if not topo.gpus and not topo.nics:
+        return "no NVIDIA GPU and no RDMA NIC in the PCI tree (sys/bus/pci/devices)"
+    return None

@@ -3,12 +3,15 @@
 Boxes and PCIe edges from ``layout``; NVLink drawn as one band under the GPUs when every
 pair has the same NV# (an NVSwitch board), else one arc per pair; each GPU's closest
 NIC joined by a dashed line under the row, labelled with the path (PIX, PXB...).
-Device names come from bundles (someone's text): escaped, control characters shown.
+Every text in it comes from a bundle or a verdict (someone's text: device names, bus ids,
+labels, the title): ``_text`` escapes it for XML, and HTML where the fleet dashboard
+embeds the picture inline, with control characters shown, never obeyed. The root has
+``role="img"`` and an ``aria-label`` (the title), so a screen reader names the picture.
 """
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 from dolmen.facts.topology.tree_model import HostTopology
 from dolmen.report.topology.layout import Box, Layout, layout
@@ -34,16 +37,23 @@ def _y(b: Box) -> float:
     return MARGIN + b.y * STEP_Y
 
 
+def _text(text: str) -> str:
+    """Someone's text as XML character data (module docstring)."""
+    return escape(printable(text))
+
+
 def render_svg(topo: HostTopology, title: str = "") -> str:
     """The picture of ``topo`` as an SVG document."""
+    name = printable(title or "dolmen topo")
     lay = layout(topo)
     width = int(2 * MARGIN + lay.width * STEP_X)
     bottom = MARGIN + (lay.depth - 1) * STEP_Y + BOX_H
     height = int(bottom + 60 + 14 * max(1, len(lay.affinity) > 0))
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 20}"'
-        f' viewBox="0 0 {width} {height + 20}" font-family="sans-serif" font-size="10">',
-        f"<title>{escape(printable(title or 'dolmen topo'))}</title>",
+        f' viewBox="0 0 {width} {height + 20}" font-family="sans-serif" font-size="10"'
+        f' role="img" aria-label={quoteattr(name)}>',
+        f"<title>{escape(name)}</title>",
         f'<rect width="{width}" height="{height + 20}" fill="white"/>',
     ]
     for parent, child in lay.edges:
@@ -63,7 +73,7 @@ def render_svg(topo: HostTopology, title: str = "") -> str:
             weight = ' font-weight="bold"' if i == 0 else ""
             out.append(
                 f'<text x="{_x(b) + BOX_W / 2:.1f}" y="{_y(b) + 16 + 14 * i:.1f}"'
-                f' text-anchor="middle"{weight}>{escape(printable(line))}</text>'
+                f' text-anchor="middle"{weight}>{_text(line)}</text>'
             )
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -89,14 +99,14 @@ def _nvlink(lay: Layout, bottom: float) -> list[str]:
             )
         out.append(
             f'<text x="{x0:.1f}" y="{y + 14}" fill="{NVLINK}">'
-            f"NVLink {escape(kind)} between every GPU pair</text>"
+            f"NVLink {_text(kind)} between every GPU pair</text>"
         )
         return out
     for a, b, kind in lay.nvlink:
         xa, xb = _x(lay.boxes[a]) + BOX_W / 2, _x(lay.boxes[b]) + BOX_W / 2
         out.append(
             f'<path d="M{xa:.1f},{bottom} Q{(xa + xb) / 2:.1f},{bottom + 40} {xb:.1f},{bottom}"'
-            f' fill="none" stroke="{NVLINK}" stroke-width="2"><title>{escape(kind)}</title></path>'
+            f' fill="none" stroke="{NVLINK}" stroke-width="2"><title>{_text(kind)}</title></path>'
         )
     return out
 
@@ -109,7 +119,7 @@ def _affinity(lay: Layout, bottom: float) -> list[str]:
         out.append(
             f'<path d="M{xa:.1f},{bottom} Q{(xa + xb) / 2:.1f},{bottom + 50} {xb:.1f},{bottom}"'
             f' fill="none" stroke="{AFFINITY}" stroke-dasharray="4 3">'
-            f"<title>{escape(gpu)} closest NIC {escape(nic)} ({escape(path)})</title></path>"
+            f"<title>{_text(gpu)} closest NIC {_text(nic)} ({_text(path)})</title></path>"
         )
     if lay.affinity:
         out.append(
