@@ -11,7 +11,6 @@ NVSwitches the tree shows; where it shows none, from ``nvidia-smi topo -m`` if r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -29,11 +28,13 @@ from dolmen.facts.topology.tree_model import (
     HostTopology,
     NicPort,
 )
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host
 from dolmen.values.busid import BusId
 from dolmen.values.cpulist import CpuList
 
 _MAX_DEPTH = 32  # PCIe allows far fewer nested bridges; a cycle in hostile input stops here
+_DIGITS = pattern(r"(\d+)")
 _ARCH = {"GenuineIntel": "x86_64", "AuthenticAMD": "x86_64", "HygonGenuine": "x86_64"}
 
 
@@ -182,7 +183,7 @@ def _nics(host: Host, by: Mapping[str, PciDevice], unread: dict[str, str]) -> li
 
 def _natural(name: str) -> list[str | int]:
     """mlx5_2 before mlx5_10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    return [int(p) if p.isdigit() else p for p in _DIGITS.split(name)]
 
 
 def _device(host: Host, by: Mapping[str, PciDevice], d: PciDevice, label: str, kind: str) -> Device:
