@@ -2,7 +2,7 @@
 host tree against a bare `python -c pass`, same run, same interpreter, bytecode cached;
 and how many hosts' PCI trees agree with their recorded `nvidia-smi topo -m`.
 
-    .venv/bin/python bench/nccl_topo.py [--runs N]
+    .venv/bin/python bench/nccl_topo.py [--runs N] [--instructions]
 
 `nccl env` runs where launches ask for it (containers run, the jobs backends, every
 Slurm batch script on its node), `topo` where people look. The tree is
@@ -12,6 +12,9 @@ Printed: each median (N runs, interleaved), its ratio to the bare start, whether
 11's target (at most 8x the bare start, wall clock) is met (exit 1 when missed), then
 the agreement count: every scenario and recorded tree holding both a PCI tree and
 `nvidia-smi topo -m`, with its cells and affinities compared and agreeing.
+With --instructions, each command also runs once under valgrind's callgrind (bench/startup.py
+``instructions``): its user-space instruction count and ratio, which the load of a shared
+machine does not move.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ sys.path.insert(0, str(REPO))
 TARGET_RATIO = 8.0
 ENTRY = "import sys; from dolmen.cli.main import main; sys.exit(main())"
 
-from bench.startup import interleaved, start_env  # noqa: E402
+from bench.startup import instructions, interleaved, start_env  # noqa: E402
 
 
 def agreement(work: Path) -> list[tuple[str, int, int]]:
@@ -50,6 +53,9 @@ def agreement(work: Path) -> list[tuple[str, int, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions (valgrind)"
+    )
     args = parser.parse_args()
     from tests.hosts.scenarios import build
 
@@ -60,7 +66,11 @@ def main() -> int:
             "nccl env": [sys.executable, "-c", ENTRY, "nccl", "env", "--from", str(tree)],
             "topo": [sys.executable, "-c", ENTRY, "topo", "--from", str(tree)],
         }
-        walls, cpus = interleaved(commands, start_env(Path(tmp)), args.runs)
+        env = start_env(Path(tmp))
+        walls, cpus = interleaved(commands, env, args.runs)
+        counted = (
+            {k: instructions(v, env) for k, v in commands.items()} if args.instructions else {}
+        )
         agreed = agreement(Path(tmp) / "both")
     bare_w, bare_c = walls["bare python -c pass"], cpus["bare python -c pass"]
     print(f"8-GPU rails host tree, {args.runs} runs each, interleaved; medians")
@@ -72,6 +82,10 @@ def main() -> int:
             f"   cpu {c * 1000:7.1f} ms ({c / max(bare_c, 1e-9):4.1f}x)"
         )
         ok = ok and (name.startswith("bare") or w / bare_w <= TARGET_RATIO)
+    floor = counted.get("bare python -c pass")
+    for name, n in counted.items():
+        shown = f"{n / 1e6:7.1f} M ({n / floor:4.1f}x)" if n and floor else "not counted"
+        print(f"  {name:<22} instructions (callgrind, user space, one run) {shown}")
     print(f"target: at most {TARGET_RATIO:.0f}x a bare start (wall): {'met' if ok else 'MISSED'}")
     print(f"PCI tree vs recorded nvidia-smi topo -m: {len(agreed)} host(s) with both")
     for name, compared, same in agreed:

@@ -1,9 +1,9 @@
 """The ``dolmen`` command: one error line and a hint, documented exit codes.
 
-Plain ``validate`` invocations (what Slurm and node-problem-detector run on every node)
-take the lean entry, ``cli/lean.py``, which does not import click; everything else goes
-through the lazy click group of ``cli/group.py``, whose subcommands import only when
-they run, so `dolmen --help` stays fast too.
+Plain ``validate`` invocations (what Slurm and node-problem-detector run on every node),
+and plain ``nccl env`` and ``topo`` ones, take the lean entry, ``cli/lean.py``, which does
+not import click; everything else goes through the lazy click group of ``cli/group.py``,
+whose subcommands import only when they run, so `dolmen --help` stays fast too.
 """
 
 from __future__ import annotations
@@ -70,9 +70,10 @@ def main(argv: Sequence[str] | None = None, *, lean: bool = True) -> int:
         warm = _warm(args)
         if warm is not None:
             return warm
-        if argv is None and gc.isenabled() and _is_quick(args):
-            # this process's own quick run: no cyclic collector over the imports either (as
-            # quickstart.collector_off over the run; 11 M instructions); on again at the end
+        if argv is None and gc.isenabled() and _is_short(args):
+            # this process's own quick run (or lean read): no cyclic collector over the
+            # imports either (as quickstart.collector_off over the run; 11 M instructions);
+            # on again at the end
             gc.disable()
             try:
                 return _main(args, argv, lean)
@@ -93,11 +94,24 @@ def _main(args: list[str], argv: Sequence[str] | None, lean: bool) -> int:
     # exception exits 1, "unhealthy") would drain a node for an internal error.
     debug = "--debug" in args or os.environ.get("DOLMEN_DEBUG", "").strip().lower() in _ON
     try:
-        quick = None
+        quick = read = None
         if lean:
-            from dolmen.cli.lean import parse
+            from dolmen.cli.lean import parse, parse_read
 
             quick = parse(args)
+            read = parse_read(args) if quick is None else None
+        if read is not None:  # a plain read-only command (cli/lean.py READS): no click either
+            import importlib
+
+            from dolmen.quickstart import DEFERRED, defer_imports, skip_final_collection
+
+            defer_imports(DEFERRED)  # as a quick run: inspect and ipaddress, imported unused
+            target, kwargs = read
+            module, _, attr = target.partition(":")
+            getattr(importlib.import_module(module), attr)(**kwargs)
+            if argv is None:  # this process's own command
+                skip_final_collection()
+            return int(ExitCode.OK)
         if quick is not None:
             from dolmen.cli.validate_run import run_validate
             from dolmen.quickstart import skip_final_collection
@@ -138,12 +152,15 @@ def _main(args: list[str], argv: Sequence[str] | None, lean: bool) -> int:
     return rc if isinstance(rc, int) else int(ExitCode.OK)
 
 
-def _is_quick(args: list[str]) -> bool:
-    """Whether the lean entry takes ``args`` as a plain ``validate --level quick``."""
-    from dolmen.cli.lean import parse
+def _is_short(args: list[str]) -> bool:
+    """Whether the lean entry takes ``args`` as a plain ``validate --level quick`` or a plain
+    read-only command (``READS``): short runs that make no garbage cycles worth a pass."""
+    from dolmen.cli.lean import parse, parse_read
 
-    quick = parse(args) if args[:1] == ["validate"] or args[:2] == ["--debug", "validate"] else None
-    return quick is not None and quick["level"] == "quick"
+    if args[:1] == ["validate"] or args[:2] == ["--debug", "validate"]:
+        quick = parse(args)
+        return quick is not None and quick["level"] == "quick"
+    return parse_read(args) is not None
 
 
 def _warm(args: list[str]) -> int | None:

@@ -9,24 +9,26 @@
   engine (the originals journaled first, audit events ``nccl.apply``); exit 3 when an
   earlier write is still active, 4 when it cannot be audited.
 - ``rollback``: puts back the files the last ``env --write`` replaced.
+
+``env`` without ``--write`` is cli/nccl_run.py's, which the lean entry (cli/lean.py) also
+runs without click.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from dolmen.cli.common import confirm, finish_change, from_option
+from dolmen.cli.nccl_run import SCHEMA, show_env
 
 if TYPE_CHECKING:
     from dolmen.host import Host
 
 _ROOT_HELP = "Write into the host tree DIR (its etc/) instead of this machine's /etc."
-SCHEMA = "dolmen.nccl.env/1"
 _AGAIN = "dolmen nccl rollback"
 
 
@@ -85,9 +87,6 @@ def env_cmd(
 ) -> None:
     """The NCCL environment for this fabric, each value with why."""
     from dolmen.errors import UsageError
-    from dolmen.host import open_host
-    from dolmen.nccl import NCCL_CONF
-    from dolmen.nccl.site import compute
 
     if write:
         if source is not None:
@@ -96,31 +95,7 @@ def env_cmd(
         return
     if yes or root:
         raise UsageError("--yes and --root go with --write")
-    with open_host(source) as host:
-        tree, env = compute(host)
-        conf = host.read_opt(NCCL_CONF)
-        info = host.describe()
-    if as_shell:
-        for name, value in env.values().items():
-            click.echo(f"export {name}={shlex.quote(value)}")
-        return
-    if as_json:
-        from dolmen.nccl.conf import parse_conf
-
-        doc = {
-            "schema": SCHEMA,
-            "host": info,
-            "nccl_conf": None if conf is None else parse_conf(conf),
-            "variables": env.to_json(),
-            "unread": dict(tree.unread),
-        }
-        click.echo(json.dumps(doc, indent=2))
-        return
-    for v in env.variables:
-        click.echo(f"{v.name}={v.value}" if v.value is not None else f"{v.name} (not set)")
-        click.echo(f"    {v.why}")
-    if conf is not None:
-        click.echo(f"note: /{NCCL_CONF} exists: NCCL reads it, and launches pass none of these")
+    show_env(source, as_json, as_shell)
 
 
 def _change_host(root: str | None) -> Host:

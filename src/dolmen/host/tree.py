@@ -51,8 +51,9 @@ class TreeHost(Host):
         return Path(self._real(rel.strip("/")))
 
     def _real(self, rel: str) -> str:
-        if not rel:
-            return str(self.root)
+        known = self._dirs.get(rel)
+        if known is not None:  # a folder resolved before, or a link (a sysfs device entry)
+            return known
         parent, _, name = rel.rpartition("/")
         base = self._dirs.get(parent)
         if base is None:
@@ -60,7 +61,12 @@ class TreeHost(Host):
         if name in (".", ".."):
             return self._confined(rel)
         full = f"{base}/{name}"
-        return self._confined(rel) if os.path.islink(full) else full
+        if not os.path.islink(full):
+            return full
+        # A link is resolved once: a PCI function's entry is listed, read under and
+        # read as a link, each through the whole chain of links (realpath) otherwise.
+        real = self._dirs[rel] = self._confined(rel)
+        return real
 
     def _confined(self, rel: str) -> str:
         fast = os.path.realpath(os.path.join(self._prefix, rel))

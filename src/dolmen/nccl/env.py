@@ -23,14 +23,14 @@ are exported.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dolmen.facts.network import Interface
 from dolmen.facts.topology.model import THROUGH_CPU, PathKind
 from dolmen.facts.topology.tree_model import Device, HostTopology
+from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 
 NAMES = (
     "NCCL_IB_HCA",
@@ -41,13 +41,13 @@ NAMES = (
     "NCCL_TOPO_FILE",
 )
 # Container, VM and overlay interfaces: never the node's own network.
-_VIRTUAL = re.compile(
+_VIRTUAL = pattern(
     r"lo|docker\d*|veth.*|virbr.*|br-.*|cni.*|flannel.*|cali.*|vxlan.*|tun.*|tap.*|kube.*"
     r"|weave.*|podman.*|cilium.*|lxc.*|lxd.*|genev.*|nodelocaldns|dummy.*"
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Var:
     """One variable: its value (None: not set) and why."""
 
@@ -56,7 +56,7 @@ class Var:
     why: str
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclEnv:
     """The variables, in NAMES order."""
 

@@ -9,7 +9,6 @@ bus ranges where a bundle has no sysfs) and, when asked, the RoCE GID tables.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
@@ -27,6 +26,7 @@ from dolmen.facts.topology.tree_model import (
     HostTopology,
     NicPort,
 )
+from dolmen.frozen.regex import pattern
 from dolmen.host import Host
 from dolmen.values.busid import BusId
 from dolmen.values.cpulist import CpuList
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dolmen.facts.topology.model import TopoMatrix
 
 _MAX_DEPTH = 32  # PCIe allows far fewer nested bridges; a cycle in hostile input stops here
+_DIGITS = pattern(r"(\d+)")
 
 
 class Sources(NamedTuple):
@@ -174,7 +175,7 @@ def _nics(
 
 def _natural(name: str) -> list[str | int]:
     """mlx5_2 before mlx5_10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    return [int(p) if p.isdigit() else p for p in _DIGITS.split(name)]
 
 
 def _device(host: Host, by: Mapping[str, PciDevice], d: PciDevice, label: str, kind: str) -> Device:

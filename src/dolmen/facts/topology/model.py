@@ -19,11 +19,11 @@ socket-level link; it is read as ``SYS``.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
 from dataclasses import field
 
 from dolmen.frozen import frozen
+from dolmen.frozen.regex import pattern
 from dolmen.values.cpulist import CpuList
 
 
@@ -125,7 +125,7 @@ class TopologyFacts:
     unread: Mapping[str, str] = field(default_factory=dict)
 
 
-_GPU_LABEL = re.compile(r"GPU([0-9]{1,4})")
+_GPU_LABEL = pattern(r"GPU([0-9]{1,4})")
 
 
 def is_gpu_label(label: str) -> bool:

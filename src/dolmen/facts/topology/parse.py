@@ -20,9 +20,8 @@ it mid-word (``NV18`` -> ``NV1``). Every defect is one line in ``problems``.
 
 from __future__ import annotations
 
-import re
-
 from dolmen.facts.topology.model import GpuAffinity, Path, PathKind, TopoMatrix, is_gpu_label
+from dolmen.frozen.regex import pattern
 from dolmen.values.cpulist import CpuList, parse_cpulist
 
 # Bounds against hostile input: the largest nodes print 8 GPUs and 18 NICs; a matrix of
@@ -35,11 +34,12 @@ AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _FIELDS = {"CPU Affinity": "cpus", "NUMA Affinity": "numa_node", "GPU NUMA ID": "gpu_numa_id"}
 
 # Terminal escapes: CSI (the header's underline, colours) and OSC (a window title).
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)")
-_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
-_CELL = re.compile(r"X|NV([0-9]{1,3})|PIX|PXB|PHB|NODE|SYS|SOC")
-_NIC_LEGEND = re.compile(r"\s*(NIC[0-9]{1,4})\s*:\s*([A-Za-z0-9_.:-]{1,64})\s*")
-_NUMBER = re.compile(r"[0-9]{1,6}")
+_ANSI = pattern(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)")
+_LABEL = pattern(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
+_CELL = pattern(r"X|NV([0-9]{1,3})|PIX|PXB|PHB|NODE|SYS|SOC")
+_NIC_LEGEND = pattern(r"\s*(NIC[0-9]{1,4})\s*:\s*([A-Za-z0-9_.:-]{1,64})\s*")
+_NUMBER = pattern(r"[0-9]{1,6}")
+_AFFINITY = pattern(r"\bCPU Affinity\b")
 
 
 def parse_path(cell: str) -> Path | None:
@@ -103,7 +103,7 @@ def _header(line: str) -> tuple[tuple[str, ...], tuple[str, ...] | None] | str:
     """Device labels and affinity column names (None: not understood), or the reason."""
     if len(line) > MAX_LINE:
         return f"malformed: a header line of {len(line)} characters"
-    m = re.search(r"\bCPU Affinity\b", line)
+    m = _AFFINITY.search(line)
     head, tail = (line[: m.start()], line[m.start() :]) if m else (line, "")
     devices = tuple(head.split())
     if len(devices) > MAX_DEVICES:

@@ -1,0 +1,62 @@
+"""What ``dolmen nccl env`` prints without ``--write``, without click: run by the click
+command (cli/nccl.py) and by the lean entry (cli/lean.py ``READS``) alike.
+
+Launches and people ask for it on every node; importing click and building the command
+group cost a third of such a start (docs/topo.md, Figures)."""
+
+from __future__ import annotations
+
+import sys
+
+SCHEMA = "dolmen.nccl.env/1"
+
+
+def show_env(source: str | None = None, as_json: bool = False, as_shell: bool = False) -> None:
+    """Each NCCL variable of the host (or ``--from`` tree) with its value and why;
+    ``as_json``: dolmen.nccl.env/1; ``as_shell``: ``export NAME=value`` lines."""
+    from dolmen.host import open_host
+    from dolmen.nccl import NCCL_CONF
+    from dolmen.nccl.site import compute
+
+    with open_host(source) as host:
+        tree, env = compute(host)
+        conf = host.read_opt(NCCL_CONF)
+        info = host.describe()
+    if as_shell:
+        import shlex
+
+        for name, value in env.values().items():
+            echo(f"export {name}={shlex.quote(value)}")
+        return
+    if as_json:
+        import json
+
+        from dolmen.nccl.conf import parse_conf
+
+        doc = {
+            "schema": SCHEMA,
+            "host": info,
+            "nccl_conf": None if conf is None else parse_conf(conf),
+            "variables": env.to_json(),
+            "unread": dict(tree.unread),
+        }
+        echo(json.dumps(doc, indent=2))
+        return
+    for v in env.variables:
+        echo(f"{v.name}={v.value}" if v.value is not None else f"{v.name} (not set)")
+        echo(f"    {v.why}")
+    if conf is not None:
+        echo(f"note: /{NCCL_CONF} exists: NCCL reads it, and launches pass none of these")
+
+
+def echo(line: str) -> None:
+    """``click.echo(line)``: the line and a newline, flushed. A line holding an escape
+    character (a hostile bundle's interface name) goes through click itself, which strips
+    ANSI sequences when stdout is no terminal: both entries print the same bytes."""
+    if "\x1b" in line:
+        import click
+
+        click.echo(line)
+        return
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
