@@ -176,6 +176,8 @@ class Caches(DropIn):
             if why:
                 return why
             fs = f"on {mount.fstype} ({mount.mountpoint})"
+        if (crowded := _crowded(host, root.lstrip("/"))) is not None:
+            return crowded
         chosen = tuple(n for n in CACHES if n in entry.fields.get("caches", list(CACHES)))
         size = parse_size(entry.fields.get("cuda_max_size", CUDA_MAX))
         common = (entry.origin, entry.source)
@@ -257,6 +259,24 @@ class Caches(DropIn):
         for folder in saved.get("missing_dirs", []):  # deepest first
             if not host.remove_dir(str(folder)):
                 break
+
+
+def _crowded(host: Host, rel: str) -> str | None:
+    """Why an existing folder must not become the cache root, or None.
+
+    Mode 1777 lets every user add files: given to a folder that already holds files
+    (``/etc``, ``/home``, a data mount's top) it would let anyone plant files among
+    them, and rollback only puts the mode back. A folder already at 1777 (an earlier
+    apply, an admin's) or an empty one is fine."""
+    if host.readlink(rel) is not None or not host.is_dir(rel):
+        return None  # absent, or not a folder: read() refuses the latter
+    mode = host.mode(rel) or 0
+    if mode == ROOT_MODE or not host.listdir(rel):
+        return None
+    return (
+        f"/{rel} already holds files (mode {mode:o}): making it world-writable (1777) would"
+        " let every user add files among them; name a new or empty folder (/raid/dolmen-cache)"
+    )
 
 
 def _auto(mounts: list[Mount]) -> str:
