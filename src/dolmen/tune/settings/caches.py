@@ -221,10 +221,8 @@ class Caches(DropIn):
         return Change(target, change.current, change.action, Effect.RESTART, notes=change.notes)
 
     def same(self, current: str, desired: str) -> bool:
-        if re.fullmatch(r"[0-7]{3,4}", desired):
-            return re.fullmatch(r"[0-7]{3,4}", current) is not None and int(current, 8) == int(
-                desired, 8
-            )
+        if re.fullmatch(r"[0-7]{3,4}", desired) and re.fullmatch(r"[0-7]{3,4}", current):
+            return int(current, 8) == int(desired, 8)
         return current == desired
 
     def show(self, value: str | None) -> str:
@@ -262,21 +260,14 @@ class Caches(DropIn):
 
 
 def _crowded(host: Host, rel: str) -> str | None:
-    """Why an existing folder must not become the cache root, or None.
-
-    Mode 1777 lets every user add files: given to a folder that already holds files
-    (``/etc``, ``/home``, a data mount's top) it would let anyone plant files among
-    them, and rollback only puts the mode back. A folder already at 1777 (an earlier
-    apply, an admin's) or an empty one is fine."""
-    if host.readlink(rel) is not None or not host.is_dir(rel):
-        return None  # absent, or not a folder: read() refuses the latter
+    """Why an existing folder that holds files (/etc, /home) must not become the 1777 root:
+    anyone could plant files among them, and rollback only puts the mode back."""
+    if host.readlink(rel) is not None or not host.is_dir(rel) or not host.listdir(rel):
+        return None  # absent, empty, or not a folder (read() refuses that)
     mode = host.mode(rel) or 0
-    if mode == ROOT_MODE or not host.listdir(rel):
-        return None
-    return (
-        f"/{rel} already holds files (mode {mode:o}): making it world-writable (1777) would"
-        " let every user add files among them; name a new or empty folder (/raid/dolmen-cache)"
-    )
+    why = f"/{rel} already holds files (mode {mode:o}): making it world-writable (1777) would"
+    why += " let every user add files among them; name a new or empty folder (/raid/dolmen-cache)"
+    return None if mode == ROOT_MODE else why  # 1777: an earlier apply's, or an admin's
 
 
 def _auto(mounts: list[Mount]) -> str:
