@@ -79,3 +79,30 @@ def test_a_bad_policy_names_the_file_and_line(
     rc, _, err = _run(capsys, "net", "verify", "--policy", str(policy))
     assert rc == 2
     assert f"{policy}:6: unknown key 'ports' in [jobs]; valid keys: tcp, udp" in err
+
+
+def test_nft_without_the_right_to_use_it_says_run_as_root(
+    tmp_path: Path, dolmen_dirs: Path
+) -> None:
+    """The real nft, its capabilities dropped (setpriv): one line, the fix, exit 3."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("setpriv") or not shutil.which("nft"):
+        pytest.skip("needs setpriv and nft")
+    policy = tmp_path / "lab.toml"
+    policy.write_text(POLICY)
+    drop = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
+    for cmd in (["net", "gc", "--policy", str(policy)], ["net", "plan", "--policy", str(policy)]):
+        got = subprocess.run(
+            [*drop, sys.executable, "-m", "dolmen.cli.main", *cmd],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        lines = got.stderr.splitlines()
+        assert got.returncode == 3 and got.stdout == "", got.stderr
+        assert len(lines) == 2 and "nft was not permitted" in lines[0], lines
+        assert lines[1] == "hint: run it as root (nftables needs CAP_NET_ADMIN)"

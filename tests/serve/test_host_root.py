@@ -7,6 +7,7 @@ nvidia-smi there, tests/packaging/test_container.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,26 @@ def test_the_live_host_reads_files_under_its_root(xid79: Path) -> None:
         assert str(host.root) == "/"
 
 
-@pytest.mark.parametrize("make", ["missing", "file", "empty"])
-def test_a_root_that_is_not_a_mounted_node_is_refused(tmp_path: Path, make: str) -> None:
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        ("missing", "no such folder"),
+        ("file", "a regular file, not a folder"),
+        ("fifo", "a FIFO, not a folder"),
+        ("empty", "no proc/, sys/ or etc/ under it"),
+    ],
+)
+def test_a_root_that_is_not_a_mounted_node_is_refused(tmp_path: Path, make: str, says: str) -> None:
     root = tmp_path / "host"
     if make == "file":
         root.write_text("x")
+    elif make == "fifo":
+        os.mkfifo(root)
     elif make == "empty":
         root.mkdir()
     with pytest.raises(InputError, match="--host-root") as got:
         open_live(root)
+    assert f"--host-root: {says}" in got.value.message
     assert "-v /:/host:ro" in (got.value.hint or "")
 
 

@@ -68,6 +68,32 @@ def test_dead_controller_is_service_unavailable() -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "stdout", "kind", "says", "hint"),
+    [
+        # scontrol ping prints its verdict on stdout and ends with a banner of asterisks
+        ("scontrol-ping-down.out", True, ServiceUnavailable, "Slurmctld(primary) at vm is DOWN",
+         "start slurmctld"),
+        ("scontrol-no-config.err", False, EnvironmentProblem, "no Slurm configuration on this host",
+         "set SLURM_CONF"),
+        ("scontrol-bad-config.err", False, EnvironmentProblem,
+         'configuration does not parse (scontrol: s_p_parse_file: file "/tmp/hostile/slurm-empty',
+         "fix the slurm.conf"),
+    ],
+)  # fmt: skip
+def test_a_dead_or_missing_controller_names_what_scontrol_said(
+    name: str, stdout: bool, kind: type[Exception], says: str, hint: str
+) -> None:
+    """Recorded from Slurm 22.05 on this machine: a controller that is down, no slurm.conf
+    and no DNS SRV record (configless), an empty slurm.conf."""
+    text = (OUT / name).read_text()
+    res = CommandResult(("scontrol", "ping"), RunStatus.FAILED, text if stdout else "",
+                        "" if stdout else text, 1, "exit code 1")  # fmt: skip
+    err = command_error(["scontrol", "ping"], res)
+    assert type(err) is kind and says in err.message and "*" not in err.message
+    assert (err.hint or "").startswith(hint) and int(err.exit_code) == 3
+
+
+@pytest.mark.parametrize(
     ("stderr", "kind"),
     [
         (

@@ -152,6 +152,27 @@ def test_caches_never_replace_a_file_or_a_fifo(host_tree: Path, dolmen_dirs: Pat
     assert rows[1].action is Action.SKIP and "unreadable" in rows[1].reason
 
 
+def test_caches_never_open_a_folder_that_holds_files_to_every_user(
+    host_tree: Path, dolmen_dirs: Path
+) -> None:
+    """folder = "/etc" would chmod /etc 1777: anyone could add files there."""
+    (host_tree / "srv/empty").mkdir(parents=True)
+    (host_tree / "srv/ready").mkdir(mode=0o755)
+    os.chmod(host_tree / "srv/ready", 0o1777)
+    write(host_tree, "srv/ready/0/cuda/x", "a cache of an earlier apply")
+    before = snapshot(host_tree)
+    rows = plan_rows(TreeHost(host_tree), profile(dolmen_dirs, '[caches]\nfolder = "/etc"\n'))
+    assert [r.action for r in rows] == [Action.SKIP]  # the login script is refused with it
+    assert "/etc already holds files (mode 755)" in rows[0].reason
+    assert "name a new or empty folder" in rows[0].reason
+    host = TreeHost(host_tree)
+    assert apply_plan(host, plan_profile(host, load_profile("kinds")), tune_dir(host)).ok
+    assert snapshot(host_tree) == before and (host_tree / "etc").stat().st_mode & 0o7777 == 0o755
+    for folder in ("/srv/empty", "/srv/ready"):  # empty, or already the cache root: fine
+        name = profile(dolmen_dirs, f'[caches]\nfolder = "{folder}"\n', "ok")
+        assert all(r.action is not Action.SKIP for r in plan_rows(host, name))
+
+
 def test_the_login_script_makes_each_users_own_folder_and_refuses_anothers(
     tmp_path: Path,
 ) -> None:

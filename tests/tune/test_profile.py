@@ -87,6 +87,14 @@ BAD = [
     ('[cmdline]\niommu = { value = "pt", arch = "sparc" }\n', "arch", 2, "x86_64"),
     ('[gpu]\npersistence_mode = "yes"\n', "true or false", 2, None),
     ("[boot]\nx = 1\n", "unknown section [boot]", 1, None),
+    # the fields of an entry written beside it (as docs/tune.md's example once showed)
+    (
+        '[caches]\nfolder = "auto"\ncuda_max_size = "2GiB"\n',
+        "[caches] cuda_max_size is a field of an entry",
+        3,
+        "KEY = { value = ..., cuda_max_size = ... }",
+    ),
+    ('[net]\nlro = "on"\ndrivers = ["mlx5_core"]\n', "[net] drivers is a field", 3, "inside"),
 ]
 
 

@@ -75,6 +75,11 @@ def open_live(root: str | Path | None = None) -> Host:
     path = Path(root)
     hint = "mount the node's / there read-only (podman -v /:/host:ro,rslave; docs/deploy.md)"
     if not path.is_dir():
+        if path.exists():  # a file, a FIFO, a socket: say what it is, not "no such folder"
+            from dolmen.fsutil import kind_of
+
+            what = kind_of(path.stat().st_mode)
+            raise InputError(f"--host-root: {what}, not a folder", path=str(path), hint=hint)
         raise InputError("--host-root: no such folder", path=str(path), hint=hint)
     if not any((path / part).is_dir() for part in ("proc", "sys", "etc")):
         raise InputError("--host-root: no proc/, sys/ or etc/ under it", path=str(path), hint=hint)

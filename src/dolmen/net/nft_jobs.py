@@ -20,7 +20,7 @@ from dolmen.host import Host, RunStatus
 from dolmen.net.model import JobAccess
 from dolmen.net.nft import FAMILY, TABLE, JobUpdate, NftError
 from dolmen.net.nft_compile import fill_commands, job_commands, release_commands
-from dolmen.tune.settings.nft_io import NFT_TIMEOUT, nft_missing, nft_run
+from dolmen.tune.settings.nft_io import NFT_TIMEOUT, nft_failed, nft_missing, nft_run
 
 _TRIES = 4  # slots lost to racing prologs before giving up
 _NOT_THERE = "No such file or directory"
@@ -35,7 +35,7 @@ def slots_in_use(host: Host) -> dict[int, str]:
     if not res.ok:
         if _NOT_THERE in res.stderr:
             return {}
-        raise NftError(f"nft list set {FAMILY} {TABLE} slots: {res.stderr.strip()[:300]}")
+        raise nft_failed(f"nft list set {FAMILY} {TABLE} slots", res.stderr, res.failure())
     return parse_slots(res.stdout)
 
 

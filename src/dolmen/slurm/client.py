@@ -23,6 +23,10 @@ _UNREACHABLE = (
     "zero bytes were transmitted or received",
     "socket timed out",
 )
+# What Slurm clients print when this host has no usable slurm.conf (22.05 wording):
+# configless mode's DNS SRV lookup failed, or the file does not parse.
+_NO_CONFIG = "could not establish a configuration source"
+_BAD_CONFIG = "unable to process configuration file"
 # sbatch rejections that are the user's input, not the machine.
 _USER_ERRORS = (
     "invalid account",
@@ -139,13 +143,28 @@ def command_error(cmd: Sequence[str], res: CommandResult) -> DolmenError:
             f"{' '.join(cmd)}: no answer ({res.reason})",
             hint="is slurmctld running and reachable? try `scontrol ping`",
         )
-    text = (res.stderr.strip() or res.stdout.strip() or res.reason).splitlines()
+    # The last line that says something: scontrol ping ends with a banner of asterisks.
+    said_all = res.stderr.strip() or res.stdout.strip() or res.reason
+    text = [ln for ln in said_all.splitlines() if ln.strip(" *")]
     line = text[-1] if text else f"exit {res.rc}"
     low = "\n".join(text).lower()
     if any(s in low for s in _UNREACHABLE):
+        said = next((ln for ln in text if any(s in ln.lower() for s in _UNREACHABLE)), line)
         return ServiceUnavailable(
-            f"slurmctld did not answer {name}: {line}",
+            f"slurmctld did not answer {name}: {said}",
             hint="start slurmctld or check SLURM_CONF / SlurmctldHost; `scontrol ping` tells",
+        )
+    if _NO_CONFIG in low:
+        return EnvironmentProblem(
+            f"{name}: no Slurm configuration on this host ({line})",
+            hint="set SLURM_CONF to the cluster's slurm.conf, install /etc/slurm/slurm.conf,"
+            " or run on a login node of the cluster",
+        )
+    if _BAD_CONFIG in low:
+        why = next((ln for ln in text if "error:" in ln or "s_p_parse_file" in ln), line)
+        return EnvironmentProblem(
+            f"{name}: Slurm's configuration does not parse ({why})",
+            hint="fix the slurm.conf that SLURM_CONF (or /etc/slurm/slurm.conf) names",
         )
     if name == "sbatch" and any(s in low for s in _USER_ERRORS):
         return UsageError(f"Slurm refused the job: {line}")

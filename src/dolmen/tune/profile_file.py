@@ -93,6 +93,13 @@ def parse_profile_text(text: str, path: str) -> RawProfile:
         for raw_key, raw_entry in _flatten(body, setting.extra_fields):
             line = lines.get((section, raw_key)) or lines.get((section, raw_key.split(".")[0]))
             where = f"{path}:{line}" if line else path
+            if raw_key in setting.extra_fields:  # a field written beside the entry, not in it
+                raise ConfigError(
+                    f"[{section}] {raw_key} is a field of an entry, not a key of its own;"
+                    f" write it inside the entry: KEY = {{ value = ..., {raw_key} = ... }}",
+                    path=path,
+                    line=line,
+                )
             try:
                 key = setting.key(raw_key)
             except ValueError as e:

@@ -176,6 +176,8 @@ class Caches(DropIn):
             if why:
                 return why
             fs = f"on {mount.fstype} ({mount.mountpoint})"
+        if (crowded := _crowded(host, root.lstrip("/"))) is not None:
+            return crowded
         chosen = tuple(n for n in CACHES if n in entry.fields.get("caches", list(CACHES)))
         size = parse_size(entry.fields.get("cuda_max_size", CUDA_MAX))
         common = (entry.origin, entry.source)
@@ -219,10 +221,8 @@ class Caches(DropIn):
         return Change(target, change.current, change.action, Effect.RESTART, notes=change.notes)
 
     def same(self, current: str, desired: str) -> bool:
-        if re.fullmatch(r"[0-7]{3,4}", desired):
-            return re.fullmatch(r"[0-7]{3,4}", current) is not None and int(current, 8) == int(
-                desired, 8
-            )
+        if re.fullmatch(r"[0-7]{3,4}", desired) and re.fullmatch(r"[0-7]{3,4}", current):
+            return int(current, 8) == int(desired, 8)
         return current == desired
 
     def show(self, value: str | None) -> str:
@@ -257,6 +257,17 @@ class Caches(DropIn):
         for folder in saved.get("missing_dirs", []):  # deepest first
             if not host.remove_dir(str(folder)):
                 break
+
+
+def _crowded(host: Host, rel: str) -> str | None:
+    """Why an existing folder that holds files (/etc, /home) must not become the 1777 root:
+    anyone could plant files among them, and rollback only puts the mode back."""
+    if host.readlink(rel) is not None or not host.is_dir(rel) or not host.listdir(rel):
+        return None  # absent, empty, or not a folder (read() refuses that)
+    mode = host.mode(rel) or 0
+    why = f"/{rel} already holds files (mode {mode:o}): making it world-writable (1777) would"
+    why += " let every user add files among them; name a new or empty folder (/raid/dolmen-cache)"
+    return None if mode == ROOT_MODE else why  # 1777: an earlier apply's, or an admin's
 
 
 def _auto(mounts: list[Mount]) -> str:

@@ -44,6 +44,18 @@ def nft_missing() -> NftMissing:
     )
 
 
+def nft_failed(what: str, stderr: str, failure: str) -> NftError:
+    """The one line for an nft command that failed: its first error line, and the fix
+    when nft was not allowed to talk to the kernel (not root, no CAP_NET_ADMIN)."""
+    line = _first_error(stderr) or failure
+    if "Operation not permitted" in stderr:
+        return NftError(
+            f"{what}: nft was not permitted ({line})",
+            hint="run it as root (nftables needs CAP_NET_ADMIN)",
+        )
+    return NftError(f"{what}: {line}")
+
+
 def nft_run(host: Host, batch: Mapping[str, Any]) -> None:
     """Run one JSON batch (``{"nftables": [...]}``) as one transaction; NftError if refused."""
     text = json.dumps(batch, separators=(",", ":"))
@@ -59,9 +71,7 @@ def nft_run(host: Host, batch: Mapping[str, Any]) -> None:
     if res.status is RunStatus.MISSING:
         raise nft_missing()
     if not res.ok:
-        raise NftError(
-            f"nft refused the batch (nothing changed): {_first_error(res.stderr) or res.failure()}"
-        )
+        raise nft_failed("nft refused the batch (nothing changed)", res.stderr, res.failure())
 
 
 def nft_list(host: Host, family: str, table: str) -> list[Json] | None:
@@ -72,9 +82,7 @@ def nft_list(host: Host, family: str, table: str) -> list[Json] | None:
     if not res.ok:
         if _NOT_THERE in res.stderr:
             return None
-        raise NftError(
-            f"nft list table {family} {table}: {_first_error(res.stderr) or res.failure()}"
-        )
+        raise nft_failed(f"nft list table {family} {table}", res.stderr, res.failure())
     try:
         items = json.loads(res.stdout)["nftables"]
     except (ValueError, KeyError, TypeError) as e:
