@@ -10,13 +10,17 @@ reads are copies of the harness's healthy ones; ``inject_xid`` adds an Xid 79 st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from dolmen.compat import UTC
-from tests.slurm.cluster import TAG_PREFIX, SlurmCluster
+from tests.slurm.cluster import TAG_PREFIX, SlurmCluster, missing_prerequisites
 from tests.slurm.config import HOOKS, XID79
 
 
@@ -27,6 +31,20 @@ def start(lab: Path) -> SlurmCluster:
     for kind in HOOKS:
         (c.lab / "bin" / f"dolmen-slurm-{kind}").write_text("#!/bin/sh\nexit 0\n")
     return c
+
+
+@contextlib.contextmanager
+def running(lab: Path) -> Iterator[SlurmCluster]:
+    """The cluster of ``start`` for the length of a test module (skipped, saying why,
+    where this machine cannot run one), stopped after it."""
+    why = missing_prerequisites()
+    if why:
+        pytest.skip(why)
+    c = start(lab)
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 def node_trees(c: SlurmCluster, dest: Path) -> Path:

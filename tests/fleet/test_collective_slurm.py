@@ -15,7 +15,7 @@ from dolmen.cli.main import main
 from dolmen.report.bench.document import load_bench
 from dolmen.workloads import collective
 from tests.fleet import cluster as fleet_cluster
-from tests.slurm.cluster import SlurmCluster, missing_prerequisites
+from tests.slurm.cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slurm]
 pytest.importorskip("torch")
@@ -23,14 +23,8 @@ pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    why = missing_prerequisites()
-    if why:
-        pytest.skip(why)
-    c = fleet_cluster.start(tmp_path_factory.mktemp("collective-lab"))
-    try:
+    with fleet_cluster.running(tmp_path_factory.mktemp("collective-lab")) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _argv(c: SlurmCluster, out: Path, *more: str) -> list[str]:

@@ -18,21 +18,15 @@ from dolmen.cli.main import main
 from dolmen.fleet.store import FleetStore
 from dolmen.host.tree import TreeHost
 from tests.fleet import cluster as fleet_cluster
-from tests.slurm.cluster import SlurmCluster, missing_prerequisites
+from tests.slurm.cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slurm]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    why = missing_prerequisites()
-    if why:
-        pytest.skip(why)
-    c = fleet_cluster.start(tmp_path_factory.mktemp("fleet-lab"))
-    try:
+    with fleet_cluster.running(tmp_path_factory.mktemp("fleet-lab")) as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture
