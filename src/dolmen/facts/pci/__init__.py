@@ -58,13 +58,15 @@ def collect(host: Host, *, aer: bool = True) -> PciFacts:
         return PciFacts(tuple(devices), unread)
 
     # Imported here: sysfs has the links on most hosts, and lspci's patterns cost 1 ms.
-    from dolmen.facts.pci.lspci import parse_lspci_vvv
+    from dolmen.facts.pci.lspci import lspci_cut, parse_lspci_vvv
 
     res = host.run(["lspci", "-vvv"], timeout=30)
     # lspci prints what it could before failing; keep it when there is any.
     listed = parse_lspci_vvv(res.stdout) if res.stdout.strip() else []
     if not res.ok:
         unread["lspci"] = res.failure()
+    elif listed and (cut := lspci_cut(res.stdout)):
+        unread["lspci"] = cut  # the devices after the cut are not listed
     if not devices:
         if not listed:
             why = absent(host, DEVICES)
