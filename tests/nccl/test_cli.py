@@ -147,6 +147,30 @@ def test_write_plans_applies_journals_audits_and_rolls_back(
     assert rc == 0 and out.startswith("nothing to roll back")
 
 
+@pytest.mark.parametrize("rel", ["etc/nccl.conf", "etc/nccl-topo.xml"])
+@pytest.mark.parametrize("kind", ["FIFO", "folder"])
+def test_write_refuses_a_fifo_or_folder_in_one_line(
+    rel: str,
+    kind: str,
+    rails: Path,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A FIFO or folder where a file goes: refused before the plan, nothing written."""
+    tree = tmp_path / "t"
+    shutil.copytree(rails, tree, symlinks=True)
+    (os.mkfifo if kind == "FIFO" else os.mkdir)(tree / rel)
+    for yes in ([], ["--yes"]):
+        rc, out, err = run(capsys, "nccl", "env", "--write", "--root", str(tree), *yes)
+        assert rc == 3 and out == ""
+        assert err.splitlines()[0] == (
+            f"dolmen: error: /{rel}: not a regular file ({kind}); nothing was written"
+        )
+    assert sorted(p.name for p in (tree / "etc").glob("nccl*")) == [rel.split("/")[1]]
+    assert not (dolmen_dirs / "audit").exists()
+
+
 def test_write_refuses_from_and_stray_flags(capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run(capsys, "nccl", "env", "--write", "--from", "x")
     assert rc == 2 and "--root" in err
