@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 import pytest
 
 from dolmen.cli.main import main
+from dolmen.demo import build_sample
 from tests.conftest import make_tree, recording
 from tests.hosts import scenarios
 from tests.nccl.ncclxml import load
@@ -62,6 +63,21 @@ def test_topo_refusals_name_what_is_missing(
     assert rc == 2 and fifo.is_fifo() and "fifo" in err.lower()
     rc, _, err = run(capsys, "topo", "--svg", "a", "--png", "b")
     assert rc == 2 and "not both" in err
+
+
+def test_topo_of_a_tree_that_did_not_record_the_bus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A demo tree without sys/bus/pci (its sys/ holds the rest): the bus is not in this
+    bundle, never "missing" (a claim that the host has no PCI bus)."""
+    tree = build_sample("hgx-h100", tmp_path / "t")
+    shutil.rmtree(tree / "sys/bus/pci")
+    rc, _, err = run(capsys, "topo", "--from", str(tree))
+    assert rc == 2
+    assert err.splitlines()[0] == "dolmen: error: no PCI tree: not in this bundle: sys/bus/pci"
+    (tree / "sys/bus/pci").mkdir()  # the bus recorded, with no device on it: that is evidence
+    rc, _, err = run(capsys, "topo", "--from", str(tree))
+    assert rc == 2 and err.startswith("dolmen: error: no PCI tree: missing")
 
 
 def test_nccl_topo_writes_the_file_or_one_line(
