@@ -8,6 +8,7 @@ thing at that path is left exactly as it was.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import stat
@@ -17,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from dolmen.cli.main import main
+from dolmen.demo import build_sample
 from dolmen.errors import UsageError
-from dolmen.fsutil import atomic_write, output_target, write_output
+from dolmen.fsutil import atomic_write, output_target, write_failure, write_output
 from tests.conftest import make_tree
 
 
@@ -103,6 +105,40 @@ def test_a_missing_folder_is_an_error_not_created(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
         write_output(target, b"x")
     assert not (tmp_path / "nonexistent").exists()
+
+
+def test_a_kernel_folder_is_named_as_such_not_a_full_disk(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """/proc is there but holds no new file (ENOENT): not "free space or fix the permissions"."""
+    with pytest.raises(UsageError) as got:
+        write_output(Path("/proc/dolmen-test.svg"), b"<svg/>", what="picture")
+    assert got.value.message == (
+        "picture /proc/dolmen-test.svg: could not write: /proc cannot hold new files "
+        "(No such file or directory)"
+    )
+    assert got.value.hint is not None and "free space" not in got.value.hint
+    build_sample("hgx-h100", tmp_path / "t")
+    rc, err = _cli(
+        capsys, ["topo", "--from", str(tmp_path / "t"), "--svg", "/proc/dolmen-test.svg"]
+    )
+    assert rc == 2 and "/proc cannot hold new files" in err and "free space" not in err
+
+
+@pytest.mark.parametrize(
+    ("code", "words", "exit_code"),
+    [
+        (errno.ENOSPC, " (the disk is full)", 3),
+        (errno.EDQUOT, " (over the disk quota)", 3),
+        (errno.EROFS, " (the file system is read-only)", 3),
+        (errno.ENOTDIR, ": /x cannot hold new files", 2),
+        (errno.EIO, " (Input/output error)", 3),
+    ],
+)
+def test_write_failure_names_the_cause(code: int, words: str, exit_code: int) -> None:
+    err = write_failure("out /x/y", OSError(code, os.strerror(code)), Path("/x"), "kept")
+    assert err.message.startswith(f"out /x/y: could not write{words}")
+    assert int(err.exit_code) == exit_code and (err.hint or "").endswith("; kept")
 
 
 def test_a_link_to_a_regular_file_is_written_through(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from dolmen.errors import EnvironmentProblem, UsageError
+from dolmen.errors import DolmenError, EnvironmentProblem, UsageError
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -75,10 +75,36 @@ def write_output(path: Path, payload: bytes, *, what: str = "output") -> None:
     try:
         atomic_write(target, payload)
     except OSError as e:
-        raise EnvironmentProblem(
-            f"{what} {path}: could not write ({e.strerror})",
-            hint="free space or fix the permissions of that folder; nothing was changed",
-        ) from None
+        raise write_failure(f"{what} {path}", e, target.parent, "nothing was changed") from None
+
+
+# The causes of a failed write that a user can act on, by errno: the words the message
+# gives and the hint. Anything else is named by the system's own words.
+_FULL = ("the disk is full", "free space there, or name a path on another disk")
+_CAUSES = {
+    errno.ENOSPC: _FULL,
+    errno.EDQUOT: ("over the disk quota", "free space within your quota, or name another path"),
+    errno.EROFS: ("the file system is read-only", "name a path on a writable file system"),
+    errno.EACCES: ("permission denied", "run as a user who may write there, or name another path"),
+    errno.EPERM: ("not permitted", "run as a user who may write there, or name another path"),
+}
+
+
+def write_failure(what: str, e: OSError, folder: Path, left: str) -> DolmenError:
+    """The one line (and hint) for a write of ``what`` into ``folder`` that failed with ``e``:
+    its cause in words, never "free space" for a folder that cannot hold files. A folder
+    that is there yet says ENOENT for a new file (or EACCES to root) is a kernel one
+    (/proc, /sys): bad input
+    (exit 2); the other causes are the environment refusing (exit 3). ``left`` says what
+    was left as it was ("nothing was changed")."""
+    kernel = e.errno in (errno.EACCES, errno.EPERM) and os.geteuid() == 0  # /sys: even root
+    if e.errno in (errno.ENOENT, errno.ENOTDIR) or kernel:
+        return UsageError(
+            f"{what}: could not write: {folder} cannot hold new files ({e.strerror})",
+            hint=f"name a path in an ordinary folder (not /proc or /sys); {left}",
+        )
+    cause, hint = _CAUSES.get(e.errno or 0, (e.strerror or str(e), "see the cause above"))
+    return EnvironmentProblem(f"{what}: could not write ({cause})", hint=f"{hint}; {left}")
 
 
 def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:

@@ -135,6 +135,19 @@ def test_unrecognised_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert len(lines) == 2
 
 
+def test_cut_lspci_shows_no_absence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``head -200`` of lspci -vvv lists no GPU yet: unknown (cut off), never "no GPU"."""
+    text = recording("lspci/gpud__lspci-vvv").read_text()
+    path = tmp_path / "lspci.txt"
+    path.write_text("".join(text.splitlines(keepends=True)[:200]))
+    rc = main(["validate", "--from", str(path), "--json", "--only", "gpu.present"])
+    verdict = assert_valid(json.loads(capsys.readouterr().out))
+    (f,) = verdict["findings"]
+    assert rc == 2 and f["status"] == "unknown"
+    assert "no NVIDIA GPU found" not in f["summary"] and "cut off: lspci" in f["summary"]
+    assert f["evidence"]["sources"]["lspci"].startswith("cut off: the listing ends inside")
+
+
 def test_facts_from_a_pasted_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = recording("lspci/gpud__lspci.nn.a100")
     rc = main(["facts", "--from", str(path), "--json"])

@@ -98,6 +98,9 @@ def test_run_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
         ["--mount", "a:b", "img"],
         ["--json", "img"],  # --json without --dry-run
         ["--shm-size", "big", "img"],
+        ["a b"],
+        ["UPPER/Case:tag"],
+        ["x;rm -rf /"],
     ],
 )
 def test_run_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

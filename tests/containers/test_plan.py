@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dolmen.containers.image_ref import image_problem
 from dolmen.containers.oci import PODMAN_NPROC
 from dolmen.containers.plan import Request, plan
 from dolmen.containers.site import (
@@ -161,6 +162,50 @@ def test_runtime_choice() -> None:
 def test_bad_requests(req: Request) -> None:
     with pytest.raises(UsageError):
         plan(req, _site())
+
+
+@pytest.mark.parametrize(
+    ("image", "ok"),
+    [
+        ("nvcr.io/nvidia/pytorch:24.05-py3", True),
+        ("ubuntu", True),
+        ("localhost/dolmen-setup-torch:test", True),
+        ("localhost:5000/a/b:v1", True),
+        ("registry.example.com:443/team/x_y__z-w.v:Tag_1.0", True),
+        ("docker.io/library/ubuntu@sha256:" + "0" * 64, True),
+        ("ubuntu:22.04@sha256:" + "a" * 64, True),
+        ("docker://nvcr.io/nvidia/pytorch:24.05-py3", True),
+        ("/srv/images/pytorch.sqsh", True),
+        ("pytorch.sif", True),
+        ("oci-archive:/srv/x.tar", True),
+        ("a b", False),
+        ("UPPER/Case:tag", False),
+        ("Upper/x", False),  # no registry: a name component, lowercase
+        ("ghcr.io/Team/x", False),
+        ("x;rm -rf /", False),
+        ("x:", False),
+        ("x:-tag", False),
+        ("x:" + "t" * 129, False),
+        ("x@sha256:abc", False),
+        ("x@md5:" + "0" * 32, False),
+        ("a..b", False),
+        ("-x", False),
+        ("", False),
+        ("docker://", False),
+        ("docker://Bad", False),
+        ("oras://", False),
+        ("/srv/x\n.sif", False),
+        ("a" * 256, False),
+    ],
+)
+def test_image_references(image: str, ok: bool) -> None:
+    """The OCI distribution grammar (containers.image_ref), or an image file / transport."""
+    why = image_problem(image)
+    assert (why is None) is ok
+    if not ok:
+        assert why is not None and why.startswith(repr(image)) and "\n" not in why
+        with pytest.raises(UsageError):
+            plan(Request(image), _site())
 
 
 @pytest.mark.parametrize(

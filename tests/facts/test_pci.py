@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.facts import pci, to_jsonable
-from dolmen.facts.pci.lspci import parse_lspci_vvv
+from dolmen.facts.pci.lspci import lspci_cut, parse_lspci_vvv
 from dolmen.host.live import LiveHost
 from dolmen.host.tree import TreeHost
 from tests.conftest import make_tree, recording
@@ -161,6 +161,40 @@ def test_parse_lspci_truncated_and_denied() -> None:
     assert parse_lspci_vvv(denied)[0].current_link is None
 
 
+H100_HEAD = "19:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [
+        ("", None),
+        (H100_HEAD, None),  # a one-line listing (plain lspci, -nn) ends with its last line
+        (H100_HEAD.rstrip("\n"), None),  # saved without the final newline
+        ("19:00.0 3D contro", "19:00.0's line"),  # cut mid-line
+        (H100_HEAD + "\tNUMA node: 0\n\n", None),  # -vvv's closing blank line
+        (H100_HEAD + "\tKernel driver in use: nvidia\n", None),  # the block's last line
+        (H100_HEAD + "\tKernel modules: nvidia\n", None),
+        (H100_HEAD + "\tNUMA node: 0\n", "19:00.0's block"),  # ends mid-block
+        (H100_HEAD + "\tNUMA node: 0\n\n" + H100_HEAD, "19:00.0's block"),  # a bare header
+        (H100_HEAD + "\t\tLnkSta:\tSpeed 16GT/s (down", "19:00.0's block"),
+    ],
+)
+def test_lspci_cut(text: str, cut: str | None) -> None:
+    """A listing cut before its last block ends cannot show a device is absent (issue 8)."""
+    got = lspci_cut(text)
+    assert got == (None if cut is None else f"cut off: the listing ends inside {cut}")
+
+
+def test_lspci_cut_recordings() -> None:
+    """Whole recordings are whole; their first 200 lines (head -200) are cut."""
+    vvv = recording("lspci/gpud__lspci-vvv").read_text()
+    assert lspci_cut(vvv) is None
+    head = "".join(vvv.splitlines(keepends=True)[:200])
+    assert lspci_cut(head) == "cut off: the listing ends inside 00:0e.0's block"
+    for name in ("gpud__lspci.nn.a100", "gpud__lspci.nn.a10", "gpud__lspci.gb200"):
+        assert lspci_cut(recording(f"lspci/{name}").read_text()) is None
+
+
 @pytest.fixture(scope="module")
 def ne_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     archive = recording("sysfs/node_exporter__sys.ttar")
@@ -227,6 +261,10 @@ def test_collect_lspci_only_and_nothing(tmp_path: Path) -> None:
     facts = pci.collect(TreeHost(make_tree(tmp_path / "a", commands={"lspci -vvv": lspci})))
     assert len(facts.devices) == 517 and facts.devices[0].source == "lspci"
     assert facts.unread["aer"].startswith("not supported")
+    assert "lspci" not in facts.unread
+    head = "".join(lspci.splitlines(keepends=True)[:200])
+    facts = pci.collect(TreeHost(make_tree(tmp_path / "c", commands={"lspci -vvv": head})))
+    assert facts.devices and facts.unread["lspci"].startswith("cut off")
     failed = make_tree(tmp_path / "b", commands={"lspci -vvv": ("", 1, "pcilib: no access")})
     facts = pci.collect(TreeHost(failed))
     assert facts.devices == () and facts.unread["devices"].startswith("missing")

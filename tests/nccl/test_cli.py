@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 import pytest
 
 from dolmen.cli.main import main
+from dolmen.demo import build_sample
 from tests.conftest import make_tree, recording
 from tests.hosts import scenarios
 from tests.nccl.ncclxml import load
@@ -62,6 +63,21 @@ def test_topo_refusals_name_what_is_missing(
     assert rc == 2 and fifo.is_fifo() and "fifo" in err.lower()
     rc, _, err = run(capsys, "topo", "--svg", "a", "--png", "b")
     assert rc == 2 and "not both" in err
+
+
+def test_topo_of_a_tree_that_did_not_record_the_bus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A demo tree without sys/bus/pci (its sys/ holds the rest): the bus is not in this
+    bundle, never "missing" (a claim that the host has no PCI bus)."""
+    tree = build_sample("hgx-h100", tmp_path / "t")
+    shutil.rmtree(tree / "sys/bus/pci")
+    rc, _, err = run(capsys, "topo", "--from", str(tree))
+    assert rc == 2
+    assert err.splitlines()[0] == "dolmen: error: no PCI tree: not in this bundle: sys/bus/pci"
+    (tree / "sys/bus/pci").mkdir()  # the bus recorded, with no device on it: that is evidence
+    rc, _, err = run(capsys, "topo", "--from", str(tree))
+    assert rc == 2 and err.startswith("dolmen: error: no PCI tree: missing")
 
 
 def test_nccl_topo_writes_the_file_or_one_line(
@@ -145,6 +161,30 @@ def test_write_plans_applies_journals_audits_and_rolls_back(
     assert _events(dolmen_dirs)[-1] == ("nccl.rollback", "success")
     rc, out, _ = run(capsys, "nccl", "rollback", "--yes", "--root", str(tree))
     assert rc == 0 and out.startswith("nothing to roll back")
+
+
+@pytest.mark.parametrize("rel", ["etc/nccl.conf", "etc/nccl-topo.xml"])
+@pytest.mark.parametrize("kind", ["FIFO", "folder"])
+def test_write_refuses_a_fifo_or_folder_in_one_line(
+    rel: str,
+    kind: str,
+    rails: Path,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A FIFO or folder where a file goes: refused before the plan, nothing written."""
+    tree = tmp_path / "t"
+    shutil.copytree(rails, tree, symlinks=True)
+    (os.mkfifo if kind == "FIFO" else os.mkdir)(tree / rel)
+    for yes in ([], ["--yes"]):
+        rc, out, err = run(capsys, "nccl", "env", "--write", "--root", str(tree), *yes)
+        assert rc == 3 and out == ""
+        assert err.splitlines()[0] == (
+            f"dolmen: error: /{rel}: not a regular file ({kind}); nothing was written"
+        )
+    assert sorted(p.name for p in (tree / "etc").glob("nccl*")) == [rel.split("/")[1]]
+    assert not (dolmen_dirs / "audit").exists()
 
 
 def test_write_refuses_from_and_stray_flags(capsys: pytest.CaptureFixture[str]) -> None:

@@ -134,6 +134,9 @@ def test_skip_leaves_a_step_out_of_this_run_only(
         (["--device", "/x{index}{other}"], 2, "not an absolute path with {index}"),
         (["--node-name", "n1 Gres=gpu:99"], 2, "is not a node name"),
         (["--user", "bad name"], 2, "bad name"),
+        (["--bench-image", "a b"], 2, "'a b' is not an image reference ([registry[:port]/]"),
+        (["--bench-image", "UPPER/Case:tag"], 2, "'UPPER/Case:tag' is not an image reference"),
+        (["--bench-image", "x;rm -rf /"], 2, "'x;rm -rf /' is not an image reference"),
         (["--quota", "user:alice=99999999"], 2, "--gpus must be between 0 and"),
         ([], 2, "not a terminal"),  # no --yes and no terminal to ask with
     ],

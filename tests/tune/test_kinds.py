@@ -224,6 +224,45 @@ def test_docker_shm_is_merged_keeping_every_key_and_restored_byte_for_byte(
     assert snapshot(host_tree) == before
 
 
+@pytest.mark.parametrize("made", ["before the plan", "after the plan"])
+def test_docker_never_writes_through_a_symlinked_daemon_json(
+    host_tree: Path, dolmen_dirs: Path, made: str
+) -> None:
+    """daemon.json -> /srv/docker/daemon.json (absent): a write through the link would make
+    a file there that rollback (which removes the link) leaves; refused, the tree unchanged."""
+    (host_tree / "etc/docker").mkdir(parents=True)
+    link = host_tree / "etc/docker/daemon.json"
+    name = profile(dolmen_dirs, '[docker]\n"default-shm-size" = "1G"\n')
+    host = TreeHost(host_tree)
+    if made == "before the plan":
+        os.symlink("/srv/docker/daemon.json", link)
+    plan = plan_profile(host, load_profile(name))
+    if made == "after the plan":
+        os.symlink("/srv/docker/daemon.json", link)
+    before = snapshot(host_tree)
+    res = apply_plan(host, plan, tune_dir(host))
+    if made == "before the plan":
+        (row,) = plan.changes
+        assert row.action is Action.SKIP and row.reason == (
+            "/etc/docker/daemon.json is a symbolic link (to /srv/docker/daemon.json): "
+            "dolmen never writes through a link; make it a file"
+        )
+    else:
+        assert not res.ok and "is a symbolic link" in str(res.error)
+    assert snapshot(host_tree) == before and os.readlink(link) == "/srv/docker/daemon.json"
+    assert not (host_tree / "srv/docker").exists()
+
+
+def test_drop_ins_never_write_through_a_symlink(host_tree: Path, dolmen_dirs: Path) -> None:
+    """Every whole-file kind (DropIn.read): a link where the file goes is skipped."""
+    (host_tree / "etc/modules-load.d").mkdir(parents=True)
+    os.symlink("/srv/m.conf", host_tree / "etc/modules-load.d/90-dolmen-nvidia-peermem.conf")
+    (row,) = plan_rows(
+        TreeHost(host_tree), profile(dolmen_dirs, '[modules]\n"nvidia-peermem" = "load"\n')
+    )
+    assert row.action is Action.SKIP and "is a symbolic link (to /srv/m.conf)" in row.reason
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [

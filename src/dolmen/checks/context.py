@@ -203,14 +203,15 @@ def _nvidia_fabric(ctx: Context) -> str | None:
 
 def no_gpu_reason(sources: Mapping[str, str]) -> str:
     """ "no NVIDIA GPU seen: <sources read>; not in this bundle: <...>; unreadable: <...>"."""
-    from dolmen.facts.reading import READ, UNREADABLE, source_state
+    from dolmen.facts.reading import CUT_OFF, READ, UNREADABLE, source_state
     from dolmen.host import NOT_IN_BUNDLE
 
-    by: dict[str, list[str]] = {READ: [], NOT_IN_BUNDLE: [], UNREADABLE: []}
+    by: dict[str, list[str]] = {READ: [], NOT_IN_BUNDLE: [], CUT_OFF: [], UNREADABLE: []}
     for name, why in sources.items():
-        by[source_state(why)].append(name)
+        # a listing cut short was read in part: named as such, not as unreadable
+        by[CUT_OFF if why.startswith(CUT_OFF) else source_state(why)].append(name)
     text = f"no NVIDIA GPU seen: {', '.join(by[READ]) or 'no GPU source'} read"
-    for state in (NOT_IN_BUNDLE, UNREADABLE):
+    for state in (NOT_IN_BUNDLE, CUT_OFF, UNREADABLE):
         if by[state]:
             text += f"; {state}: {', '.join(by[state])}"
     return text

@@ -38,8 +38,8 @@ def _write(name: str, folder: Path) -> Path:
     import tempfile
 
     from dolmen.demo import build_sample
-    from dolmen.errors import EnvironmentProblem, UsageError
-    from dolmen.fsutil import output_folder
+    from dolmen.errors import UsageError
+    from dolmen.fsutil import output_folder, write_failure
 
     if folder.exists() or folder.is_symlink():
         raise UsageError(
@@ -51,10 +51,7 @@ def _write(name: str, folder: Path) -> Path:
         build_sample(name, work / "tree")
         (work / "tree").rename(folder)
     except OSError as e:
-        raise EnvironmentProblem(
-            f"could not write {folder} ({e.strerror})",
-            hint="free space or fix the permissions of that folder; nothing was left behind",
-        ) from None
+        raise write_failure(str(folder), e, parent, "nothing was left behind") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return folder

@@ -7,10 +7,9 @@ below unlimited instead), so what is left is the GPUs, the mounts and the enviro
 
 from __future__ import annotations
 
+from dolmen.containers.image_ref import SCHEMES
 from dolmen.containers.plan import Plan, Request, env, gpu_list, mounts, nccl_notes
 from dolmen.containers.site import UNLIMITED, Site
-
-_SCHEMES = ("docker://", "oras://", "library://", "shub://", "docker-archive:", "oci-archive:")
 
 
 def _limits_note(site: Site, notes: list[str]) -> None:
@@ -24,7 +23,7 @@ def _limits_note(site: Site, notes: list[str]) -> None:
 
 def _apptainer(runtime: str, req: Request, site: Site, notes: list[str]) -> tuple[list[str], str]:
     image = req.image
-    if not image.startswith(_SCHEMES) and not image.endswith(".sif") and not image.startswith("/"):
+    if not image.startswith(SCHEMES) and not image.endswith(".sif") and not image.startswith("/"):
         image = f"docker://{image}"
     argv = [runtime, "exec" if req.command else "run"]
     mode = "none"

@@ -27,6 +27,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
+from dolmen.containers.image_ref import image_problem
 from dolmen.containers.site import CACHE_FOLDERS, RUNTIMES, UNLIMITED, Site
 from dolmen.errors import UsageError
 from dolmen.nccl import NCCL_CONF, TOPO_FILE
@@ -35,6 +36,7 @@ CHECKPOINT_MOUNT = "/checkpoints"
 MEMLOCK = UNLIMITED
 STACK = 67108864  # NGC's run line: --ulimit stack=67108864
 NOFILE = 1048576
+IMAGE_HINT = "e.g. nvcr.io/nvidia/pytorch:24.05-py3, or an image file: /srv/pytorch.sif"
 CDI_REMEDY = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
 _ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 _GPUS_RE = re.compile(r"all|none|[\w-]+(?:,[\w-]+)*")
@@ -87,10 +89,8 @@ def _mount(spec: str) -> tuple[str, str, str]:
 
 def validate(req: Request) -> None:
     """UsageError for input the plan cannot use, naming the valid forms."""
-    if not req.image or req.image.startswith("-"):
-        raise UsageError(
-            f"{req.image!r} is not an image", hint="e.g. nvcr.io/nvidia/pytorch:24.05-py3"
-        )
+    if why := image_problem(req.image):
+        raise UsageError(why, hint=IMAGE_HINT)
     if req.runtime is not None and req.runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {req.runtime!r}", hint=f"valid: {', '.join(RUNTIMES)}")
     if not _GPUS_RE.fullmatch(req.gpus):

@@ -29,7 +29,7 @@ from dolmen.facts.gpu_nvlink import (
     parse_dcgmi_link_status,
     parse_nvlink_status,
 )
-from dolmen.facts.pci.lspci import parse_lspci_vvv
+from dolmen.facts.pci.lspci import lspci_cut, parse_lspci_vvv
 from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
 from dolmen.frozen.regex import pattern
@@ -266,7 +266,9 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
             if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
         ),
     )
-    return READ
+    # The GPUs a cut listing shows are there; the ones after the cut are unknown, so the
+    # source is not READ and "no GPU" is no verdict (issue 8).
+    return lspci_cut(res.stdout) or READ
 
 
 def _topo(host: Host, unnamed: dict[str, int]) -> str:

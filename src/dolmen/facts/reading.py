@@ -75,6 +75,8 @@ def unrecorded(reason: str | None) -> bool:
 # What a source's reason says about coverage (the verdict's ``coverage``, the skip reasons).
 READ = "read"
 UNREADABLE = "unreadable"
+# The reason of an input that ends before the value (docs/architecture.md): unknown.
+CUT_OFF = "cut off"
 
 
 def source_state(reason: str | None) -> str:

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 
 from dolmen.audit import record_event
-from dolmen.errors import EnvironmentProblem, InputError, UsageError
-from dolmen.fsutil import atomic_write, output_target, read_regular
+from dolmen.errors import InputError, UsageError
+from dolmen.fsutil import atomic_write, output_target, read_regular, write_failure
 
 ACTION = "setup.write"
 _LIMIT = 16 << 20
@@ -108,10 +108,7 @@ def write_with_backup(path: Path, node: str, block: str, what: str) -> list[str]
             outcome="failure",
             details={"phase": "result", **details, "error": e.strerror or str(e)},
         )
-        raise EnvironmentProblem(
-            f"{what} {path}: could not write ({e.strerror or e})",
-            hint="free space or fix the permissions of that folder; the file is unchanged",
-        ) from None
+        raise write_failure(f"{what} {path}", e, target.parent, "the file is unchanged") from None
     record_event(
         ACTION, f"file:{target}", outcome="success", details={"phase": "result", **details}
     )

@@ -49,6 +49,20 @@ __all__ = [
 ]
 
 
+# The bus's sysfs folder: every Linux host with a PCI bus has it, whatever its devices.
+BUS = "sys/bus/pci"
+
+
+def unheld_bus(host: Host, lspci: RunStatus) -> bool:
+    """Whether a recorded tree lacks the PCI bus because it did not record it: no
+    ``sys/bus/pci`` folder at all (a host with a PCI bus always has one, even with no
+    device in it) and no lspci run either. On the live host that folder's absence is
+    the host's (no PCI bus); a tree with sys/ but no sys/bus/pci (a demo tree, a hand-made
+    one) says nothing of the bus: absence of a source is not evidence of absence."""
+    unrun = lspci in (RunStatus.UNRECORDED, RunStatus.MISSING)
+    return host.kind != "live" and unrun and not host.is_dir(BUS)
+
+
 def collect(host: Host, *, aer: bool = True) -> PciFacts:
     """Read and parse the PCI facts of ``host`` (``aer=False``: without AER counters)."""
     unread: dict[str, str] = {}
@@ -58,21 +72,24 @@ def collect(host: Host, *, aer: bool = True) -> PciFacts:
         return PciFacts(tuple(devices), unread)
 
     # Imported here: sysfs has the links on most hosts, and lspci's patterns cost 1 ms.
-    from dolmen.facts.pci.lspci import parse_lspci_vvv
+    from dolmen.facts.pci.lspci import lspci_cut, parse_lspci_vvv
 
     res = host.run(["lspci", "-vvv"], timeout=30)
     # lspci prints what it could before failing; keep it when there is any.
     listed = parse_lspci_vvv(res.stdout) if res.stdout.strip() else []
     if not res.ok:
         unread["lspci"] = res.failure()
+    elif listed and (cut := lspci_cut(res.stdout)):
+        unread["lspci"] = cut  # the devices after the cut are not listed
     if not devices:
         if not listed:
             why = absent(host, DEVICES)
-            unread["devices"] = (
-                why
-                if why.startswith(NOT_IN_BUNDLE) and res.status is RunStatus.UNRECORDED
-                else "missing (no sys/bus/pci/devices and no lspci output)"
-            )
+            if why.startswith(NOT_IN_BUNDLE) and res.status is RunStatus.UNRECORDED:
+                unread["devices"] = why
+            elif unheld_bus(host, res.status):
+                unread["devices"] = f"{NOT_IN_BUNDLE}: {BUS}"
+            else:
+                unread["devices"] = "missing (no sys/bus/pci/devices and no lspci output)"
         else:
             # lspci -vvv prints no tree, but its bridges' bus numbers give the parents
             gaps = (

@@ -23,6 +23,14 @@ Corporation Device 2330``): the class and vendor ids are then read back from the
 of the PCI ID database (pci.ids) for the classes and vendors dolmen judges, and the
 device id from pci.ids' fallback name ``Device 2330`` (printed when the database does
 not know the device). A name outside the tables leaves the id None: never a guess.
+
+A listing cut short (``head -200``, a paste that stopped) lists some devices, not all, so
+it cannot show that a device is absent: :func:`lspci_cut` says when it is. ``lspci -vvv``
+ends every block, the last one included, with a blank line, and prints a block's
+``Kernel driver in use`` / ``Kernel modules`` lines last; a last block that ends with
+neither (a paste may lose the final blank line, never the block's last line) was cut. The
+one-line formats (plain, ``-nn``) show a cut only mid-line: a last header that stops
+before its ``class: name``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,10 @@ _HEADER = pattern(
     r"(?:(?P<domain>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<slot>[0-9a-f]{2})\.(?P<fn>[0-7])"
     r" (?P<cls>[^:\[]+?)(?: \[(?P<clsid>[0-9a-f]{4})\])?: (?P<desc>.*)"
 )
+_HEADER_START = pattern(r"(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+# The lines lspci -vvv prints last in a block (-k, which -v implies): a block that ends
+# with one of them is whole even where the final blank line was lost.
+_BLOCK_ENDS = frozenset({"Kernel driver in use", "Kernel modules"})
 _IDS_SUFFIX = pattern(r"\s*\[[0-9a-f]{4}:[0-9a-f]{4}\]")
 _REV_SUFFIX = pattern(r"\s*\((?:rev|prog-if) [^)]*\)")
 
@@ -105,6 +117,28 @@ def parse_lspci_vvv(text: str) -> list[PciDevice]:
         parent = bridges.get((bus.domain, bus.bus)) if bus is not None else None
         out.append(replace(dev, parent=parent) if parent and parent != dev.bdf else dev)
     return out
+
+
+def lspci_cut(text: str) -> str | None:
+    """``cut off: ...`` when the listing ends before its last block does (see the module
+    docstring), else None: a whole listing, or one that has no device at all."""
+    lines = text.rstrip(" \t\r").splitlines()
+    if not lines or not lines[-1].strip():
+        return None  # ends with the blank line lspci -vvv closes every block with
+    last = lines[-1]
+    if not last[0].isspace():  # a header: of a -vvv block (whose lines follow) or a line
+        head = _HEADER_START.match(last)
+        if head is None:
+            return None
+        vvv = any(ln[:1].isspace() for ln in lines)
+        if vvv or _HEADER.fullmatch(last.strip()) is None:
+            where = "block" if vvv else "line"
+            return f"cut off: the listing ends inside {head.group(0)}'s {where}"
+        return None
+    if last.strip().partition(":")[0] in _BLOCK_ENDS:
+        return None
+    header = next((ln for ln in reversed(lines) if ln[:1].strip()), "")
+    return f"cut off: the listing ends inside {header.partition(' ')[0] or '?'}'s block"
 
 
 def _device(lines: list[str]) -> list[tuple[PciDevice, int | None]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dolmen.host import Host
-from dolmen.tune.model import Action, Change, Effect, Reading, Target
+from dolmen.tune.model import Action, ApplyFailed, Change, Effect, Reading, Target
 
 # Fields every entry may carry, whatever its section.
 COMMON_FIELDS = frozenset({"value", "source", "why", "arch", "remove"})
@@ -123,9 +123,25 @@ class Setting(ABC):
 
 
 # --- shared helpers: originals of files ------------------------------------------------------
+def link_refusal(host: Host, rel: str) -> str | None:
+    """Why ``rel`` is not written: it is a symbolic link. A write would go through it to a
+    file elsewhere that a rollback (which restores or removes ``rel`` itself) leaves behind;
+    replacing it would break what the site linked. None for anything else."""
+    to = host.readlink(rel)
+    if to is None:
+        return None
+    return (
+        f"/{rel} is a symbolic link (to {to}): dolmen never writes through a link; make it a file"
+    )
+
+
 def capture_file(host: Host, rel: str) -> dict[str, Any]:
     """The bytes and mode of a file, or that it was absent and which of its folders were
-    missing too (a rollback removes them again), JSON-ready."""
+    missing too (a rollback removes them again), JSON-ready. A symbolic link (made since
+    the plan, which skips one) fails the step before anything is saved or written: the
+    rollback then leaves the link alone (a dangling one would read as absent, and go)."""
+    if why := link_refusal(host, rel):
+        raise ApplyFailed(why)
     try:
         raw = host.read_bytes(rel)
     except FileNotFoundError:

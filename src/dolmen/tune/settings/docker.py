@@ -12,8 +12,10 @@ rewritten with 4-space indentation, as nvidia-ctk writes it). Refused, with the 
 when the file is not a JSON object (or repeats a key: dockerd would read one of them),
 and when dockerd's unit already passes the same option as a flag: dockerd refuses to
 start when an option is both a flag and in daemon.json. The original bytes are
-journaled and come back exactly at rollback. Takes effect when docker restarts
-(``systemctl restart docker``; running containers stop unless ``live-restore`` is on).
+journaled and come back exactly at rollback; a daemon.json that is a symbolic link is
+refused (``base.link_refusal``): a write through it would outlive the rollback. Takes
+effect when docker restarts (``systemctl restart docker``; running containers stop unless
+``live-restore`` is on).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import ApplyFailed, Change, Effect, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error
+from dolmen.tune.settings.base import Entry, Setting, choice_error, link_refusal
 from dolmen.tune.settings.limits import UNIT_DIRS
 
 DAEMON_JSON = "etc/docker/daemon.json"
@@ -122,6 +124,8 @@ class Docker(Setting):
                 skip=f"{flag} passes --{target.key} to dockerd, which refuses to start when an"
                 " option is both a flag and in daemon.json: set it in one place",
             )
+        if why := link_refusal(host, target.path):
+            return Reading(None, skip=why)
         try:
             text = host.read(target.path)
         except FileNotFoundError:

@@ -10,17 +10,28 @@ from __future__ import annotations
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Reading, Target
-from dolmen.tune.settings.base import Setting
+from dolmen.tune.settings.base import Setting, link_refusal
 
+# The skip reason of a path that holds anything but a regular file: a whole-file write
+# would destroy it (a folder, a FIFO another program reads), so it is never written.
+NOT_REGULAR = "not a regular file"
 HEADER = "# Written by `dolmen tune apply`; `dolmen tune rollback` removes it. Do not edit.\n"
 
 
 def read_whole(host: Host, rel: str) -> Reading:
-    """A whole file as a Reading: its text, or None when absent (it will be created)."""
+    """A whole file as a Reading: its text, or None when absent (it will be created).
+
+    Anything but a regular file at the path (a folder, a FIFO: host reads refuse them
+    with "not a regular file (FIFO)") is skipped, never replaced (see ``NOT_REGULAR``), and so
+    is a symbolic link (:func:`link_refusal`)."""
+    if why := link_refusal(host, rel):
+        return Reading(None, skip=why)
     try:
         return Reading(host.read(rel))
     except FileNotFoundError:
         return Reading(None)
+    except IsADirectoryError:
+        return Reading(None, skip=f"unreadable: {NOT_REGULAR} (folder)")
     except OSError as e:
         return Reading(None, skip=f"unreadable: {e.strerror or e}")
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dolmen.errors import EnvironmentProblem
 from dolmen.host import Host
 from dolmen.nccl import NCCL_CONF, TOPO_FILE
-from dolmen.tune.model import Plan, Target
+from dolmen.tune.model import Action, Plan, Target
 from dolmen.tune.settings.base import Entry
 from dolmen.tune.settings.dropin import DropIn
 
@@ -73,5 +74,11 @@ def plan_files(host: Host) -> tuple[Plan, dict[str, str]]:
     changes = []
     for rel, text in texts.items():
         target = Target("nccl", rel, f"/{rel}", text, rel, origin="dolmen nccl env --write")
-        changes.append(setting.plan(target, setting.read(host, target)))
+        change = setting.plan(target, setting.read(host, target))
+        if change.action is Action.SKIP:  # the two files go together: one left is no write
+            raise EnvironmentProblem(
+                f"/{rel}: {change.reason.removeprefix('unreadable: ')}; nothing was written",
+                hint=f"move {host.path(rel)} aside (nccl env --write writes regular files only)",
+            )
+        changes.append(change)
     return Plan(PROFILE, host.hostname, tuple(changes), tuple(notes)), texts
