@@ -60,26 +60,6 @@ def _ns(c: SlurmCluster, node: str) -> str:
     return f"{c.tag}-{node}"
 
 
-def _run(*argv: str) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
-
-
-def _attach_outsider(c: SlurmCluster) -> str:
-    """A namespace on the cluster's bridge that is neither a node nor the hub. Recorded in
-    the cluster's namespaces, so that its teardown deletes it even if this test dies."""
-    ns = f"{c.tag}-out"
-    _run("ip", "netns", "add", ns)
-    c.namespaces.append(ns)
-    _run("ip", "-n", ns, "link", "set", "lo", "up")
-    _run("ip", "-n", c.hub_ns, "link", "add", "vh-out", "type", "veth", "peer", "name", "eth0")
-    _run("ip", "-n", c.hub_ns, "link", "set", "eth0", "netns", ns)
-    _run("ip", "-n", c.hub_ns, "link", "set", "vh-out", "master", "br0", "up")
-    _run("ip", "-n", ns, "addr", "add", f"{OUTSIDER}/24", "dev", "eth0")
-    _run("ip", "-n", ns, "link", "set", "eth0", "up")
-    return ns
-
-
 @pytest.fixture
 def isolated(idle_cluster: SlurmCluster) -> Iterator[tuple[SlurmCluster, Policy, list[str]]]:
     """The cluster with the policy named in the hooks' dolmen.toml and its table on every
@@ -89,7 +69,7 @@ def isolated(idle_cluster: SlurmCluster) -> Iterator[tuple[SlurmCluster, Policy,
     etc.mkdir(exist_ok=True)
     (c.lab / "net-policy.toml").write_text(POLICY)
     policy = load_policy(c.lab / "net-policy.toml")
-    out = _attach_outsider(c)
+    out = c.attach("out", OUTSIDER)  # neither a node nor the hub
     tables = [*(_ns(c, n) for n in c.node_names), out]
     try:
         for ns, addr in zip(tables, [*map(node_addr, range(1, c.nodes + 1)), OUTSIDER]):
