@@ -13,7 +13,6 @@ other Slurm tests: the policy, the tables and the outsider are removed in ``fina
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from ipaddress import ip_address
 
@@ -216,10 +215,11 @@ def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
     _clean(ended)
     assert not _reached(ended, "n2ns", "n1ns", "tcp", 29500)  # the grant is gone
 
-    deadline = time.monotonic() + 30  # the epilog's outcome event follows its nft batch
-    while _events(c, key).count(("net.job_release", "success")) < 2:
-        assert time.monotonic() < deadline, _events(c, key)
-        time.sleep(0.2)
+    wait_for(  # the epilog's outcome event follows its nft batch
+        lambda: _events(c, key).count(("net.job_release", "success")) >= 2,
+        30,
+        f"both epilogs' net.job_release success of {key} in {c.lab}/dolmen-state/audit",
+    )
     events = _events(c, key)
     assert events.count(("net.job_isolate", "unknown")) == 2, events  # intent, per node
     assert events.count(("net.job_isolate", "success")) == 2, events
