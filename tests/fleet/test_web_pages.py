@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +31,7 @@ from dolmen.fleet.web import make_app
 from tests.fleet.conftest import as_node, write
 from tests.fleet.web_store import make_jobs, make_store, topology_of, with_topology
 from tests.hosts import scenarios
-from tests.serve.conftest import Served
+from tests.serve.conftest import Served, short_home
 
 
 def _client(fleet: Path, **kw: Any) -> TestClient:
@@ -241,17 +239,15 @@ def test_node_jobs_come_from_the_newest_collection_that_asked() -> None:
 def test_collect_reads_an_agents_jobs_for_the_page(tmp_path: Path) -> None:
     """A real ``dolmen serve`` whose state holds a local job; ``fleet collect`` of its URL
     stores its verdict and its /v1/jobs rows; the page lists them under the node."""
-    home = Path(tempfile.mkdtemp(prefix="dfw-", dir="/tmp"))  # a socket path is short
-    (home / "config").mkdir()
-    make_jobs(home / "state")
     tree = scenarios.build("h100-xid79", tmp_path / "tree")
-    s = Served(home, "--from", str(tree), "--interval", "1h")
-    try:
-        s.wait(seconds=120)
-        run = collect([s.url], FleetStore(tmp_path / "fleet"))
-    finally:
-        s.stop()
-        shutil.rmtree(home, ignore_errors=True)
+    with short_home("dfw-") as home:
+        make_jobs(home / "state")
+        s = Served(home, "--from", str(tree), "--interval", "1h")
+        try:
+            s.wait(seconds=120)
+            run = collect([s.url], FleetStore(tmp_path / "fleet"))
+        finally:
+            s.stop()
     fleet = tmp_path / "fleet"
     [item] = run.items
     assert item.file and item.jobs is not None and item.jobs_error is None

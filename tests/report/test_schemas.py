@@ -19,6 +19,7 @@ from dolmen.cli.main import main
 from dolmen.report import schemas
 from tests.hosts import scenarios
 from tests.report.contract import assert_valid, validator
+from tests.report.edit import DELETE, set_at
 
 GOLDENS = sorted(scenarios.HOSTS.glob("*/expected.json"))
 # What tests/test_scenarios.py normalises away; put back so a golden is a whole document.
@@ -179,20 +180,9 @@ def _healthy() -> dict[str, Any]:
 
 
 def _set(path: str, value: Any) -> Any:
-    def edit(doc: dict[str, Any]) -> None:
-        *head, last = path.split(".")
-        node: Any = doc
-        for key in head:
-            node = node[int(key)] if key.isdigit() else node[key]
-        if value is _DELETE:
-            del node[last]
-        else:
-            node[last] = value
-
-    return edit
+    return lambda doc: set_at(doc, path, value)
 
 
-_DELETE = object()
 _FAIL = next(i for i, f in enumerate(_healthy()["findings"]) if f["status"] == "fail")
 
 
@@ -202,7 +192,7 @@ _FAIL = next(i for i, f in enumerate(_healthy()["findings"]) if f["status"] == "
         (_set("status", "ok"), "a status no scheduler knows"),
         (_set("exit_code", 3), "an exit code outside 0, 1, 2"),
         (_set("findings.0.status", "passed"), "a finding status outside the six"),
-        (_set("findings.0.summary", _DELETE), "a finding without its summary"),
+        (_set("findings.0.summary", DELETE), "a finding without its summary"),
         (_set("findings.0.evidence", "x=1"), "evidence as a string"),
         (_set("findings.0.gating", "yes"), "gating as a string"),
         (_set(f"findings.{_FAIL}.remedy", None), "a failure without a remedy"),

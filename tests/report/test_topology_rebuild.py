@@ -24,6 +24,7 @@ from dolmen.report.topology.rebuild import MAX_DEVICES, rebuild
 from dolmen.report.topology.svg import render_svg
 from tests.conftest import recording
 from tests.hosts import scenarios
+from tests.report.edit import DELETE, set_at
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTS = ("h100-hgx-rails", "h100-hgx-healthy")
@@ -116,15 +117,7 @@ def _sample() -> dict[str, Any]:
 
 
 def _set(path: str, value: Any) -> dict[str, Any]:
-    doc = _sample()
-    *parents, last = path.split(".")
-    target: Any = doc
-    for p in parents:
-        target = target[int(p)] if p.isdigit() else target[p]
-    if value is KeyError:
-        del target[last]
-    else:
-        target[last] = value
+    doc: dict[str, Any] = set_at(_sample(), path, value)
     return doc
 
 
@@ -137,7 +130,7 @@ def _set(path: str, value: Any) -> dict[str, Any]:
         (_set("devices.0.label", 7), "devices[0].label: expected str, got int"),
         (_set("devices.1.label", "GPU0"), "a label given twice"),
         (_set("devices.0.kind", "cpu"), "devices[0].kind: 'cpu' is not one of"),
-        (_set("devices.0.bdf", KeyError), "devices[0].bdf: expected str, got NoneType"),
+        (_set("devices.0.bdf", DELETE), "devices[0].bdf: expected str, got NoneType"),
         (_set("devices.0.chain", "0000:15:01.0"), "devices[0].chain: expected list"),
         (_set("devices.0.chain", [1]), "devices[0].chain: expected str, got int"),
         (_set("devices.0.numa_node", "0"), "devices[0].numa_node: '0' is not an integer"),

@@ -3,6 +3,7 @@ tests/hosts for its quick tier, so no GPU is needed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -42,14 +43,23 @@ def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return scenarios.build("h100-hgx-healthy", tmp_path_factory.mktemp("healthy") / "tree")
 
 
+@contextlib.contextmanager
+def short_home(prefix: str = "dsv-") -> Iterator[Path]:
+    """A short state + config root under /tmp (a unix socket path holds 107 bytes at
+    most), removed on the way out."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        (root / "state").mkdir()
+        (root / "config").mkdir()
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A short state + config root (a unix socket path holds 107 bytes at most)."""
-    root = Path(tempfile.mkdtemp(prefix="dsv-", dir="/tmp"))
-    (root / "state").mkdir()
-    (root / "config").mkdir()
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with short_home() as root:
+        yield root
 
 
 def env_for(home: Path, **more: str) -> dict[str, str]:

@@ -305,15 +305,21 @@ class SlurmCluster:
         _run([*ipn, "addr", "add", f"{HUB_ADDR}/24", "dev", "br0"])
         _run([*ipn, "link", "set", "br0", "up"])
         for i, name in enumerate(self.node_names, start=1):
-            ns = f"{self.tag}-{name}"
-            self._ns_add(ns)
-            _run(["ip", "-n", ns, "link", "set", "lo", "up"])
-            _run([*ipn, "link", "add", f"vh-{name}", "type", "veth", "peer", "name", "eth0"])
-            _run([*ipn, "link", "set", "eth0", "netns", ns])
-            _run([*ipn, "link", "set", f"vh-{name}", "master", "br0", "up"])
-            _run(["ip", "-n", ns, "addr", "add", f"{node_addr(i)}/24", "dev", "eth0"])
-            _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            ns = self.attach(name, node_addr(i))
             _run(["ip", "-n", ns, "route", "add", "default", "via", HUB_ADDR])
+
+    def attach(self, name: str, addr: str) -> str:
+        """A namespace ``TAG-NAME`` on the hub's bridge at ``addr`` (its eth0, no route
+        beyond the subnet); recorded in ``namespaces``, so teardown deletes it."""
+        ns, ipn = f"{self.tag}-{name}", ["ip", "-n", self.hub_ns]
+        self._ns_add(ns)
+        _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        _run([*ipn, "link", "add", f"vh-{name}", "type", "veth", "peer", "name", "eth0"])
+        _run([*ipn, "link", "set", "eth0", "netns", ns])
+        _run([*ipn, "link", "set", f"vh-{name}", "master", "br0", "up"])
+        _run(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0"])
+        _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+        return ns
 
     def _ns_add(self, ns: str) -> None:
         _run(["ip", "netns", "add", ns])

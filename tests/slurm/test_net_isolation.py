@@ -13,7 +13,6 @@ other Slurm tests: the policy, the tables and the outsider are removed in ``fina
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from ipaddress import ip_address
 
@@ -60,26 +59,6 @@ def _ns(c: SlurmCluster, node: str) -> str:
     return f"{c.tag}-{node}"
 
 
-def _run(*argv: str) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
-
-
-def _attach_outsider(c: SlurmCluster) -> str:
-    """A namespace on the cluster's bridge that is neither a node nor the hub. Recorded in
-    the cluster's namespaces, so that its teardown deletes it even if this test dies."""
-    ns = f"{c.tag}-out"
-    _run("ip", "netns", "add", ns)
-    c.namespaces.append(ns)
-    _run("ip", "-n", ns, "link", "set", "lo", "up")
-    _run("ip", "-n", c.hub_ns, "link", "add", "vh-out", "type", "veth", "peer", "name", "eth0")
-    _run("ip", "-n", c.hub_ns, "link", "set", "eth0", "netns", ns)
-    _run("ip", "-n", c.hub_ns, "link", "set", "vh-out", "master", "br0", "up")
-    _run("ip", "-n", ns, "addr", "add", f"{OUTSIDER}/24", "dev", "eth0")
-    _run("ip", "-n", ns, "link", "set", "eth0", "up")
-    return ns
-
-
 @pytest.fixture
 def isolated(idle_cluster: SlurmCluster) -> Iterator[tuple[SlurmCluster, Policy, list[str]]]:
     """The cluster with the policy named in the hooks' dolmen.toml and its table on every
@@ -89,7 +68,7 @@ def isolated(idle_cluster: SlurmCluster) -> Iterator[tuple[SlurmCluster, Policy,
     etc.mkdir(exist_ok=True)
     (c.lab / "net-policy.toml").write_text(POLICY)
     policy = load_policy(c.lab / "net-policy.toml")
-    out = _attach_outsider(c)
+    out = c.attach("out", OUTSIDER)  # neither a node nor the hub
     tables = [*(_ns(c, n) for n in c.node_names), out]
     try:
         for ns, addr in zip(tables, [*map(node_addr, range(1, c.nodes + 1)), OUTSIDER]):
@@ -236,10 +215,11 @@ def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
     _clean(ended)
     assert not _reached(ended, "n2ns", "n1ns", "tcp", 29500)  # the grant is gone
 
-    deadline = time.monotonic() + 30  # the epilog's outcome event follows its nft batch
-    while _events(c, key).count(("net.job_release", "success")) < 2:
-        assert time.monotonic() < deadline, _events(c, key)
-        time.sleep(0.2)
+    wait_for(  # the epilog's outcome event follows its nft batch
+        lambda: _events(c, key).count(("net.job_release", "success")) >= 2,
+        30,
+        f"both epilogs' net.job_release success of {key} in {c.lab}/dolmen-state/audit",
+    )
     events = _events(c, key)
     assert events.count(("net.job_isolate", "unknown")) == 2, events  # intent, per node
     assert events.count(("net.job_isolate", "success")) == 2, events

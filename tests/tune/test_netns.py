@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.tune.netns import in_ns, private_netns, tune_env
+
 pytestmark = pytest.mark.netns
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 # Per-namespace values of ai-training-multinode, and one that a namespace may not set.
 PROFILE = """\
 [profile]
@@ -42,24 +41,8 @@ KEYS = [
 
 @pytest.fixture
 def netns() -> Iterator[str]:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 to create a network namespace")
-    name = f"dolmen-tune-test-{os.getpid()}"
-    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a network namespace here: {made.stderr.strip()}")
-    try:
+    with private_netns(f"dolmen-tune-test-{os.getpid()}") as name:
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
-def in_ns(
-    ns: str, *argv: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, env=env, timeout=60
-    )
 
 
 def values(ns: str | None) -> dict[str, str]:
@@ -74,14 +57,7 @@ def test_apply_verify_rollback_in_a_network_namespace(
     netns: str, dolmen_dirs: Path, tmp_path: Path
 ) -> None:
     (dolmen_dirs / "profiles" / "netns-net.toml").write_text(PROFILE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(SRC),
-        "DOLMEN_STATE_DIR": str(tmp_path / "state"),
-        "DOLMEN_CONFIG_DIR": str(dolmen_dirs),
-        "COLUMNS": "200",
-    }
-    env.pop("DOLMEN_TUNE_CRASH_AT", None)
+    env = tune_env(tmp_path / "state", dolmen_dirs)
     tune = [sys.executable, "-m", "dolmen.cli.main", "tune"]
     outside, originals = values(None), values(netns)
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.tune.netns import SRC, in_ns, private_netns, tune_env
+
 pytestmark = pytest.mark.netns
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 PROFILE = """\
 [profile]
 description = "NIC settings on a test veth"
@@ -29,31 +29,15 @@ rx_ring = { value = "max", drivers = ["veth"] }
 """
 
 
-def in_ns(
-    ns: str, *argv: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, env=env, timeout=60
-    )
-
-
 @pytest.fixture
 def veth_ns() -> Iterator[str]:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 to create a network namespace")
     if shutil.which("ethtool") is None:
         pytest.skip("ethtool is not installed (scripts/debian-packages.txt lists it)")
-    name = f"dolmen-nic-{os.getpid()}"
-    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a network namespace here: {made.stderr.strip()}")
-    try:
+    with private_netns(f"dolmen-nic-{os.getpid()}") as name:
         link = in_ns(name, "ip", "link", "add", "dva", "type", "veth", "peer", "name", "dvb")
         if link.returncode != 0:
             pytest.skip(f"no veth here: {link.stderr.strip()}")
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def feature(ns: str, name: str) -> str:
@@ -67,9 +51,7 @@ def test_nic_feature_apply_verify_rollback_on_a_real_veth(
     veth_ns: str, dolmen_dirs: Path, tmp_path: Path
 ) -> None:
     (dolmen_dirs / "profiles" / "nic.toml").write_text(PROFILE)
-    env = {**os.environ, "PYTHONPATH": str(SRC), "DOLMEN_STATE_DIR": str(tmp_path / "state"),
-           "DOLMEN_CONFIG_DIR": str(dolmen_dirs), "COLUMNS": "200"}  # fmt: skip
-    env.pop("DOLMEN_TUNE_CRASH_AT", None)
+    env = tune_env(tmp_path / "state", dolmen_dirs)
     tune = [sys.executable, "-m", "dolmen.cli.main", "tune"]
     assert feature(veth_ns, "tx-nocache-copy") == "off"
 

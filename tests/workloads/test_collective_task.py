@@ -84,7 +84,13 @@ def test_two_real_tasks_meet_and_measure(tmp_path: Path) -> None:
                 env=env,
             )
         )
-    outs = [p.communicate(timeout=120) for p in procs]
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:  # a rendezvous that hangs leaves no task behind
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     msgs = [[json.loads(x[len(MARK) + 1 :]) for x in o[0].splitlines()] for o in outs]
     assert all(line.startswith(MARK + " ") for o in outs for line in o[0].splitlines())
