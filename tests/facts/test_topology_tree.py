@@ -174,6 +174,33 @@ def test_disagreements_are_named_cell_by_cell(rails: Path, tmp_path: Path) -> No
     assert compared - agreed == 2
 
 
+def test_topo_reads_nvidia_smi_topo_m_once_where_the_tree_needs_it(
+    rails: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an NVSwitch in the tree the NV cells come from nvidia-smi topo -m, which
+    ``dolmen topo`` also compares with: one run for both (seconds each on a live host)."""
+    import dolmen.facts.topology as topology
+    from dolmen.cli.topo_run import read_topo
+
+    tree = tmp_path / "t"
+    shutil.copytree(rails, tree, symlinks=True)
+    devices = tree / "sys/bus/pci/devices"
+    for dev in list(devices.iterdir()):
+        if (dev / "class").read_text().strip() == "0x068000":  # the NVSwitches
+            dev.unlink()
+    runs: list[str] = []
+    real = topology.collect
+
+    def counted(host: TreeHost) -> object:
+        runs.append("nvidia-smi topo -m")
+        return real(host)
+
+    monkeypatch.setattr(topology, "collect", counted)
+    topo, matrix, _ = read_topo(str(tree))
+    assert topo.nvlink == "nvidia-smi topo -m" and str(topo.path("GPU0", "GPU7")) == "NV18"
+    assert matrix is not None and runs == ["nvidia-smi topo -m"]
+
+
 def test_a_tree_without_pci_or_without_links(tmp_path: Path) -> None:
     empty = collect_tree(TreeHost(make_tree(tmp_path / "a")))
     assert empty.devices == () and empty.unread["devices"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from dolmen.host import Host
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,3 +105,35 @@ def finish_change(
         raise AuditUnavailable(state, hint=f"free space on the state disk, then {again}")
     if not ok:
         exit_with(int(ExitCode.ENVIRONMENT))
+
+
+def rollback_change(
+    host: Host,
+    folder: Path,
+    *,
+    what: str,
+    doing: str,
+    question: str,
+    again: str,
+    as_json: bool,
+    yes: bool,
+    kind: str = "tune",
+    values: bool = True,
+) -> None:
+    """The ``rollback`` of a change through tune's engine (``stack``, ``nccl``): put back
+    what the active journal in ``folder`` saved, once root and the user agree
+    (``question``, with ``{profile}`` and ``{host}`` filled in), then ``finish_change``;
+    "nothing to roll back" when no ``what`` is active on the host."""
+    from dolmen.tune.engine import journal_plan, require_root, rollback
+    from dolmen.tune.journal import open_journal
+
+    view = open_journal(folder)
+    if view is None:
+        click.echo(f"nothing to roll back: no {what} is active on this host")
+        return
+    require_root(host, journal_plan(view), doing=doing)
+    confirm(question.format(profile=view.profile, host=host.hostname), yes)
+    res = rollback(host, view, folder, reason="requested", kind=kind)
+    finish_change(
+        res.to_json(), as_json, res.complete, res.journal_lost, None, again=again, values=values
+    )

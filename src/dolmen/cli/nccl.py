@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import confirm, finish_change, from_option
+from dolmen.cli.common import finish_change, from_option, rollback_change
 from dolmen.cli.nccl_run import SCHEMA, show_env
 
 if TYPE_CHECKING:
@@ -154,19 +154,18 @@ def _write(host: Host, yes: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print dolmen.tune.rollback/1.")
 def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     """Put back the files the last `nccl env --write` replaced (or remove new ones)."""
-    from dolmen.tune.engine import journal_plan, require_root
-    from dolmen.tune.engine import rollback as do_rollback
-    from dolmen.tune.journal import change_dir, open_journal
+    from dolmen.tune.journal import change_dir
 
     host = _change_host(root)
-    folder = change_dir(host, "nccl")
-    view = open_journal(folder)
-    if view is None:
-        click.echo("nothing to roll back: no nccl env --write is active on this host")
-        return
-    require_root(host, journal_plan(view), doing="rolling back the NCCL files")
-    confirm(f"Put back the NCCL files of {host.hostname}?", yes)
-    res = do_rollback(host, view, folder, reason="requested", kind="nccl")
-    finish_change(
-        res.to_json(), as_json, res.complete, res.journal_lost, None, again=_AGAIN, values=False
+    rollback_change(
+        host,
+        change_dir(host, "nccl"),
+        what="nccl env --write",
+        doing="rolling back the NCCL files",
+        question="Put back the NCCL files of {host}?",
+        again=_AGAIN,
+        as_json=as_json,
+        yes=yes,
+        kind="nccl",
+        values=False,
     )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import confirm, finish_change, from_option
+from dolmen.cli.common import confirm, finish_change, from_option, rollback_change
 from dolmen.cli.main import exit_with
 from dolmen.errors import EnvironmentProblem, UsageError
 
@@ -242,17 +242,14 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     """Reinstall the package versions (and holds) the last stack apply replaced."""
-    from dolmen.tune.engine import journal_plan, require_root
-    from dolmen.tune.engine import rollback as do_rollback
-    from dolmen.tune.journal import open_journal
-
     host = _change_host(root)
-    folder = _folder(host)
-    view = open_journal(folder)
-    if view is None:
-        click.echo("nothing to roll back: no stack apply is active on this host")
-        return
-    require_root(host, journal_plan(view), doing="rolling back the stack")
-    confirm(f"Reinstall the previous packages of {view.profile} on {host.hostname}?", yes)
-    res = do_rollback(host, view, folder, reason="requested")
-    finish_change(res.to_json(), as_json, res.complete, res.journal_lost, None, again=_AGAIN)
+    rollback_change(
+        host,
+        _folder(host),
+        what="stack apply",
+        doing="rolling back the stack",
+        question="Reinstall the previous packages of {profile} on {host}?",
+        again=_AGAIN,
+        as_json=as_json,
+        yes=yes,
+    )

@@ -14,14 +14,17 @@ if TYPE_CHECKING:
 def read_topo(source: str | None) -> tuple[HostTopology, TopoMatrix | None, dict[str, Any]]:
     """The PCI tree's topology (or InputError naming what is missing), the recorded
     ``nvidia-smi topo -m`` and the host's description, of the host or ``--from`` tree."""
+    from functools import cache
+
     from dolmen.facts import topology
     from dolmen.host import open_host
 
     with open_host(source) as host:
-        tree = require_devices(topology.collect_tree(host))
-        matrix = topology.collect(host).matrix
-        info = host.describe()
-    return tree, matrix, info
+        # read once: the tree's NV cells may need it too (NVLinks and no NVSwitch in the
+        # tree), and on a live host each run of nvidia-smi topo -m takes seconds
+        matrix = cache(lambda: topology.collect(host).matrix)
+        tree = require_devices(topology.collect_tree(host, matrix=matrix))
+        return tree, matrix(), host.describe()
 
 
 def show_topo(source: str | None = None, as_json: bool = False) -> None:

@@ -12,6 +12,7 @@ The tree itself is built by ``build.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from dolmen.facts import infiniband, numa, pci
@@ -23,10 +24,17 @@ from dolmen.host import Host
 _ARCH = {"GenuineIntel": "x86_64", "AuthenticAMD": "x86_64", "HygonGenuine": "x86_64"}
 
 
-def collect_tree(host: Host, *, inventory: bool = True) -> HostTopology:
+def collect_tree(
+    host: Host,
+    *,
+    inventory: bool = True,
+    matrix: Callable[[], TopoMatrix | None] | None = None,
+) -> HostTopology:
     """Read and build the topology of ``host`` (module docstring). ``inventory=False``
     skips the GPU inventory (names, NVLinks): the GPUs are then numbered in PCI order,
-    which is NVML's own (what a launch's NCCL variables need, at a tenth of the cost)."""
+    which is NVML's own (what a launch's NCCL variables need, at a tenth of the cost).
+    ``matrix``: how to read ``nvidia-smi topo -m`` where the NV cells need it, for a
+    caller that reads it anyway (by default, ``topology.collect``)."""
     facts = pci.collect(host, aer=False)
     if not facts.devices:
         return no_pci(facts)
@@ -38,12 +46,13 @@ def collect_tree(host: Host, *, inventory: bool = True) -> HostTopology:
     # sysfs without the error counters; the tools' listings where a bundle has no sysfs
     ports = infiniband.read_sysfs(host, {}, counters=False) or infiniband.collect(host).ports
 
-    def matrix() -> TopoMatrix | None:
+    def read_matrix() -> TopoMatrix | None:
         from dolmen.facts import topology
 
         return topology.collect(host).matrix
 
-    tree = build_tree(host, Sources(facts, inv, ports, numa.collect(host), matrix), gids=True)
+    src = Sources(facts, inv, ports, numa.collect(host), matrix or read_matrix)
+    tree = build_tree(host, src, gids=True)
     cpu = parse_cpuid(host.read_opt("proc/cpuinfo") or "")
     return replace(tree, cpu=cpu, gdr=_peermem(host))
 

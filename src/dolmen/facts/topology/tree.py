@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from dolmen.facts.topology.model import Path, PathKind, TopoMatrix
 from dolmen.facts.topology.tree_model import GPU, Device, HostTopology
 from dolmen.values.busid import sysfs_name
-from dolmen.values.cpulist import format_cpulist
 
 
 def chain_from_link(target: str) -> tuple[str | None, tuple[str, ...]]:
@@ -131,23 +130,18 @@ def compare(topo: HostTopology, m: TopoMatrix) -> tuple[tuple[str, ...], int, in
         dev = by.get(ours.get(label, ""))
         if dev is None:
             continue
-        if aff.numa_node is not None and dev.numa_node is not None:
+        # a CpuList prints in the kernel's list form, as nvidia-smi does
+        for what, said, seen in (
+            ("NUMA", aff.numa_node, dev.numa_node),
+            ("CPUs", aff.cpus, dev.cpus),
+        ):
+            if said is None or seen is None:
+                continue
             compared += 1
-            if aff.numa_node == dev.numa_node:
+            if said == seen:
                 agreed += 1
             else:
-                lines.append(
-                    f"{label}: NUMA {aff.numa_node} in nvidia-smi, {dev.numa_node} in sysfs"
-                )
-        if aff.cpus is not None and dev.cpus is not None:
-            compared += 1
-            if aff.cpus == dev.cpus:
-                agreed += 1
-            else:
-                lines.append(
-                    f"{label}: CPUs {format_cpulist(aff.cpus)} in nvidia-smi,"
-                    f" {format_cpulist(dev.cpus)} in sysfs"
-                )
+                lines.append(f"{label}: {what} {said} in nvidia-smi, {seen} in sysfs")
     return tuple(lines), compared, agreed
 
 
