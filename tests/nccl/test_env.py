@@ -143,3 +143,24 @@ def test_conf_merge_keeps_the_sites_lines_and_replaces_its_block() -> None:
     assert "# (replaced by dolmen nccl env) NCCL_IB_HCA=mlx5" in once
     assert merged(once, values, why) == once  # writing again replaces the block
     assert parse_conf("#NCCL_A=1\n=x\nNCCL_B = 2\nNCCL_B=3\n") == {"NCCL_B": "2"}
+
+
+def test_a_bundles_odd_names_never_reach_nccl_conf(rails: Path, tmp_path: Path) -> None:
+    """An HCA named with a newline and an escape (a hostile bundle) is never chosen: its
+    GPU's HCA is then unknown, and no line of /etc/nccl.conf comes from the name."""
+    tree = tmp_path / "tree"
+    shutil.copytree(rails, tree, symlinks=True)
+    ib = tree / "sys/class/infiniband"
+    evil = "mlx5_0\nNCCL_DEBUG=TRACE\x1b[31m"
+    (ib / "mlx5_0").rename(ib / evil)
+    _, env = compute(TreeHost(tree))
+    values = env.values()
+    assert "NCCL_IB_HCA" not in values  # GPU0's closest HCA has no name NCCL may be given
+    text = merged(None, values, {v.name: v.why for v in env.variables})
+    assert "NCCL_DEBUG" not in parse_conf(text) and "\x1b" not in text
+    assert all(line.startswith("#") or "=" in line for line in text.splitlines())
+
+
+@pytest.mark.parametrize("name", ["eth0\nNCCL_DEBUG=INFO", "eth\x1b[31m0", "a,b", "=eth0", ""])
+def test_socket_ifname_refuses_names_that_are_not_plain(name: str) -> None:
+    assert _socket_ifname([_if(name)], name, "").value is None

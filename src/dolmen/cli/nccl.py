@@ -24,6 +24,7 @@ import click
 
 from dolmen.cli.common import finish_change, from_option, rollback_change
 from dolmen.cli.nccl_run import SCHEMA, show_env
+from dolmen.values.text import printable
 
 if TYPE_CHECKING:
     from dolmen.host import Host
@@ -54,7 +55,7 @@ def topo_cmd(source: str | None, output: str) -> None:
     write_output(path, text.encode(), what="topology file")
     click.echo(f"wrote {path}: {len(tree.gpus)} GPUs, {len(tree.nics)} NICs ({tree.source})")
     for note in notes:
-        click.echo(f"note: {note}")
+        click.echo(f"note: {printable(note)}")
 
 
 def _xml(tree: Any) -> tuple[str, tuple[str, ...]]:
@@ -126,7 +127,7 @@ def _write(host: Host, yes: bool, as_json: bool) -> None:
             rel = change.target.key
             diff = difflib.unified_diff(old, new, f"/{rel} (now)", f"/{rel} (planned)")
             click.echo(f"{change.action.value:<7} /{rel}")
-            click.echo("".join(diff), nl=False)
+            click.echo("".join(printable(x.rstrip("\n")) + "\n" for x in diff), nl=False)
     if not yes:
         click.echo("dry run: nothing written; --write --yes applies it (journaled, audited)")
         return

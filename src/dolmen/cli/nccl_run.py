@@ -25,8 +25,11 @@ def show_env(source: str | None = None, as_json: bool = False, as_shell: bool = 
     if as_shell:
         import shlex
 
-        for name, value in env.values().items():
+        values = env.values()
+        for name, value in values.items():
             echo(f"export {name}={shlex.quote(value)}")
+        if not values:  # a comment, so that an eval of it stays harmless and says why
+            echo("# dolmen nccl env: no NCCL variable to set on this host (nccl env says why)")
         return
     if as_json:
         import json
@@ -42,21 +45,16 @@ def show_env(source: str | None = None, as_json: bool = False, as_shell: bool = 
         }
         echo(json.dumps(doc, indent=2))
         return
-    for v in env.variables:
+    from dolmen.values.text import printable
+
+    for v in env.variables:  # the reasons name a bundle's devices: made printable
         echo(f"{v.name}={v.value}" if v.value is not None else f"{v.name} (not set)")
-        echo(f"    {v.why}")
+        echo(f"    {printable(v.why)}")
     if conf is not None:
         echo(f"note: /{NCCL_CONF} exists: NCCL reads it, and launches pass none of these")
 
 
 def echo(line: str) -> None:
-    """``click.echo(line)``: the line and a newline, flushed. A line holding an escape
-    character (a hostile bundle's interface name) goes through click itself, which strips
-    ANSI sequences when stdout is no terminal: both entries print the same bytes."""
-    if "\x1b" in line:
-        import click
-
-        click.echo(line)
-        return
+    """The line and a newline, flushed (what ``click.echo`` does, without click)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dolmen.values.text import printable
+
 BEGIN = "# >>> dolmen nccl env --write: the NCCL environment of this fabric"
 END = "# <<< dolmen nccl env"
 REPLACED = "# (replaced by dolmen nccl env) "
@@ -47,7 +49,7 @@ def merged(existing: str | None, values: Mapping[str, str], why: Mapping[str, st
             kept.append(line)
     block = [BEGIN]
     for name, value in values.items():
-        block.append(f"# {why.get(name, '')}".rstrip())
+        block.append(printable(f"# {why.get(name, '')}".rstrip()))  # one line, always
         block.append(f"{name}={value}")
     block.append(END)
     body = "\n".join(block + kept).rstrip("\n")

@@ -45,6 +45,15 @@ _VIRTUAL = pattern(
     r"lo|docker\d*|veth.*|virbr.*|br-.*|cni.*|flannel.*|cali.*|vxlan.*|tun.*|tap.*|kube.*"
     r"|weave.*|podman.*|cilium.*|lxc.*|lxd.*|genev.*|nodelocaldns|dummy.*"
 )
+# A device or interface name NCCL can be given: what the kernel names them. A bundle's
+# name with anything else (a newline, a control character, a comma or '=') would write
+# lines or entries of its own into /etc/nccl.conf: such a device is never chosen.
+_PLAIN = pattern(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+
+
+def plain_name(name: str | None) -> bool:
+    """Whether ``name`` is a device or interface name dolmen may hand to NCCL."""
+    return name is not None and _PLAIN.fullmatch(name) is not None
 
 
 @frozen
@@ -111,7 +120,7 @@ def _rate(n: Device) -> float:
 
 def _ib_hca(topo: HostTopology) -> tuple[Var, list[tuple[Device, int]]]:
     name = "NCCL_IB_HCA"
-    named = [n for n in topo.nics if n.name and n.ports]
+    named = [n for n in topo.nics if plain_name(n.name) and n.ports]
     if not named:
         unnamed = topo.unread.get("nic.names")
         if unnamed:
@@ -179,6 +188,8 @@ def virtual_name(name: str) -> bool:
 def _socket_ifname(interfaces: Sequence[Interface], route: str | None, unread: str) -> Var:
     name = "NCCL_SOCKET_IFNAME"
     by = {i.name: i for i in interfaces}
+    interfaces = [i for i in interfaces if plain_name(i.name)]
+    route = route if plain_name(route) else None
     if route and not virtual_name(route):
         return Var(name, f"={route}", f"{route} holds the default route (/proc/net/route)")
     up = [
