@@ -76,6 +76,7 @@ def test_gemm_result_is_the_bench_shape() -> None:
     assert subjects == ["gpu:0000:18:00.0", "gpu:0000:2a:00.0", "gpu:2"]  # beyond the facts
     assert {g["median_tflops"] for g in doc["gpus"]} == {650.0}
     assert doc["gpus"][0]["peak_tflops"] == 989.4 and doc["gpus"][0]["throttled"] is None
+    assert doc["gpus"][0]["sampler"] == "" and doc["skipped"] == []  # nothing sampled there
 
 
 def test_command_refuses_an_unknown_device() -> None:

@@ -158,10 +158,14 @@ def _refuse(name: str) -> None:
 def gemm_result(
     smoke: Smoke, subjects: Sequence[str], peaks: Mapping[str, float | None]
 ) -> dict[str, Any]:
-    """The ``gemm`` result of a ``dolmen.bench/1`` document (docs/bench.md): ``subjects``
-    name GPU i by the host's facts (``gpu:<i>`` beyond them), ``peaks`` maps a device
-    name to the knowledge base's dense peak in the dtype run (None: unknown)."""
-    entries: list[dict[str, Any]] = []
+    """The ``gemm`` result of a ``dolmen.bench/1`` document, as ``dolmen bench`` writes it
+    (``workloads.gemm.GemmResult.to_json``, docs/bench.md): ``subjects`` name GPU i by the
+    host's facts (``gpu:<i>`` beyond them), ``peaks`` maps a device name to the knowledge
+    base's dense peak in the dtype run (None: unknown). Nothing is sampled inside the
+    container: no samples, ``throttled`` unknown."""
+    from dolmen.workloads.gemm import GemmEntry, GemmResult
+
+    entries: list[GemmEntry] = []
     for dtype in sorted({r.dtype for r in smoke.runs}):
         runs = [r for r in smoke.runs if r.dtype == dtype]
         median = statistics.median(r.tflops for r in runs)
@@ -171,18 +175,16 @@ def gemm_result(
             else:
                 subject = subjects[r.gpu] if r.gpu < len(subjects) else f"gpu:{r.gpu}"
             entries.append(
-                {
-                    "gpu": r.gpu,
-                    "subject": subject,
-                    "dtype": r.dtype,
-                    "tflops": r.tflops,
-                    "peak_tflops": peaks.get(r.name),
-                    "median_tflops": median,
-                    "samples": {"clock_mhz": [], "power_w": [], "temp_c": []},
-                    "throttled": None,  # not sampled inside the container
-                    "n": r.n,
-                    "iterations": r.iterations,
-                    "seconds": r.seconds,
-                }
+                GemmEntry(
+                    r.gpu,
+                    subject,
+                    r.dtype,
+                    r.tflops,
+                    peaks.get(r.name),
+                    median,
+                    n=r.n,
+                    iterations=r.iterations,
+                    seconds=r.seconds,
+                )
             )
-    return {"gpus": entries, "skipped": []}
+    return GemmResult(smoke.device or "", tuple(entries)).to_json()

@@ -78,10 +78,9 @@ def start(
     return update
 
 
-def end(
-    host: Host, key: str, *, actor: str | None = None, action: str = "net.job_release"
-) -> nft.JobUpdate:
+def end(host: Host, key: str, *, actor: str | None = None) -> nft.JobUpdate:
     """Take job ``key``'s members out of its slot; IsolationFailed when nft refused."""
+    action = "net.job_release"
     _audit(action, key, "unknown", {"phase": "intent"}, actor)
     try:
         update = nft.job_ended(host, key)

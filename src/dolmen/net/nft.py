@@ -7,15 +7,16 @@ The table (docs/net.md "nftables"):
   dropped, loopback accepted, the ICMP a network needs (unreachable, time exceeded,
   parameter problem; IPv6 neighbour discovery and packet-too-big), the management plane
   from the listed hosts, ``jump jobs``, then a bounded-rate ``log`` and a counted drop.
-- chain ``jobs``: per job slot ``K``, ``ip saddr . tcp dport @jK_v4_tcp accept`` (and
-  UDP, and IPv6): the slot's sets hold (member, port) pairs, so a member reaches its own
-  job's ports only. Slots are grouped by port profile (``[jobs]``'s ports, or a tenant's
-  own: each profile has ``max_jobs`` slots). Every rule has a counter and a comment.
+- chain ``jobs``: per job slot ``K``, ``ip saddr . meta l4proto . th dport @jK_v4
+  accept`` (and IPv6's): the slot's sets hold (member, protocol, port) keys, so a member
+  reaches its own job's ports only. Slots are grouped by port profile (``[jobs]``'s
+  ports, or a tenant's own: each profile has ``max_jobs`` slots). Every rule has a
+  counter and a comment.
 - sets: ``mgmt_v4``/``mgmt_v6`` (who reaches management), ``mgmt_tcp``/``mgmt_udp``
-  (its ports), per slot ``jK_v4_tcp``, ``jK_v4_udp``, ``jK_v6_tcp``, ``jK_v6_udp``
-  (``addr . inet_service`` concatenations with intervals), ``slots`` (which slot holds
-  which job: element ``K`` with comment ``job:<id>``) and ``owners`` (``K . tag``: the
-  job a release must find there).
+  (its ports), per slot ``jK_v4`` and ``jK_v6`` (``addr . inet_proto . inet_service``
+  concatenations with intervals), ``slots`` (which slot holds which job: element ``K``
+  with comment ``job:<id>``) and ``owners`` (``K . tag``: the job a release must find
+  there).
 
 A job starting or ending is ONE atomic batch of set-element updates into a free slot: no
 rule is added, rewritten or reloaded, so its cost does not grow with the number of jobs
