@@ -18,7 +18,7 @@ import click
 from dolmen.cli.common import config_option
 from dolmen.compat import UTC
 from dolmen.errors import ExitCode, UsageError
-from dolmen.fleet.internode import MIN_FRACTION
+from dolmen.fleet import MIN_FRACTION
 
 
 @click.command("collective")

@@ -8,3 +8,9 @@ checks on every node through Slurm (one srun task per node) and applies the drai
 contract of ``dolmen.slurm.drain``; ``web`` is the dashboard ``dolmen serve --fleet``
 mounts. docs/fleet.md.
 """
+
+# What ``fleet collective``'s all_reduce must reach at 1 GiB, as a share of the rails' line
+# rate (``internode``; nccl-tests runs reach 0.9 and more on IB). Here, not in internode, so
+# that the CLI's --min-fraction default does not import internode's checks, facts and KB
+# into every ``dolmen fleet`` command.
+MIN_FRACTION = 0.7

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dolmen.errors import UsageError
-from dolmen.fleet.slurm_run import ALLOCATABLE
+from dolmen.fleet.slurm_run import allocatable, srun_step
 from dolmen.report.bench.figures import human_bytes
 from dolmen.slurm.client import SlurmClient
 from dolmen.slurm.parse import NodeInfo
@@ -64,7 +64,7 @@ def choose(nodes: Sequence[NodeInfo], count: int, nodelist: Sequence[str] = ()) 
         picked = [known[n] for n in dict.fromkeys(nodelist)]
     else:
         picked = sorted(nodes, key=lambda n: n.name)
-    free = [n.name for n in picked if _free(n)]
+    free = [n.name for n in picked if allocatable(n)]
     if len(free) < count or (nodelist and len(free) < len(picked)):
         busy = [f"{n.name} {n.state}" + (f" ({n.reason})" if n.reason else "") for n in picked]
         raise UsageError(
@@ -72,10 +72,6 @@ def choose(nodes: Sequence[NodeInfo], count: int, nodelist: Sequence[str] = ()) 
             hint="name other nodes with --nodelist, or wait for these",
         )
     return tuple(free[:count] if not nodelist else free)
-
-
-def _free(n: NodeInfo) -> bool:
-    return not n.drained and not n.down and n.state in ALLOCATABLE
 
 
 def plan(
@@ -108,15 +104,16 @@ def plan(
         warmup=warm,
         iters=iters,
     )
-    minutes = max(1, int((budget_s + grace_s) // 60) + 2)  # Slurm's own end of the step
-    argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks={world}"]
-    argv += [f"--ntasks-per-node={per_node}", f"--nodelist={','.join(nodes)}", "--label"]
-    argv += ["--kill-on-bad-exit=1", f"--immediate={wait_s}", f"--time={minutes}"]
-    argv += ["--job-name=dolmen-collective"]
-    if partition:
-        argv.append(f"--partition={partition}")
-    if device == "cuda":
-        argv.append(f"--gpus-per-node={per_node}")
+    argv = srun_step(
+        nodes,
+        per_node=per_node,
+        kill_on_bad_exit=True,
+        wait_s=wait_s,
+        minutes=max(1, int((budget_s + grace_s) // 60) + 2),  # Slurm's own end of the step
+        job_name="dolmen-collective",
+        partition=partition,
+        gpus_per_node=per_node if device == "cuda" else None,
+    )
     argv += [python or sys.executable, "-m", TASK_MODULE, spec.to_arg()]
     return Plan(tuple(argv), spec, device)
 

@@ -22,12 +22,11 @@ from typing import Any
 
 from dolmen.checks.interconnect.portinfo import group, is_up
 from dolmen.facts.infiniband import IbPort
+from dolmen.fleet import MIN_FRACTION
 from dolmen.frozen import frozen
 from dolmen.kb.hcas import HcaTable
 from dolmen.report.bench.figures import human_bytes
 from dolmen.workloads.collective import FULL_SIZES, Run
-
-MIN_FRACTION = 0.7  # of the rails' line rate; nccl-tests runs reach 0.9 and more on IB
 
 
 @frozen

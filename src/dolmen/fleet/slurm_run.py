@@ -80,6 +80,37 @@ def decode_task(lines: Sequence[str], limit: int = 64 << 20) -> bytes:
     return data
 
 
+def allocatable(n: NodeInfo) -> bool:
+    """Whether Slurm starts a task on ``n`` now: neither drained nor down, and IDLE or MIXED."""
+    return not n.drained and not n.down and n.state in ALLOCATABLE
+
+
+def srun_step(
+    nodes: Sequence[str],
+    *,
+    per_node: int,
+    kill_on_bad_exit: bool,
+    wait_s: int,
+    minutes: int,
+    job_name: str,
+    partition: str | None,
+    gpus_per_node: int | None,
+) -> list[str]:
+    """Pure: the srun options of a fleet step (``fleet validate``, ``fleet collective``):
+    ``per_node`` tasks on each of ``nodes``, their lines ``--label``-ed, ended by Slurm
+    after ``minutes``. A busy or vanished node must not hold the whole fleet's run: srun
+    gives up after ``wait_s``."""
+    argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks={len(nodes) * per_node}"]
+    argv += [f"--ntasks-per-node={per_node}", f"--nodelist={','.join(nodes)}", "--label"]
+    argv += [f"--kill-on-bad-exit={int(kill_on_bad_exit)}", f"--immediate={wait_s}"]
+    argv += [f"--time={minutes}", f"--job-name={job_name}"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    if gpus_per_node:
+        argv.append(f"--gpus-per-node={gpus_per_node}")
+    return argv
+
+
 def plan(
     nodes: Sequence[NodeInfo],
     *,
@@ -94,21 +125,23 @@ def plan(
     """Pure: which nodes get a task, and the srun command that starts them."""
     run, left = [], []
     for n in sorted(nodes, key=lambda n: n.name):
-        if n.drained or n.down or n.state not in ALLOCATABLE:
+        if not allocatable(n):
             state = "+".join([n.state, *sorted(n.flags)])
             left.append((n.name, f"{state}" + (f" ({n.reason})" if n.reason else "")))
         else:
             run.append(n.name)
     if not run:
         return Plan((), (), tuple(left))
-    argv = ["srun", f"--nodes={len(run)}", f"--ntasks={len(run)}", "--ntasks-per-node=1"]
-    argv += [f"--nodelist={','.join(run)}", "--label", "--kill-on-bad-exit=0"]
-    # A busy or vanished node must not hold the whole fleet's run: give up after wait_s.
-    argv += [f"--immediate={wait_s}", f"--time={time_limit_min}", "--job-name=dolmen-fleet"]
-    if partition:
-        argv.append(f"--partition={partition}")
-    if gpus_per_node:
-        argv.append(f"--gpus-per-node={gpus_per_node}")
+    argv = srun_step(
+        run,
+        per_node=1,
+        kill_on_bad_exit=False,
+        wait_s=wait_s,
+        minutes=time_limit_min,
+        job_name="dolmen-fleet",
+        partition=partition,
+        gpus_per_node=gpus_per_node,
+    )
     cmd = list(dolmen or (sys.executable, "-m", "dolmen.cli.main"))
     argv += ["sh", "-c", remote_script(cmd, level, source)]
     return Plan(tuple(argv), tuple(run), tuple(left))

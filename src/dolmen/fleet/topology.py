@@ -34,15 +34,10 @@ LEGEND = (
 NO_TREE = "the verdict carries no topology tree (a dolmen older than the picture made it)"
 
 
-def topology_picture(topology: Mapping[str, Any], title: str = "") -> str | None:
-    """The SVG markup of the node's topology (``dolmen topo --svg``'s picture, every text
-    in it escaped by its maker), or None where the verdict's ``inventory.topology``
-    carries no tree or a malformed one (``section`` says why)."""
-    return _picture(topology, title)[0]
-
-
 def _picture(topology: Mapping[str, Any], title: str) -> tuple[str | None, str]:
-    """The SVG, or None and why not."""
+    """The SVG markup of the node's topology (``dolmen topo --svg``'s picture, every text
+    in it escaped by its maker), or None and why not: the verdict's ``inventory.topology``
+    carries no tree, or a malformed one."""
     tree = topology.get("tree")
     if not isinstance(tree, dict):
         return None, NO_TREE

@@ -46,16 +46,19 @@ def state_of(request: Request) -> ServeState:
     return state
 
 
-def refusal(state: ServeState, authorization: str | None, role: str | None) -> JSONResponse | None:
-    """The 401 or 403 answer for a request that may not do what ``role`` allows (None:
-    open), None when it may. Reads (``viewer``) are open when ``open_reads`` is."""
+def admit(
+    state: ServeState, authorization: str | None, role: str | None
+) -> tuple[Token | None, JSONResponse | None]:
+    """The request's token (None: none or not a valid one), and the 401 or 403 answer when
+    it may not do what ``role`` allows (None: open), else None. Reads (``viewer``) are
+    open when ``open_reads`` is. The token file is checked once per request."""
     token = state.auth.check(authorization)
     needed = None if role == "viewer" and state.open_reads else role
     if needed is not None and token is None:
-        return error(401, "a bearer token is needed", needs=needed)
+        return token, error(401, "a bearer token is needed", needs=needed)
     if needed is not None and token is not None and not allows(token.role, needed):
-        return error(403, f"role {token.role} may not do this", needs=needed)
-    return None
+        return token, error(403, f"role {token.role} may not do this", needs=needed)
+    return token, None
 
 
 def guarded_app(app: Asgi, state: ServeState, role: str = "viewer") -> Asgi:
@@ -65,7 +68,7 @@ def guarded_app(app: Asgi, state: ServeState, role: str = "viewer") -> Asgi:
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             raw = dict(scope.get("headers") or ()).get(b"authorization")
-            no = refusal(state, raw.decode("latin-1") if raw is not None else None, role)
+            _, no = admit(state, raw.decode("latin-1") if raw is not None else None, role)
             if no is not None:
                 await no(scope, receive, send)
                 return
@@ -81,12 +84,9 @@ def guarded(
 
     def wrap(fn: Callable[[Request, Token | None], Awaitable[Response]]) -> Handler:
         async def handler(request: Request) -> Response:
-            st = state_of(request)
-            authorization = request.headers.get("authorization")
-            no = refusal(st, authorization, role)
+            token, no = admit(state_of(request), request.headers.get("authorization"), role)
             if no is not None:
                 return no
-            token = st.auth.check(authorization)
             try:
                 return await fn(request, token)
             except reads.BadQuery as e:

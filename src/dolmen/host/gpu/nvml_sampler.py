@@ -201,11 +201,9 @@ def _load() -> str:
         import pynvml
     except ImportError:
         return "not loaded: nvidia-ml-py is not installed"
-    try:
-        pynvml._LoadNvmlLibrary()
-    except (pynvml.NVMLError, OSError) as e:
-        return f"not loaded: {e}"
-    return ""
+    from dolmen.host.gpu.nvml_worker import load_library
+
+    return load_library(pynvml)
 
 
 def _first_line(out: IO[bytes] | None, timeout: float) -> str | None:

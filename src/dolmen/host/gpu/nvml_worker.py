@@ -43,17 +43,29 @@ def read_nvml_bounded(
     from dolmen.host.gpu.nvml import read_nvml
 
     lib = pynvml if lib is None else lib
-    load = getattr(lib, "_LoadNvmlLibrary", None)  # pynvml's own loader; absent in a stand-in
-    if load is not None:
-        try:
-            load()
-        except (pynvml.NVMLError, OSError) as e:
-            return f"not loaded: {e}"
+    loaded = load_library(lib)
+    if loaded:
+        return loaded
     limit, cut = deadline.clip(timeout)
     if cut and limit <= 0:
         return f"{deadline.timed_out('NVML')} waiting on NVML (not started)"
     with deadline.waiting("NVML", call=True):
         return _in_child(lambda tell: read_nvml(_Traced(lib, tell)), limit, cut, deadline)
+
+
+def load_library(lib: Any) -> str:
+    """Load libnvidia-ml through pynvml's own loader (a dlopen, no driver call: no child
+    is needed yet); "" when it loads or ``lib`` has no loader (a test's stand-in), else
+    ``not loaded: <why>``. The one test of "is NVML here" before a worker starts."""
+    import pynvml
+
+    load = getattr(lib, "_LoadNvmlLibrary", None)
+    if load is not None:
+        try:
+            load()
+        except (pynvml.NVMLError, OSError) as e:
+            return f"not loaded: {e}"
+    return ""
 
 
 class _Traced:

@@ -29,12 +29,9 @@ def read_nvml_version(
     from dolmen.host.gpu import nvml_worker
 
     lib = pynvml if lib is None else lib
-    load = getattr(lib, "_LoadNvmlLibrary", None)  # a dlopen, no driver call: no child yet
-    if load is not None:
-        try:
-            load()
-        except (pynvml.NVMLError, OSError) as e:
-            return None, f"not loaded: {e}"
+    loaded = nvml_worker.load_library(lib)
+    if loaded:
+        return None, loaded
     got = nvml_worker._in_child(lambda _tell: _ask(lib), timeout, False, Deadline(None))
     if isinstance(got, tuple):
         return got
