@@ -5,8 +5,10 @@ name looked up on the library, or a small function for calls that need a
 struct) with its extra arguments, and a converter. A call that fails leaves the
 field None and records why, in the same words as the nvidia-smi parser:
 NotSupported -> "not supported", NoPermission -> "insufficient permissions",
-GpuIsLost -> "gpu is lost". The table and its converters are in ``nvml_fields``; these
-two are the only modules that import pynvml.
+GpuIsLost -> "gpu is lost". The table and its converters are in ``nvml_fields``. pynvml is
+imported only in host/gpu: here and in nvml_fields (the inventory), nvml_worker (the
+bounded read in a forked worker, and the one library load all share), versions (the
+driver's and NVML's versions) and nvml_sampler (samples during a workload).
 """
 
 from __future__ import annotations
