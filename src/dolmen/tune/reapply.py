@@ -30,6 +30,7 @@ from dolmen.tune.model import Action, ApplyFailed, Change, StepSkipped
 from dolmen.tune.restore import describe
 from dolmen.tune.results import StepResult
 from dolmen.tune.settings import SETTINGS
+from dolmen.tune.verify import applied_rows
 
 ACTION = "tune.reapply"
 
@@ -96,9 +97,9 @@ class Reapply:
 def plan_reapply(host: Host, view: JournalView) -> Reapply:
     """The non-persistent rows of ``view`` (an active journal), read and planned again."""
     rows = []
-    for i, change in enumerate(view.changes):
+    for i, change in applied_rows(view):
         setting = SETTINGS[change.target.setting]
-        if setting.persists or change.action is Action.SKIP or i in view.skipped:
+        if setting.persists:
             continue
         moved = setting.moved(host, change.target)
         if moved is not None:
