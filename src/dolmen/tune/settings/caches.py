@@ -42,7 +42,13 @@ from typing import Any
 from dolmen.facts.storage import Mount, parse_mounts
 from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Effect, Reading, Target
-from dolmen.tune.settings.base import Entry, capture_file, choice_error, restore_file
+from dolmen.tune.settings.base import (
+    Entry,
+    capture_file,
+    choice_error,
+    remove_made_dirs,
+    restore_file,
+)
 from dolmen.tune.settings.dropin import HEADER, DropIn, read_whole
 from dolmen.tune.settings.limits import size_bytes
 
@@ -254,9 +260,7 @@ class Caches(DropIn):
             host.make_dir(change.target.path, int(saved["mode"]))
             return
         host.remove_tree(change.target.path)
-        for folder in saved.get("missing_dirs", []):  # deepest first
-            if not host.remove_dir(str(folder)):
-                break
+        remove_made_dirs(host, saved)
 
 
 def _crowded(host: Host, rel: str) -> str | None:
