@@ -182,7 +182,9 @@ def restore_file(
     raw = saved_bytes(saved)
     if raw is None:
         host.remove(rel)
-        remove_made_dirs(host, saved)
+        for folder in saved.get("missing_dirs", []):  # deepest first
+            if not host.remove_dir(str(folder)):
+                break
         return
     if rel.startswith(("proc/", "sys/")):
         try:
@@ -195,14 +197,6 @@ def restore_file(
         return
     mode = saved.get("mode")
     host.write(rel, raw, mode=int(mode) if isinstance(mode, int) else None)
-
-
-def remove_made_dirs(host: Host, saved: Mapping[str, Any]) -> None:
-    """Remove the folders ``capture_file`` found missing (the apply made them), deepest
-    first, up to the first one that is not empty: something else lives there now."""
-    for folder in saved.get("missing_dirs", []):
-        if not host.remove_dir(str(folder)):
-            break
 
 
 def choice_error(what: str, value: object, choices: Sequence[str]) -> ValueError:

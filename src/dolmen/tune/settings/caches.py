@@ -42,13 +42,7 @@ from typing import Any
 from dolmen.facts.storage import Mount, parse_mounts
 from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Effect, Reading, Target
-from dolmen.tune.settings.base import (
-    Entry,
-    capture_file,
-    choice_error,
-    remove_made_dirs,
-    restore_file,
-)
+from dolmen.tune.settings.base import Entry, capture_file, choice_error, restore_file
 from dolmen.tune.settings.dropin import HEADER, DropIn, read_whole
 from dolmen.tune.settings.limits import size_bytes
 
@@ -260,7 +254,7 @@ class Caches(DropIn):
             host.make_dir(change.target.path, int(saved["mode"]))
             return
         host.remove_tree(change.target.path)
-        remove_made_dirs(host, saved)
+        restore_file(host, change.target.path, saved)  # absent: the parents apply made go too
 
 
 def _crowded(host: Host, rel: str) -> str | None:
