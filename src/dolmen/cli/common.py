@@ -137,3 +137,53 @@ def rollback_change(
     finish_change(
         res.to_json(), as_json, res.complete, res.journal_lost, None, again=again, values=values
     )
+
+
+def recover_options(rollback_help: str) -> Callable[[F], F]:
+    """``--rollback``, ``--complete`` and ``--yes`` of a recover command (``tune recover``,
+    ``net recover``); ``rollback_help`` says what a rollback puts back."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--yes", "-y", is_flag=True, help="Do not ask (then --rollback or --complete)."
+        )(f)
+        f = click.option("--complete", "to_complete", is_flag=True, help="Finish the apply.")(f)
+        return click.option("--rollback", "to_rollback", is_flag=True, help=rollback_help)(f)
+
+    return add
+
+
+def recover_flag(to_rollback: bool, to_complete: bool) -> str | None:
+    """The choice the flags of a recover command make (None: neither); both is bad usage."""
+    from dolmen.errors import UsageError
+
+    if to_rollback and to_complete:
+        raise UsageError(
+            "--rollback and --complete contradict each other", hint="choose one of them"
+        )
+    return "rollback" if to_rollback else "complete" if to_complete else None
+
+
+def recover_choice(
+    line: str, choice: str | None, yes: bool, *, only_rollback: bool, hint: str
+) -> str:
+    """``choice`` when the flags made one; else asked on a terminal (``line`` says what was
+    interrupted). Off a terminal, or with ``--yes``, an EnvironmentProblem whose hint names
+    both choices: ``hint`` the rollback, then the completion unless ``only_rollback`` (an
+    interrupted rollback can only be finished). A boot or a script never guesses."""
+    if choice is not None:
+        return choice
+    import sys
+
+    from dolmen.errors import EnvironmentProblem
+
+    if yes or not sys.stdin.isatty():
+        raise EnvironmentProblem(
+            line, hint=hint + ("" if only_rollback else " or --complete (finish the apply)")
+        )
+    click.echo(line)
+    choices = ["rollback"] if only_rollback else ["rollback", "complete"]
+    choice = click.prompt("Roll it back or complete it?", type=click.Choice([*choices, "quit"]))
+    if choice == "quit":
+        raise click.Abort()
+    return str(choice)

@@ -14,20 +14,17 @@ rollback; 3 nothing chosen off a terminal, another dolmen net runs, or nft refus
 
 from __future__ import annotations
 
-import sys
-
 import click
 
+from dolmen.cli.common import recover_choice, recover_flag, recover_options
 from dolmen.cli.main import exit_with
 from dolmen.cli.net_nft import _common, _emit, _host
-from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, UsageError
+from dolmen.errors import AuditUnavailable, ExitCode, UsageError
 
 
 @click.command()
 @_common
-@click.option("--rollback", "to_rollback", is_flag=True, help="Put the journaled table back.")
-@click.option("--complete", "to_complete", is_flag=True, help="Finish the apply.")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask (then --rollback or --complete).")
+@recover_options("Put the journaled table back.")
 def recover(
     netns: str | None, as_json: bool, to_rollback: bool, to_complete: bool, yes: bool
 ) -> None:
@@ -35,10 +32,7 @@ def recover(
     from dolmen.net.nft_change import complete_policy, pending, rollback_policy
     from dolmen.tune.journal_view import State
 
-    if to_rollback and to_complete:
-        raise UsageError(
-            "--rollback and --complete contradict each other", hint="choose one of them"
-        )
+    choice = recover_flag(to_rollback, to_complete)
     host = _host(netns)
     view = pending(host)
     if view is None or view.state is State.ACTIVE:
@@ -46,19 +40,13 @@ def recover(
         return
     what = "an apply" if view.state is State.APPLYING else "a rollback"
     line = f"{what} of {view.profile} was interrupted (journal {view.path})"
-    choice = "rollback" if to_rollback else "complete" if to_complete else None
-    if choice is None:
-        if yes or not sys.stdin.isatty():
-            raise EnvironmentProblem(
-                line,
-                hint="dolmen net recover --rollback (the journaled table back)"
-                + (" or --complete (finish the apply)" if view.state is State.APPLYING else ""),
-            )
-        click.echo(line)
-        options = ["rollback", "complete"] if view.state is State.APPLYING else ["rollback"]
-        choice = click.prompt("Roll it back or complete it?", type=click.Choice([*options, "quit"]))
-        if choice == "quit":
-            raise click.Abort()
+    choice = recover_choice(
+        line,
+        choice,
+        yes,
+        only_rollback=view.state is not State.APPLYING,
+        hint="dolmen net recover --rollback (the journaled table back)",
+    )
     if choice == "complete" and view.state is not State.APPLYING:
         raise UsageError(f"{line}: a rollback can only be finished", hint="use --rollback")
     if choice == "complete":

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from dolmen.cli.common import confirm
+from dolmen.cli.common import confirm, recover_choice, recover_flag, recover_options
 from dolmen.cli.main import exit_with
 from dolmen.errors import AuditUnavailable, EnvironmentProblem, ExitCode, InputError, UsageError
 
@@ -174,18 +174,13 @@ def _recover(host: Host, st: TuneStatus, choice: str | None, yes: bool) -> None:
     assert st.journal is not None
     require_root(host, journal_plan(st.journal), doing="recovering")
     only_rollback = st.journal.state is State.ROLLING_BACK
-    if choice is None:
-        if yes or not sys.stdin.isatty():
-            raise EnvironmentProblem(
-                _interrupted_line(st),
-                hint="dolmen tune recover --rollback (restore the originals)"
-                + ("" if only_rollback else " or --complete (finish the apply)"),
-            )
-        click.echo(_interrupted_line(st))
-        choices = ["rollback"] if only_rollback else ["rollback", "complete"]
-        choice = click.prompt("Roll it back or complete it?", type=click.Choice([*choices, "quit"]))
-        if choice == "quit":
-            raise click.Abort()
+    choice = recover_choice(
+        _interrupted_line(st),
+        choice,
+        yes,
+        only_rollback=only_rollback,
+        hint="dolmen tune recover --rollback (restore the originals)",
+    )
     if choice == "complete" and only_rollback:
         raise UsageError("a rollback was interrupted: it can only be finished (--rollback)")
     if choice == "complete":
@@ -311,9 +306,7 @@ def rollback(root: str | None, config_path: str | None, as_json: bool, yes: bool
 
 @tune.command()
 @_common
-@click.option("--rollback", "to_rollback", is_flag=True, help="Restore the originals.")
-@click.option("--complete", "to_complete", is_flag=True, help="Finish the apply.")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask (then --rollback or --complete).")
+@recover_options("Restore the originals.")
 def recover(
     root: str | None,
     config_path: str | None,
@@ -325,12 +318,7 @@ def recover(
     """Roll back or complete an apply that was interrupted (killed, power lost)."""
     from dolmen.tune.verify import tune_status
 
-    if to_rollback and to_complete:
-        raise UsageError(
-            "--rollback and --complete contradict each other", hint="choose one of them"
-        )
-    choice = "rollback" if to_rollback else "complete" if to_complete else None
-
+    choice = recover_flag(to_rollback, to_complete)
     host = _host(root, change=True)
     st = tune_status(host)
     if not st.interrupted:

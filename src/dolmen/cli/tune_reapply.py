@@ -14,8 +14,6 @@ log or the journal is unwritable.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -39,7 +37,7 @@ if TYPE_CHECKING:
 )
 def reapply(root: str | None, dry_run: bool, as_json: bool, yes: bool) -> None:
     """Re-apply the active profile's settings that do not survive a reboot."""
-    from dolmen.cli.tune import _console, _host, _interrupted_line
+    from dolmen.cli.tune import _console, _emit, _host, _interrupted_line
     from dolmen.tune.engine import require_root
     from dolmen.tune.model import Plan
     from dolmen.tune.reapply import apply_reapply, plan_reapply
@@ -56,9 +54,7 @@ def reapply(root: str | None, dry_run: bool, as_json: bool, yes: bool) -> None:
         raise EnvironmentProblem("another dolmen tune is changing this host", hint="wait for it")
     if st.active is None or st.journal is None:
         if as_json:
-            sys.stdout.write(
-                json.dumps({"schema": "dolmen.tune.reapply/1", "profile": None}) + "\n"
-            )
+            _emit({"schema": "dolmen.tune.reapply/1", "profile": None})
         else:
             click.echo(f"no tune profile is active on {host.hostname}: nothing to re-apply")
         return
@@ -74,7 +70,7 @@ def reapply(root: str | None, dry_run: bool, as_json: bool, yes: bool) -> None:
         confirm(f"Re-apply {len(got.writes)} settings of {got.profile} on {host.hostname}?", yes)
         got = apply_reapply(host, got, st.folder)
     if as_json:
-        sys.stdout.write(json.dumps(got.to_json(), indent=2) + "\n")
+        _emit(got.to_json())
     else:
         _say(got, dry_run)
     if not got.complete:

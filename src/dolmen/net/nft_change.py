@@ -16,7 +16,6 @@ undoes the last apply.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from dolmen.net.model import Policy
 from dolmen.net.nft import FAMILY, TABLE, Role, Table, active_jobs, compile_table, list_table
 from dolmen.paths import state_dir
 from dolmen.tune.engine import apply_plan, complete, rollback
-from dolmen.tune.journal import Journal, is_locked, locked, open_journal
+from dolmen.tune.journal import Journal, change_dir, is_locked, locked, open_journal
 from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.model import Plan, Target
 from dolmen.tune.results import ApplyResult, RollbackResult
@@ -42,14 +41,10 @@ KEY = f"{FAMILY} {TABLE}"
 def net_folder(host: Host) -> Path:
     """dolmen net's journals for ``host``: ``<state>/net``, or a folder per namespace or
     host tree below it."""
-    base = state_dir() / "net"
     ns = getattr(host, "netns", None)
     if isinstance(ns, str):
-        return base / "netns" / ns
-    if host.kind == "live" and str(host.root) == "/":
-        return base
-    digest = hashlib.sha256(str(host.root.resolve()).encode()).hexdigest()[:12]
-    return base / "trees" / f"{host.root.name or 'root'}-{digest}"
+        return state_dir() / "net" / "netns" / ns
+    return change_dir(host, "net")
 
 
 @dataclass(frozen=True)

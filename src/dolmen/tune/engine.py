@@ -191,12 +191,21 @@ def _run_steps(
             result.error = msg
             return
         crash.at(2 + 2 * k)
-        after = setting.read(host, change.target)
-        held = setting.plan(change.target, after).action in (Action.OK, Action.PENDING)
-        journal.append({"type": "done", "step": i, "after": after.value, "held": held})
-        note = "" if held else f"the host kept {setting.show(after.value)}"
-        result.steps.append(StepResult(change, "done", after.value, held, note))
+        step = read_back(host, change)
+        journal.append({"type": "done", "step": i, "after": step.after, "held": step.held})
+        result.steps.append(step)
     crash.at(1 + 2 * len(steps))
+
+
+def read_back(host: Host, change: Change) -> StepResult:
+    """A written change read back: ``done``, with whether the host held it (the plan of
+    what it reads is ok or pending) and, when not, what the host kept. Apply's steps and
+    ``tune reapply``'s rows (reapply.py) both end here."""
+    setting = SETTINGS[change.target.setting]
+    after = setting.read(host, change.target)
+    held = setting.plan(change.target, after).action in (Action.OK, Action.PENDING)
+    note = "" if held else f"the host kept {setting.show(after.value)}"
+    return StepResult(change, "done", after.value, held, note)
 
 
 def _finish(

@@ -48,22 +48,19 @@ from dolmen.tune.journal_view import JournalView, State
 def tune_dir(host: Host) -> Path:
     """dolmen's tuning state for a host: ``<state>/tune`` for the live one; each host tree
     gets its own folder there, so tuning a tree never mixes with the machine's state."""
-    base = state_dir() / "tune"
+    return change_dir(host, "tune")
+
+
+def change_dir(host: Host, kind: str) -> Path:
+    """The journals of a change flow (``tune``, ``stack``, ``nccl``...): ``<state>/<kind>``
+    for the live host, ``<state>/<kind>/trees/<name>-<digest of its path>`` for a host
+    tree. One folder per flow, so a tune profile switch never rolls back another's."""
+    base = state_dir() / kind
     if host.kind == "live" and str(host.root) == "/":
         return base
     root = str(host.root.resolve())
     digest = hashlib.sha256(root.encode()).hexdigest()[:12]
     return base / "trees" / f"{host.root.name or 'root'}-{digest}"
-
-
-def change_dir(host: Host, kind: str) -> Path:
-    """The journals of another change flow (``nccl``...): ``<state>/<kind>`` for the live
-    host, one folder per host tree below it, as ``tune_dir``; apart from tune's, so a
-    profile switch never rolls them back."""
-    base = tune_dir(host)
-    if base == state_dir() / "tune":
-        return state_dir() / kind
-    return state_dir() / kind / "trees" / base.name
 
 
 def now() -> str:

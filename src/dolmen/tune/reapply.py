@@ -23,11 +23,14 @@ from typing import Any
 from dolmen.errors import EnvironmentProblem
 from dolmen.host import Host
 from dolmen.tune import events
+from dolmen.tune.engine import read_back
 from dolmen.tune.journal import Journal, locked
 from dolmen.tune.journal_view import JournalView, State
 from dolmen.tune.model import Action, ApplyFailed, Change, StepSkipped
 from dolmen.tune.restore import describe
+from dolmen.tune.results import StepResult
 from dolmen.tune.settings import SETTINGS
+from dolmen.tune.verify import applied_rows
 
 ACTION = "tune.reapply"
 
@@ -42,16 +45,6 @@ class Row:
     moved: str = ""  # why the target is no longer the one journaled (then a skip)
 
 
-@dataclass
-class Outcome:
-    """How the write of one row went."""
-
-    status: str  # done | skipped | failed
-    after: str | None = None
-    held: bool = True
-    note: str = ""
-
-
 @dataclass(frozen=True)
 class Reapply:
     """The non-persistent rows of the active profile and, once applied, what became of
@@ -60,7 +53,7 @@ class Reapply:
     profile: str
     journal: Path
     rows: tuple[Row, ...]
-    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    outcomes: dict[int, StepResult] = field(default_factory=dict)
     applied: bool = False
 
     @property
@@ -84,7 +77,9 @@ class Reapply:
         rows = []
         for r in self.rows:
             o = self.outcomes.get(r.index)
-            result = None if o is None else {**o.__dict__}
+            result = None
+            if o is not None:
+                result = {"status": o.status, "after": o.after, "held": o.held, "note": o.note}
             rows.append(
                 {"row": r.index, **r.change.to_json(), "moved": bool(r.moved), "result": result}
             )
@@ -102,9 +97,9 @@ class Reapply:
 def plan_reapply(host: Host, view: JournalView) -> Reapply:
     """The non-persistent rows of ``view`` (an active journal), read and planned again."""
     rows = []
-    for i, change in enumerate(view.changes):
+    for i, change in applied_rows(view):
         setting = SETTINGS[change.target.setting]
-        if setting.persists or change.action is Action.SKIP or i in view.skipped:
+        if setting.persists:
             continue
         moved = setting.moved(host, change.target)
         if moved is not None:
@@ -137,21 +132,18 @@ def apply_reapply(host: Host, plan: Reapply, folder: Path) -> Reapply:
         return done
 
 
-def _write(host: Host, journal: Journal, row: Row) -> Outcome:
+def _write(host: Host, journal: Journal, row: Row) -> StepResult:
     """Write one row, read it back, journal what happened."""
     change = row.change
-    setting = SETTINGS[change.target.setting]
     record: dict[str, Any] = {"type": "reapplied", "row": row.index, "before": change.current}
     try:
-        setting.apply(host, change)
+        SETTINGS[change.target.setting].apply(host, change)
     except StepSkipped as e:
         journal.append({**record, "skipped": str(e)})
-        return Outcome("skipped", change.current, False, str(e))
+        return StepResult(change, "skipped", change.current, False, str(e))
     except (OSError, ApplyFailed) as e:
         journal.append({**record, "error": describe(e)})
-        return Outcome("failed", change.current, False, describe(e))
-    after = setting.read(host, change.target)
-    held = setting.plan(change.target, after).action in (Action.OK, Action.PENDING)
-    journal.append({**record, "after": after.value, "held": held})
-    note = "" if held else f"the host kept {setting.show(after.value)}"
-    return Outcome("done", after.value, held, note)
+        return StepResult(change, "failed", change.current, False, describe(e))
+    step = read_back(host, change)
+    journal.append({**record, "after": step.after, "held": step.held})
+    return step

@@ -10,6 +10,7 @@ judged. Verify never writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,18 @@ class Verification:
         }
 
 
+def applied_rows(view: JournalView) -> Iterator[tuple[int, Change]]:
+    """(index, change) of each row of the journal's plan that its apply wrote or found
+    already in place: the rows verify judges and ``tune reapply`` may write again."""
+    for i, change in enumerate(view.changes):
+        if change.action is not Action.SKIP and i not in view.skipped:
+            yield i, change
+
+
 def verify_journal(host: Host, view: JournalView) -> Verification:
     """Re-read every target the journal applied or found already in place."""
     rows = []
-    for i, change in enumerate(view.changes):
-        if change.action is Action.SKIP or i in view.skipped:
-            continue
+    for _, change in applied_rows(view):
         setting = SETTINGS[change.target.setting]
         rows.append(setting.plan(change.target, setting.read(host, change.target)))
     return Verification(view.profile, view.path, tuple(rows))

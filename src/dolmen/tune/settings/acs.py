@@ -19,9 +19,9 @@ The original register value is journaled and written back at rollback.
 Refused inside a virtual machine (or where dolmen cannot tell): there ACS is what keeps
 passed-through devices of different tenants isolated, and the hypervisor's host owns
 the decision. Not persistent: config space is reset at every boot (and at a hot reset
-of the port); ``dolmen-tune-boot.service`` (packaging/systemd) re-applies the active
-profile when ``verify`` finds the ports drifted after a boot. A host tree can be read
-and planned, not changed (it cannot run setpci).
+of the port); ``dolmen-tune-boot.service`` (packaging/systemd) runs ``dolmen tune
+reapply``, which writes the drifted ports again (tune/reapply.py). A host tree can be
+read and planned, not changed (it cannot run setpci).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ tmpfiles.d line that writes it again at boot come from ``KernelFileSetting``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,16 +22,16 @@ from dolmen.host import Host
 from dolmen.tune.model import Target
 from dolmen.tune.settings.base import Entry, choice_error
 from dolmen.tune.settings.kernel_file import KernelFileSetting
+from dolmen.values.busid import sysfs_name
 
 DEVICES = "sys/bus/pci/devices"
 CHOICES = ("on", "auto")
 NVIDIA = "0x10de"
-_FUNCTION = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
 def bridges_above(link: str) -> list[str]:
     """The PCI functions on a device link's path before the device itself, nearest last."""
-    parts = [p for p in link.split("/") if _FUNCTION.match(p)]
+    parts = [p for p in link.split("/") if sysfs_name(p) is not None]
     return parts[:-1]
 
 

@@ -254,9 +254,7 @@ class Caches(DropIn):
             host.make_dir(change.target.path, int(saved["mode"]))
             return
         host.remove_tree(change.target.path)
-        for folder in saved.get("missing_dirs", []):  # deepest first
-            if not host.remove_dir(str(folder)):
-                break
+        restore_file(host, change.target.path, saved)  # absent: the parents apply made go too
 
 
 def _crowded(host: Host, rel: str) -> str | None:

@@ -19,8 +19,8 @@ of ``max`` is the driver's maximum (``ethtool -g``), resolved at plan time; a nu
 above the maximum is refused. A feature the driver fixes (``[fixed]``) or does not have
 is skipped with the reason. Apply runs ``ethtool -G IF rx N`` / ``ethtool -K IF feature
 on``; rollback sets the journaled value back. Not persistent: a reboot or a driver
-reset restores the driver's defaults, and ``dolmen-tune-boot.service`` re-applies the
-active profile when ``verify`` finds them drifted.
+reset restores the driver's defaults, and ``dolmen-tune-boot.service`` runs ``dolmen
+tune reapply``, which writes the drifted ones again (tune/reapply.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.host import Host
-from dolmen.paths import state_dir
 from dolmen.stack.packages import manager_argv, parse_dpkg_status
 from dolmen.tune.model import ApplyFailed, Change, Effect, Plan, Reading, Target
 from dolmen.tune.settings.base import Entry, Setting, choice_error
@@ -201,12 +200,9 @@ def stack_dir(host: Host) -> Path:
     """The journals of ``dolmen stack apply``: ``<state>/stack`` for the live host at ``/``,
     one folder per other root beside it. Apart from ``tune``'s, so a tune profile switch
     never rolls back a stack, nor a stack apply a profile."""
-    from dolmen.tune.journal import tune_dir  # the journal imports the settings registry
+    from dolmen.tune.journal import change_dir  # the journal imports the settings registry
 
-    base = tune_dir(host)
-    if base == state_dir() / "tune":
-        return state_dir() / "stack"
-    return state_dir() / "stack" / "trees" / base.name
+    return change_dir(host, "stack")
 
 
 def _manager_of(host: Host) -> str | None:
