@@ -63,8 +63,10 @@ def test_each_profile_section_validates_and_refuses_naming_the_valid(name: str) 
     with pytest.raises(ValueError) as junk:
         setting.validate(canon, {"not": "a value"}, {})
     assert str(junk.value), "a refusal says why"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as bad:
         setting.key("no such key !")
+    # a kind whose keys are a fixed set (Setting.keys) names each of them
+    assert all(valid in str(bad.value) for valid in setting.keys or ())
 
 
 @pytest.mark.parametrize("name", PROFILE_SECTIONS)

@@ -101,13 +101,9 @@ class PcieAcs(Setting):
     """ACS off on switch downstream ports (module docstring)."""
 
     section = "pcie_acs"
+    keys = ("downstream_ports",)
     title = "PCIe ACS on switch downstream ports (GPUDirect P2P/RDMA)"
     persists = False  # config space: a boot resets it (reapply sets it again)
-
-    def key(self, raw: str) -> str:
-        if raw != "downstream_ports":
-            raise choice_error("[pcie_acs] key", raw, ["downstream_ports"])
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if value != "disabled":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import errno
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -49,6 +49,8 @@ class Setting(ABC):
     extra_fields: ClassVar[frozenset[str]] = frozenset()
     effect: ClassVar[Effect] = Effect.NOW
     key_order: ClassVar[tuple[str, ...]] = ()  # keys applied first, in this order
+    # The section's keys when they are a fixed set: ``key`` refuses any other, naming them.
+    keys: ClassVar[Collection[str] | None] = None
     # Whether what this kind sets survives a reboot by itself (every kind says it, in one
     # line; a conformance test holds them to it): True, a file or a unit state that lasts
     # (limits.d, GRUB, systemd); False, a runtime value of the kernel or the driver that a
@@ -59,6 +61,8 @@ class Setting(ABC):
     # --- load time -------------------------------------------------------------------
     def key(self, raw: str) -> str:
         """The canonical key; ValueError (naming valid keys) when it is not one."""
+        if self.keys is not None and raw not in self.keys:
+            raise choice_error(f"[{self.section}] key", raw, sorted(self.keys))
         return raw
 
     @abstractmethod

@@ -53,14 +53,10 @@ class BridgePower(KernelFileSetting):
     """``power/control`` of the GPUs' parent bridges (module docstring)."""
 
     section = "pcie_power"
+    keys = ("gpu_bridges",)
     title = "PCI bridge runtime power control above the GPUs"
     persists = False  # a sysfs value (tmpfiles.d brings it back when the profile persists)
     read_only_reason = "read-only here (the kernel refuses writes to it)"
-
-    def key(self, raw: str) -> str:
-        if raw != "gpu_bridges":
-            raise choice_error("[pcie_power] key", raw, ["gpu_bridges"])
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if value not in CHOICES:

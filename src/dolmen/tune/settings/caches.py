@@ -134,14 +134,10 @@ class Caches(DropIn):
     """Compile caches: a sticky root folder and the login script (module docstring)."""
 
     section = "caches"
+    keys = ("folder",)
     title = "persistent compile caches (CUDA JIT, Triton, TorchInductor, TensorRT)"
     persists = True  # a folder and a profile.d file
     extra_fields = frozenset({"cuda_max_size", "caches"})
-
-    def key(self, raw: str) -> str:
-        if raw != "folder":
-            raise choice_error("[caches] key", raw, ["folder"])
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if not isinstance(value, str) or not (value == "auto" or _PATH.match(value)):

@@ -48,14 +48,10 @@ class CpuFreq(KernelFileSetting):
     """CPU governor and EPP, per cpufreq policy."""
 
     section = "cpu"
+    keys = FILES
     persists = False
     title = "CPU frequency governor and energy-performance preference"
     key_order = ("governor", "energy_performance_preference")  # intel_pstate: EPP follows
-
-    def key(self, raw: str) -> str:
-        if raw not in FILES:
-            raise choice_error("[cpu] key", raw, sorted(FILES))
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         known = FILES[key][2]

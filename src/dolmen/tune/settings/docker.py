@@ -27,7 +27,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import ApplyFailed, Change, Effect, Reading, Target
-from dolmen.tune.settings.base import Entry, Setting, choice_error, link_refusal
+from dolmen.tune.settings.base import Entry, Setting, link_refusal
 from dolmen.tune.settings.limits import UNIT_DIRS
 
 DAEMON_JSON = "etc/docker/daemon.json"
@@ -86,14 +86,10 @@ class Docker(Setting):
     """daemon.json keys (module docstring)."""
 
     section = "docker"
+    keys = KEYS
     title = "Docker daemon options (daemon.json)"
     persists = True  # daemon.json
     effect = Effect.RESTART
-
-    def key(self, raw: str) -> str:
-        if raw not in KEYS:
-            raise choice_error("[docker] key", raw, sorted(KEYS))
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if not isinstance(value, str) or not KEYS[key].match(value):

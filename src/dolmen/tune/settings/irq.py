@@ -63,15 +63,11 @@ class Irq(KernelFileSetting):
     """IRQ affinity of NICs and NVMe drives, and irqbalance."""
 
     section = "irq"
+    keys = ("affinity", "irqbalance")
     persists = False  # IRQ numbers change across boots (module docstring)
     title = "IRQ affinity to the device's NUMA node; irqbalance"
     extra_fields = frozenset({"devices"})
     key_order = ("irqbalance", "affinity")  # stop irqbalance before it can move them back
-
-    def key(self, raw: str) -> str:
-        if raw not in ("affinity", "irqbalance"):
-            raise choice_error("[irq] key", raw, ["affinity", "irqbalance"])
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if key == "irqbalance":

@@ -18,7 +18,7 @@ from typing import Any
 
 from dolmen.host import Host
 from dolmen.tune.model import Change, Effect, Reading, Target
-from dolmen.tune.settings.base import Entry, choice_error
+from dolmen.tune.settings.base import Entry
 from dolmen.tune.settings.dropin import HEADER, DropIn
 
 ITEMS = {"memlock": "LimitMEMLOCK", "stack": "LimitSTACK", "nofile": "LimitNOFILE"}
@@ -55,14 +55,10 @@ class Limits(DropIn):
     """Resource limits of logins (limits.d) and container runtimes (systemd drop-ins)."""
 
     section = "limits"
+    keys = ITEMS
     persists = True
     title = "memlock/stack/nofile limits (limits.d, container runtimes)"
     effect = Effect.RESTART
-
-    def key(self, raw: str) -> str:
-        if raw not in ITEMS:
-            raise choice_error("[limits] key", raw, sorted(ITEMS))
-        return raw
 
     def validate(self, key: str, value: Any, fields: Mapping[str, Any]) -> str:
         if key == "nofile":
