@@ -192,3 +192,14 @@ def test_write_refuses_from_and_stray_flags(capsys: pytest.CaptureFixture[str]) 
     assert rc == 2 and "--root" in err
     rc, _, err = run(capsys, "nccl", "env", "--yes")
     assert rc == 2
+
+
+def test_a_root_that_is_not_a_folder_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plain = tmp_path / "file"
+    plain.write_text("not a folder\n")
+    for argv in (("env", "--write"), ("rollback", "--yes")):
+        rc, out, err = run(capsys, "nccl", *argv, "--root", str(plain))
+        assert rc == 2 and f"--root {plain}: not a folder" in err and "host tree" in err, err
+        assert out == "" and plain.read_text() == "not a folder\n"

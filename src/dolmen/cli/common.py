@@ -107,6 +107,32 @@ def finish_change(
         exit_with(int(ExitCode.ENVIRONMENT))
 
 
+def change_options(root_help: str) -> Callable[[F], F]:
+    """``--root DIR`` (``root_help`` says what is changed there instead of this machine),
+    ``--yes`` and ``--json`` of a change through tune's engine (``stack apply``, ``stack
+    rollback``, ``nccl rollback``)."""
+
+    def add(f: F) -> F:
+        f = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
+        f = click.option(
+            "--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts, CI)."
+        )(f)
+        return click.option("--root", metavar="DIR", default=None, help=root_help)(f)
+
+    return add
+
+
+def change_host(root: str | None, what: str) -> Host:
+    """The host a change writes: this machine, or the folder ``--root`` names (``what``:
+    the kind of folder it must be); a ``--root`` that is not a folder is bad usage."""
+    from dolmen.errors import UsageError
+    from dolmen.host.live import LiveHost
+
+    if root is not None and not Path(root).is_dir():
+        raise UsageError(f"--root {root}: not a folder", hint=f"name the {what}'s folder")
+    return LiveHost(Path(root or "/"))
+
+
 def rollback_change(
     host: Host,
     folder: Path,

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import finish_change, from_option, rollback_change
+from dolmen.cli.common import (
+    change_host,
+    change_options,
+    finish_change,
+    from_option,
+    rollback_change,
+)
 from dolmen.cli.nccl_run import SCHEMA, show_env
 from dolmen.values.text import printable
 
@@ -92,20 +98,11 @@ def env_cmd(
     if write:
         if source is not None:
             raise UsageError("--write changes a host: use --root DIR, not --from")
-        _write(_change_host(root), yes, as_json)
+        _write(change_host(root, "host tree"), yes, as_json)
         return
     if yes or root:
         raise UsageError("--yes and --root go with --write")
     show_env(source, as_json, as_shell)
-
-
-def _change_host(root: str | None) -> Host:
-    from dolmen.errors import UsageError
-    from dolmen.host.live import LiveHost
-
-    if root is not None and not Path(root).is_dir():
-        raise UsageError(f"--root {root}: not a folder", hint="name the host tree's folder")
-    return LiveHost(Path(root or "/"))
 
 
 def _write(host: Host, yes: bool, as_json: bool) -> None:
@@ -150,14 +147,12 @@ def _write(host: Host, yes: bool, as_json: bool) -> None:
 
 
 @nccl.command()
-@click.option("--root", metavar="DIR", default=None, help=_ROOT_HELP)
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--json", "as_json", is_flag=True, help="Print dolmen.tune.rollback/1.")
+@change_options(_ROOT_HELP)
 def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     """Put back the files the last `nccl env --write` replaced (or remove new ones)."""
     from dolmen.tune.journal import change_dir
 
-    host = _change_host(root)
+    host = change_host(root, "host tree")
     rollback_change(
         host,
         change_dir(host, "nccl"),

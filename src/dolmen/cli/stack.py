@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dolmen.cli.common import confirm, finish_change, from_option, rollback_change
+from dolmen.cli.common import (
+    change_host,
+    change_options,
+    confirm,
+    finish_change,
+    from_option,
+    rollback_change,
+)
 from dolmen.cli.main import exit_with
-from dolmen.errors import EnvironmentProblem, UsageError
+from dolmen.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
     from dolmen.host import Host
@@ -48,14 +55,6 @@ def _read_host(source: str | None) -> Host:
     host = open_host(source)
     click.get_current_context().call_on_close(host.close)
     return host
-
-
-def _change_host(root: str | None) -> Host:
-    from dolmen.host.live import LiveHost
-
-    if root is not None and not Path(root).is_dir():
-        raise UsageError(f"--root {root}: not a folder", hint="name the private root's folder")
-    return LiveHost(Path(root or "/"))
 
 
 @click.group()
@@ -181,9 +180,7 @@ def _folder(host: Host) -> Path:
 @stack.command()
 @click.argument("lockfile", metavar="LOCK")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; change nothing.")
-@click.option("--root", metavar="DIR", default=None, help=_ROOT_HELP)
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts, CI).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@change_options(_ROOT_HELP)
 def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bool) -> None:
     """Bring this host to LOCK: journal the previous versions, install, hold, read back."""
     from dolmen.fsutil import read_regular
@@ -192,7 +189,7 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
     from dolmen.tune.journal import open_journal
     from dolmen.tune.settings.packages import transaction_plan
 
-    host = _change_host(root)
+    host = change_host(root, "private root")
     _, result = _plan(lockfile, host)
     cmds = _commands(host, result)
     profile = f"stack:{Path(lockfile).name}"
@@ -237,12 +234,10 @@ def apply(lockfile: str, dry_run: bool, root: str | None, yes: bool, as_json: bo
 
 
 @stack.command()
-@click.option("--root", metavar="DIR", default=None, help=_ROOT_HELP)
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (scripts, CI).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@change_options(_ROOT_HELP)
 def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     """Reinstall the package versions (and holds) the last stack apply replaced."""
-    host = _change_host(root)
+    host = change_host(root, "private root")
     rollback_change(
         host,
         _folder(host),
