@@ -17,7 +17,7 @@ folded tree:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from dolmen.facts.topology.model import Path, PathKind, TopoMatrix
 from dolmen.facts.topology.tree_model import GPU, Device, HostTopology
@@ -109,22 +109,31 @@ def compare(topo: HostTopology, m: TopoMatrix) -> tuple[tuple[str, ...], int, in
     """Where the tree and ``nvidia-smi topo -m`` disagree, one line per cell or affinity,
     and the number of cells compared and agreeing. NV cells taken from the matrix itself
     are not compared (they would agree by construction), nor cells either side lacks."""
-    ours = _our_labels(topo, m)
     lines: list[str] = []
     compared = agreed = 0
+    for said, seen, line in _both_say(topo, m):
+        if said is None or seen is None:
+            continue
+        compared += 1
+        if said == seen:
+            agreed += 1
+        else:
+            lines.append(line)
+    return tuple(lines), compared, agreed
+
+
+def _both_say(topo: HostTopology, m: TopoMatrix) -> Iterator[tuple[object, object, str]]:
+    """What the matrix says and what the tree shows of each cell and each GPU's or NIC's
+    affinity, with the line that says they differ."""
+    ours = _our_labels(topo, m)
     cols = [c for c in m.devices if c in ours]
     for i, a in enumerate(cols):
         for b in cols[i + 1 :]:
             theirs, mine = m.path(a, b), topo.path(ours[a], ours[b])
-            if theirs is None or mine is None:
+            nv = theirs is not None and theirs.kind is PathKind.NV
+            if nv and topo.nvlink == "nvidia-smi topo -m":
                 continue
-            if topo.nvlink == "nvidia-smi topo -m" and theirs.kind is PathKind.NV:
-                continue
-            compared += 1
-            if theirs == mine:
-                agreed += 1
-            else:
-                lines.append(f"{a}-{b}: nvidia-smi prints {theirs}, the PCI tree gives {mine}")
+            yield theirs, mine, f"{a}-{b}: nvidia-smi prints {theirs}, the PCI tree gives {mine}"
     by = topo.by_label()
     for label, aff in m.affinity.items():
         dev = by.get(ours.get(label, ""))
@@ -135,14 +144,7 @@ def compare(topo: HostTopology, m: TopoMatrix) -> tuple[tuple[str, ...], int, in
             ("NUMA", aff.numa_node, dev.numa_node),
             ("CPUs", aff.cpus, dev.cpus),
         ):
-            if said is None or seen is None:
-                continue
-            compared += 1
-            if said == seen:
-                agreed += 1
-            else:
-                lines.append(f"{label}: {what} {said} in nvidia-smi, {seen} in sysfs")
-    return tuple(lines), compared, agreed
+            yield said, seen, f"{label}: {what} {said} in nvidia-smi, {seen} in sysfs"
 
 
 def _our_labels(topo: HostTopology, m: TopoMatrix) -> dict[str, str]:
