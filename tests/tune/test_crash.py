@@ -8,7 +8,6 @@ The kill points are the test-only hook ``DOLMEN_TUNE_CRASH_AT`` (dolmen/tune/cra
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,9 +21,9 @@ from dolmen.tune.engine import apply_plan
 from dolmen.tune.journal import tune_dir
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
+from tests.tune.netns import tune_env
 from tests.tune.trees import copy_tree, snapshot
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 # 11 steps on the test host: 2 sysctls, THP (a bracketed choice file), the governor of 4
 # CPUs, a limits.d file (in a folder that exists), a GRUB drop-in (in a folder apply
 # creates), and the two boot persistence files.
@@ -51,18 +50,31 @@ WORKERS = 2
 def dolmen(
     tree: Path, state: Path, config: Path, *args: str, crash: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(SRC),
-        "DOLMEN_STATE_DIR": str(state),
-        "DOLMEN_CONFIG_DIR": str(config),
-        "COLUMNS": "200",
-    }
-    env.pop("DOLMEN_TUNE_CRASH_AT", None)
+    env = tune_env(state, config)
     if crash is not None:
         env["DOLMEN_TUNE_CRASH_AT"] = crash
     cmd = [sys.executable, "-m", "dolmen.cli.main", "tune", *args, "--root", str(tree)]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def kill_then_recover(
+    tree: Path, state: Path, config: Path, profile: str, point: int, choice: str, want: dict
+) -> str | None:
+    """SIGKILL an apply of ``profile`` at ``point``; the next run must see the interruption
+    and ``recover choice`` (``--rollback`` or ``--complete``) must leave ``want`` (a
+    snapshot). None when all holds, else what did not."""
+    killed = dolmen(tree, state, config, "apply", profile, "--yes", crash=str(point))
+    if killed.returncode != -signal.SIGKILL:
+        return f"point {point}: not killed ({killed.returncode}): {killed.stderr}"
+    st = json.loads(dolmen(tree, state, config, "status", "--json").stdout)
+    if not st["interrupted"]:
+        return f"point {point}: the next run did not see the interruption: {st}"
+    rec = dolmen(tree, state, config, "recover", choice)
+    if rec.returncode != 0:
+        return f"point {point}: recover {choice} failed: {rec.stdout}{rec.stderr}"
+    if snapshot(tree) != want:
+        return f"point {point}: the tree after recover {choice} is not the expected one"
+    return None
 
 
 @pytest.fixture
@@ -93,18 +105,7 @@ def test_kill_at_every_apply_step_then_roll_back_exactly(
 
     def one(point: int) -> str | None:
         tree, state = _case(tmp_path, pristine_host, point)
-        killed = dolmen(tree, state, config, "apply", "crashy", "--yes", crash=str(point))
-        if killed.returncode != -signal.SIGKILL:
-            return f"point {point}: not killed ({killed.returncode}): {killed.stderr}"
-        st = json.loads(dolmen(tree, state, config, "status", "--json").stdout)
-        if not st["interrupted"]:
-            return f"point {point}: the next run did not see the interruption: {st}"
-        rec = dolmen(tree, state, config, "recover", "--rollback")
-        if rec.returncode != 0:
-            return f"point {point}: recover failed: {rec.stdout}{rec.stderr}"
-        if snapshot(tree) != before:
-            return f"point {point}: tree differs after rollback"
-        return None
+        return kill_then_recover(tree, state, config, "crashy", point, "--rollback", before)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         problems = [p for p in pool.map(one, APPLY_POINTS) if p]
@@ -116,15 +117,9 @@ def test_kill_then_complete_gives_the_clean_apply(
 ) -> None:
     def one(point: int) -> str | None:
         tree, state = _case(tmp_path, pristine_host, point)
-        killed = dolmen(tree, state, config, "apply", "crashy", "--yes", crash=str(point))
-        if killed.returncode != -signal.SIGKILL:
-            return f"point {point}: not killed: {killed.stderr}"
-        done = dolmen(tree, state, config, "recover", "--complete")
-        if done.returncode != 0:
-            return f"point {point}: complete failed: {done.stdout}{done.stderr}"
-        if snapshot(tree) != applied_snapshot:
-            return f"point {point}: tree differs from a clean apply"
-        return None
+        return kill_then_recover(
+            tree, state, config, "crashy", point, "--complete", applied_snapshot
+        )
 
     with ThreadPoolExecutor(WORKERS) as pool:
         problems = [p for p in pool.map(one, APPLY_POINTS[::3]) if p]

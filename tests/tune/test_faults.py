@@ -20,7 +20,8 @@ import pytest
 from dolmen.host.tree import TreeHost
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
-from tests.tune.test_crash import CRASHY, SRC, dolmen
+from tests.tune.netns import SRC
+from tests.tune.test_crash import CRASHY, dolmen
 from tests.tune.trees import copy_tree, snapshot
 
 

@@ -6,8 +6,6 @@ folders and all), or ``recover --complete`` gives the tree a clean apply leaves.
 
 from __future__ import annotations
 
-import json
-import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from dolmen.tune.engine import apply_plan
 from dolmen.tune.journal import tune_dir
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
-from tests.tune.test_crash import WORKERS, dolmen
+from tests.tune.test_crash import WORKERS, kill_then_recover
 from tests.tune.trees import copy_tree, snapshot
 
 KINDS = """\
@@ -78,20 +76,9 @@ def test_kill_at_every_step_then_roll_back_or_complete(
 
     def one(point: int) -> str | None:
         tree, state = copy_tree(base, tmp_path / f"t{point}"), tmp_path / f"s{point}"
-        killed = dolmen(tree, state, config, "apply", "kinds", "--yes", crash=str(point))
-        if killed.returncode != -signal.SIGKILL:
-            return f"point {point}: not killed ({killed.returncode}): {killed.stderr}"
-        st = json.loads(dolmen(tree, state, config, "status", "--json").stdout)
-        if not st["interrupted"]:
-            return f"point {point}: the next run did not see the interruption"
-        choice = "--complete" if point % 2 else "--rollback"
-        rec = dolmen(tree, state, config, "recover", choice)
-        if rec.returncode != 0:
-            return f"point {point}: recover {choice} failed: {rec.stdout}{rec.stderr}"
-        want = applied if choice == "--complete" else before
-        if snapshot(tree) != want:
-            return f"point {point}: the tree after recover {choice} is not the expected one"
-        return None
+        if point % 2:
+            return kill_then_recover(tree, state, config, "kinds", point, "--complete", applied)
+        return kill_then_recover(tree, state, config, "kinds", point, "--rollback", before)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         problems = [p for p in pool.map(one, range(2 * STEPS + 2)) if p]
