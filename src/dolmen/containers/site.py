@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from dolmen.host import Host
 from dolmen.nccl import NCCL_CONF, TOPO_FILE  # both mounted read-only where present
+from dolmen.workloads.caches import CACHE_VALUES, CACHES
 
 RUNTIMES = ("docker", "podman", "apptainer", "singularity", "enroot", "pyxis")
 
@@ -51,15 +52,9 @@ class Site:
 
 
 _CAP_SYS_RESOURCE = 24
-# Compile caches: folder variables (-> their name under the container's cache mount) and
-# the values that go with them; tune's [caches] exports them in /etc/profile.d.
-CACHE_FOLDERS = {
-    "CUDA_CACHE_PATH": "cuda",
-    "TRITON_CACHE_DIR": "triton",
-    "TORCHINDUCTOR_CACHE_DIR": "inductor",
-    "DOLMEN_TENSORRT_CACHE_DIR": "tensorrt",
-}
-CACHE_VALUES = ("CUDA_CACHE_MAXSIZE", "TORCHINDUCTOR_FX_GRAPH_CACHE")
+# Compile caches: folder variable -> its name under the container's cache mount (the table
+# tune's [caches] exports from: workloads/caches.py).
+CACHE_FOLDERS = {var: name for name, var in CACHES.items()}
 
 
 def _caches(host: Host, env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

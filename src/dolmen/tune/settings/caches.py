@@ -45,14 +45,8 @@ from dolmen.tune.model import Action, Change, Effect, Reading, Target
 from dolmen.tune.settings.base import Entry, capture_file, choice_error, restore_file
 from dolmen.tune.settings.dropin import HEADER, DropIn, read_whole
 from dolmen.tune.settings.limits import size_bytes
+from dolmen.workloads.caches import CACHES
 
-# cache -> (variable, subfolder of <root>/<uid>)
-CACHES: Mapping[str, str] = {
-    "cuda": "CUDA_CACHE_PATH",
-    "triton": "TRITON_CACHE_DIR",
-    "inductor": "TORCHINDUCTOR_CACHE_DIR",
-    "tensorrt": "DOLMEN_TENSORRT_CACHE_DIR",
-}
 SCRIPT = "etc/profile.d/90-dolmen-caches.sh"
 ROOT_MODE = 0o1777
 # The CUDA driver's JIT cache: 4 GiB is the largest CUDA_CACHE_MAXSIZE it takes (CUDA
