@@ -196,3 +196,15 @@ def test_a_file_where_the_store_should_be_is_refused(
     with pytest.raises(InputError, match="is not a folder"):
         collect([str(good)], FleetStore(tmp_path / "fleet"))
     assert (tmp_path / "fleet").read_text() == "someone's file"
+
+
+def test_a_store_that_cannot_be_written_is_fsutils_one_line() -> None:
+    from dolmen.errors import UsageError
+
+    # /proc is there but takes no new folder (ENOENT): bad input, not "free space"
+    root = Path(f"/proc/dolmen-fleet-test-{os.getpid()}")
+    with pytest.raises(UsageError) as e:
+        FleetStore(root).add("20260101T000000.000000Z", "node-1", b"{}")
+    assert e.value.message.startswith(f"fleet store {root}/nodes/node-1/")
+    assert "could not write: /proc cannot hold new files" in e.value.message
+    assert not root.exists()

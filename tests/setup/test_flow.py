@@ -292,3 +292,15 @@ def test_a_read_only_or_unknown_profile_is_refused_before_any_step(
     rc, out, err = run(capsys, "--from", str(h100), "--yes", "--profile", "nosuch")
     assert rc == 2 and out == "" and "no profile named 'nosuch'" in err
     assert not dolmen_dirs.exists()  # validate did not run, nothing recorded
+
+
+def test_a_state_file_that_cannot_be_written_is_fsutils_one_line(tmp_path: Path) -> None:
+    from dolmen.errors import UsageError
+    from dolmen.setup.state import SetupState
+
+    # /proc is there but takes no new folder (ENOENT): bad input, not "free space"
+    state = SetupState(Path(f"/proc/dolmen-test-{os.getpid()}/setup.json"), {"steps": {}})
+    with pytest.raises(UsageError) as e:
+        state.save()
+    assert e.value.message.startswith(f"setup state {state.path}: could not write: ")
+    assert "cannot hold new files" in e.value.message and "DOLMEN_STATE_DIR" in str(e.value.hint)

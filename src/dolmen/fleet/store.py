@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.compat import UTC
-from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.errors import InputError
 from dolmen.fleet.doc import NotAVerdict, node_name_problem, parse_verdict
-from dolmen.fsutil import atomic_write, read_regular
+from dolmen.fsutil import atomic_write, read_regular, write_failure
 
 MAX_VERDICT_BYTES = 64 << 20  # a verdict is ~200 KB; a store file over this is not one
 MANIFEST = "dolmen.fleet.collection/1"
@@ -66,10 +66,9 @@ class FleetStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
         except OSError as e:
-            raise EnvironmentProblem(
-                f"cannot write {path}: {e.strerror or e}",
-                hint="free space or fix the permissions of the fleet folder",
-            ) from None
+            folder = self.root if self.root.is_dir() else self.root.parent
+            left = "nothing stored before was changed"
+            raise write_failure(f"fleet store {path}", e, folder, left) from None
 
     def add(self, collection: str, node: str, payload: bytes) -> Path:
         """Store a node's verdict bytes in ``collection``; a second one gets ``-2``, ...

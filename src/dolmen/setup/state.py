@@ -19,7 +19,7 @@ from typing import Any
 
 from dolmen.compat import UTC
 from dolmen.errors import EnvironmentProblem, InputError
-from dolmen.fsutil import atomic_write, read_regular
+from dolmen.fsutil import atomic_write, read_regular, write_failure
 from dolmen.host import Host
 from dolmen.paths import state_dir
 
@@ -68,7 +68,7 @@ class SetupState:
         data: Mapping[str, Any] | None = None,
     ) -> None:
         """Record ``step``'s status now (with what it measured, ``data``) and save (raises
-        EnvironmentProblem if refused)."""
+        ``save``'s one-line error if refused)."""
         rec: dict[str, Any] = {"status": status, "at": _now(), "lines": list(lines)}
         if data is not None:
             rec["data"] = dict(data)
@@ -80,17 +80,15 @@ class SetupState:
         self.doc["steps"] = {}
 
     def save(self) -> None:
-        """Atomically replace the file; a refusal is one line naming the folder (exit 3)."""
+        """Atomically replace the file; a refusal is fsutil.write_failure's one line (exit
+        3; 2 for a folder that cannot hold files)."""
         payload = (json.dumps(self.doc, indent=2, sort_keys=True) + "\n").encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, payload, mode=0o600)
         except OSError as e:
-            raise EnvironmentProblem(
-                f"setup state {self.path}: could not write ({e.strerror or e})",
-                hint="make the state folder writable (or set DOLMEN_STATE_DIR), "
-                "or run with --dry-run, which writes nothing",
-            ) from None
+            left = "the state file is as it was (DOLMEN_STATE_DIR names another folder)"
+            raise write_failure(f"setup state {self.path}", e, self.path.parent, left) from None
 
 
 def load(host: Host) -> SetupState:
