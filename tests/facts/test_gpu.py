@@ -130,6 +130,7 @@ def test_nvlink_junk_gives_no_links_and_no_exception(text: str) -> None:
         ("0x10de", "0x030200", True),  # 3D controller (data-center boards)
         ("0x10de", "0x030000", True),  # VGA controller (workstation boards)
         ("0x10de", "0x068000", False),  # NVSwitch / Hyper-V NVLink bridge
+        ("0x10de", "0x038000", False),  # other display controller: not a class go-nvlib counts
         ("0x10de", "0x040300", False),  # the board's HDMI audio function
         ("0x1af4", "0x030000", False),  # virtio GPU
         ("0x15b3", "0x020700", False),  # ConnectX

@@ -16,9 +16,9 @@ from dolmen.facts.gpu import (
     NVLINK,
     PCI_TREE,
     collect,
-    is_lspci_gpu,
     parse_xml_gpu_ids,
 )
+from dolmen.facts.pci import PciDevice, is_gpu
 from dolmen.facts.reading import READ
 from dolmen.host import open_host
 from dolmen.values.busid import BusId
@@ -123,13 +123,19 @@ def test_driver_proc_files(tmp_path: Path) -> None:
     [
         ("0302", "10de", "3D controller: NVIDIA Corporation GH100", True),
         ("0680", "10de", "Bridge: NVIDIA Corporation NVSwitch", False),
+        ("0380", "10de", "Display controller: NVIDIA Corporation", False),  # not 0300/0302
         (None, None, "3D controller: NVIDIA Corporation Device 2330", True),
+        (None, None, "VGA compatible controller: NVIDIA Corporation GA102GL", True),
+        (None, None, "Display controller: NVIDIA Corporation Device 1234", False),
         (None, None, "VGA compatible controller: Matrox G200eR2", False),
         (None, None, "", False),
     ],
 )
-def test_is_lspci_gpu(cls: str | None, vendor: str | None, desc: str, gpu: bool) -> None:
-    assert is_lspci_gpu(cls, vendor, desc) is gpu
+def test_is_gpu_by_ids_else_lspcis_words(
+    cls: str | None, vendor: str | None, desc: str, gpu: bool
+) -> None:
+    device = PciDevice("0000:19:00.0", vendor_id=vendor, class_id=cls, description=desc or None)
+    assert is_gpu(device) is gpu
 
 
 @pytest.mark.parametrize(

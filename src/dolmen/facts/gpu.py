@@ -30,6 +30,7 @@ from dolmen.facts.gpu_nvlink import (
     parse_nvlink_status,
 )
 from dolmen.facts.pci.lspci import lspci_cut, parse_lspci_vvv
+from dolmen.facts.pci.model import GPU_CLASSES, NVIDIA, is_gpu
 from dolmen.facts.reading import READ, absent, unrecorded
 from dolmen.frozen import frozen
 from dolmen.frozen.regex import pattern
@@ -42,10 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GpuFacts", "NvlinkGpu", "SeenGpu", "collect", "parse_nvlink_status", "seen_with_log"]
 
-NVIDIA_VENDOR = 0x10DE
-# PCI class codes (base class, subclass): 03 00 VGA controller, 03 02 3D controller.
-# NVSwitches (06 80) and the audio function of a board (04 03) are not GPUs.
-GPU_CLASSES = frozenset({0x0300, 0x0302})
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "-s")
 NVLINK_TIMEOUT = 30.0
 LSPCI_ARGV = ("lspci", "-vvv")
@@ -118,12 +115,13 @@ class GpuFacts:
 
 
 def is_nvidia_gpu(vendor: str | None, pci_class: str | None) -> bool:
-    """Whether sysfs ``vendor`` and ``class`` (``0x10de``, ``0x030200``) name an NVIDIA GPU."""
+    """Whether sysfs ``vendor`` and ``class`` (``0x10de``, ``0x030200``) name an NVIDIA GPU
+    (``facts.pci``'s rule, on the two files alone)."""
     try:
         vendor_id, class_code = int(vendor or "", 16), int(pci_class or "", 16)
     except ValueError:
         return False
-    return vendor_id == NVIDIA_VENDOR and class_code >> 8 in GPU_CLASSES
+    return f"{vendor_id:04x}" == NVIDIA and f"{class_code >> 8:04x}" in GPU_CLASSES
 
 
 def collect(host: Host) -> GpuFacts:
@@ -237,15 +235,6 @@ def _driver_proc(host: Host, seen: dict[BusId, list[str]]) -> str:
     return READ
 
 
-def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) -> bool:
-    """Whether an ``lspci -vvv`` block is an NVIDIA GPU: its ``-nn`` ids when printed, else
-    its words ("3D controller: NVIDIA Corporation ...", "VGA compatible controller: ...")."""
-    if class_id is not None and vendor_id is not None:
-        return is_nvidia_gpu(f"0x{vendor_id}", f"0x{class_id}00")
-    kind, _, name = description.partition(": ")
-    return kind in ("3D controller", "VGA compatible controller") and "NVIDIA" in name
-
-
 def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     res = host.run(LSPCI_ARGV, timeout=30)
     unheld = (RunStatus.UNRECORDED, RunStatus.MISSING)
@@ -260,11 +249,7 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
     _add(
         seen,
         LSPCI,
-        (
-            d.bdf
-            for d in parse_lspci_vvv(res.stdout)
-            if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
-        ),
+        (d.bdf for d in parse_lspci_vvv(res.stdout) if is_gpu(d)),
     )
     # The GPUs a cut listing shows are there; the ones after the cut are unknown, so the
     # source is not READ and "no GPU" is no verdict (issue 8).

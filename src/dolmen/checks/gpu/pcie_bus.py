@@ -21,8 +21,8 @@ from typing import Any
 
 from dolmen.checks.gpu.pcie import lowest
 from dolmen.checks.model import Outcome, failed, passed, unknown, warned
-from dolmen.checks.system.pcie_links import gpu_only_below, is_gpu
-from dolmen.facts.pci import PciDevice
+from dolmen.checks.system.pcie_links import gpu_only_below
+from dolmen.facts.pci import PciDevice, is_gpu
 from dolmen.values.busid import gpu_subject, pci_subject
 
 NO_LOAD = "the GPU's load is unread (no driver inventory: nvidia-smi)"

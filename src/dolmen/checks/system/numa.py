@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
-from dolmen.checks.system.pcie_links import is_gpu
+from dolmen.facts.pci import is_gpu
 from dolmen.values.busid import pci_subject
 
 

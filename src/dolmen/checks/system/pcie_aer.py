@@ -22,11 +22,11 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, Status, check, failed, passed, unknown, warned
 from dolmen.checks.system.log_window import worst
-from dolmen.checks.system.pcie_links import is_gpu, slot
+from dolmen.checks.system.pcie_links import slot
 from dolmen.checks.system.since_boot import allowance, describe_uptime, uptime_s
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent
-from dolmen.facts.pci import PciDevice
+from dolmen.facts.pci import PciDevice, is_gpu
 from dolmen.facts.reading import unrecorded
 from dolmen.values.busid import pci_subject
 

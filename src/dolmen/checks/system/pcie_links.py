@@ -23,14 +23,12 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
-from dolmen.facts.pci import PciDevice, PciLink, make_link
+from dolmen.facts.pci import PciDevice, PciLink, is_gpu, make_link
 from dolmen.values.busid import BusId, pci_subject
 
 BRIDGE = "0604"
 MELLANOX = "15b3"
-NVIDIA = "10de"
 # pci.ids class names lspci prints when it runs without -nn.
-_DISPLAY = frozenset({"3D controller", "VGA compatible controller", "Display controller"})
 _NETWORK = frozenset({"Ethernet controller", "Infiniband controller", "Network controller"})
 
 
@@ -46,14 +44,6 @@ def _names(dev: PciDevice) -> tuple[str, str] | None:
 def identified(dev: PciDevice) -> bool:
     """Whether the device's vendor and class are known (ids, else lspci's names)."""
     return (dev.vendor_id is not None and dev.class_id is not None) or _names(dev) is not None
-
-
-def is_gpu(dev: PciDevice) -> bool:
-    """An NVIDIA display or 3D controller."""
-    if dev.vendor_id is not None and dev.class_id is not None:
-        return dev.vendor_id == NVIDIA and dev.class_id.startswith("03")
-    names = _names(dev)
-    return names is not None and names[0] in _DISPLAY and names[1].startswith("NVIDIA")
 
 
 def is_nic(dev: PciDevice) -> bool:

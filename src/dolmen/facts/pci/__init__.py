@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dolmen.facts.pci.model import GENERATIONS, AerCounters, PciDevice, PciFacts, PciLink, make_link
+from dolmen.facts.pci.model import (
+    GENERATIONS,
+    AerCounters,
+    PciDevice,
+    PciFacts,
+    PciLink,
+    is_gpu,
+    make_link,
+)
 from dolmen.facts.pci.sysfs import (
     DEVICES,
     is_sysfs_name,
@@ -39,6 +47,7 @@ __all__ = [
     "PciFacts",
     "PciLink",
     "collect",
+    "is_gpu",
     "is_sysfs_name",
     "make_link",
     "parent_from_link",

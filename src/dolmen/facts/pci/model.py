@@ -13,6 +13,12 @@ from dolmen.frozen import frozen
 
 # PCIe transfer rate per lane (GT/s) -> generation (PCI-SIG base specifications 1.0-6.0).
 GENERATIONS: Mapping[float, int] = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+NVIDIA = "10de"
+# The PCI classes (base class, subclass) of a GPU, with the names lspci prints without -nn:
+# 03 00 VGA controller (workstation boards), 03 02 3D controller (data-center boards), the
+# two NVIDIA's go-nvlib (nvpci) counts as GPUs. NVSwitches (06 80) and the audio function
+# of a board (04 03) are not GPUs.
+GPU_CLASSES: Mapping[str, str] = {"0300": "VGA compatible controller", "0302": "3D controller"}
 
 
 @frozen
@@ -84,3 +90,12 @@ def make_link(speed: float | None, width: int | None) -> PciLink | None:
     if speed is None and width is None:
         return None
     return PciLink(speed, width, GENERATIONS.get(speed) if speed is not None else None)
+
+
+def is_gpu(d: PciDevice) -> bool:
+    """Whether a PCI function is an NVIDIA GPU: by its ids, else (``lspci -vvv`` without
+    ``-nn``, names it could not map) by lspci's words, ``3D controller: NVIDIA ...``."""
+    if d.vendor_id is not None and d.class_id is not None:
+        return d.vendor_id == NVIDIA and d.class_id in GPU_CLASSES
+    kind, _, name = (d.description or "").partition(": ")
+    return kind in GPU_CLASSES.values() and name.startswith("NVIDIA")

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from dolmen.facts import pci
-from dolmen.facts.pci import PciDevice, PciFacts
+from dolmen.facts.pci import PciDevice, PciFacts, is_gpu
 from dolmen.facts.topology.gids import read_roce_v2_index
 from dolmen.facts.topology.tree import all_paths, chain_from_link, matrix_links, nvswitch_links
 from dolmen.facts.topology.tree_model import (
@@ -91,11 +91,6 @@ def build_tree(host: Host, src: Sources, *, gids: bool = False) -> HostTopology:
 def no_pci(facts: PciFacts) -> HostTopology:
     """The topology of a host whose PCI functions could not be read: the reason alone."""
     return HostTopology(unread={"devices": facts.unread.get("devices", "missing (no PCI devices)")})
-
-
-def is_gpu(d: PciDevice) -> bool:
-    """An NVIDIA display or 3D controller function."""
-    return d.vendor_id == "10de" and (d.class_id or "").startswith("03")
 
 
 def _is_nvswitch(d: PciDevice) -> bool:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from dolmen.facts import infiniband, numa, pci
-from dolmen.facts.topology.build import Sources, build_tree, is_gpu, no_pci
+from dolmen.facts.pci import is_gpu
+from dolmen.facts.topology.build import Sources, build_tree, no_pci
 from dolmen.facts.topology.model import TopoMatrix
 from dolmen.facts.topology.tree_model import CpuId, HostTopology
 from dolmen.host import Host
