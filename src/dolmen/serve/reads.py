@@ -94,15 +94,10 @@ def job_rows(state: str | None) -> list[dict[str, Any]]:
     from dolmen.compat import UTC
     from dolmen.jobs.local.backend import LocalBackend
 
-    backend = LocalBackend(state)
-    statuses = backend.list()
-    created = {str(j.id): j.created for j in backend.store.jobs()}
     out = []
-    for st in statuses:
-        when = created.get(st.job_id)
-        iso = None if when is None else datetime.fromtimestamp(when, UTC)
-        stamp = None if iso is None else iso.isoformat(timespec="seconds").replace("+00:00", "Z")
-        out.append({**st.to_json(details=False), "created": stamp})
+    for job, st in LocalBackend(state).entries():
+        iso = datetime.fromtimestamp(job.created, UTC).isoformat(timespec="seconds")
+        out.append({**st.to_json(details=False), "created": iso.replace("+00:00", "Z")})
     return out
 
 

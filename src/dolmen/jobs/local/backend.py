@@ -206,7 +206,13 @@ class LocalBackend(Backend):
         return self._status(self._reconcile(self.store.get(job_id)))
 
     def list(self) -> list[JobStatus]:
-        return [self._status(self._reconcile(j)) for j in self.store.jobs()]
+        return [status for _, status in self.entries()]
+
+    def entries(self) -> Iterator[tuple[JobRow, JobStatus]]:
+        """Every job, newest first, from one read of the store: its row and its status."""
+        for job in self.store.jobs():
+            job = self._reconcile(job)
+            yield job, self._status(job)
 
     def cancel(self, job_id: str) -> JobStatus:
         from dolmen.jobs.audit import change
