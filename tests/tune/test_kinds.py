@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dolmen.demo.build import write_pci
+from dolmen.host import CommandResult
 from dolmen.host.tree import TreeHost
 from dolmen.tune.engine import apply_plan, rollback
 from dolmen.tune.journal import open_journal, tune_dir
@@ -439,3 +442,41 @@ def test_acs_without_root_says_so(host_tree: Path, dolmen_dirs: Path) -> None:
         TreeHost(host_tree), profile(dolmen_dirs, '[pcie_acs]\ndownstream_ports = "disabled"\n')
     )
     assert row.action is Action.SKIP and "without root" in row.reason
+
+
+# --- [net] -------------------------------------------------------------------------------------
+class CountingTree(TreeHost):
+    """A host tree that counts the commands a plan runs."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.ran: dict[str, int] = {}
+
+    def run(self, argv: Sequence[str], **kw: Any) -> CommandResult:
+        self.ran[" ".join(argv)] = self.ran.get(" ".join(argv), 0) + 1
+        return super().run(argv, **kw)
+
+
+def test_net_reads_the_interfaces_once_per_plan(host_tree: Path, dolmen_dirs: Path) -> None:
+    links = "1: lo: <LOOPBACK,UP> mtu 65536\n2: ens1f0: <UP> mtu 9000\n3: ens2f0: <UP> mtu 9000\n"
+    write(host_tree, "commands/ip%20-o%20link%20show", links)
+    for name in ("ens1f0", "ens2f0"):
+        write(
+            host_tree,
+            f"commands/ethtool%20-i%20{name}",
+            "driver: mlx5_core\nbus-info: 0000:1a:00.0\n",
+        )
+        write(host_tree, f"commands/ethtool%20-g%20{name}", "Pre-set maximums:\nRX: 8192\nTX: 8192\n"
+              "Current hardware settings:\nRX: 1024\nTX: 1024\n")  # fmt: skip
+        write(host_tree, f"commands/ethtool%20-k%20{name}", "large-receive-offload: off\n")
+    body = '[net]\nrx_ring = "max"\ntx_ring = "max"\nlro = "on"\n'
+    host = CountingTree(host_tree)
+    rows = plan_rows(host, profile(dolmen_dirs, body))
+    assert sorted((r.target.name, r.target.desired) for r in rows) == [
+        ("ens1f0 large-receive-offload", "on"), ("ens1f0 rx_ring", "8192"),
+        ("ens1f0 tx_ring", "8192"), ("ens2f0 large-receive-offload", "on"),
+        ("ens2f0 rx_ring", "8192"), ("ens2f0 tx_ring", "8192"),
+    ]  # fmt: skip
+    # the links and drivers once for the three entries, the maximums once per interface
+    assert host.ran["ip -o link show"] == 1 and host.ran["ethtool -i ens1f0"] == 1
+    assert host.ran["ethtool -g ens2f0"] == 1 + 2  # + each ring target's own read

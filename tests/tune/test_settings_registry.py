@@ -13,7 +13,7 @@ import pytest
 
 from dolmen.host.tree import TreeHost
 from dolmen.tune.model import Action, Effect, Reading, Target
-from dolmen.tune.planner import plan_entry
+from dolmen.tune.planner import plan_entries
 from dolmen.tune.settings import PROFILE_SECTIONS, SETTINGS, Entry, Setting
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_plans_are_pure_and_an_empty_host_gives_reasons_not_errors(
     entry = Entry(name, canon, setting.validate(canon, value, fields), fields=fields)
     (tmp_path / "commands").mkdir()
     host = TreeHost(tmp_path)
-    for change in plan_entry(host, entry, "x86_64"):
+    for change in plan_entries(host, [entry], "x86_64"):
         assert change.action in Action
         if change.action is Action.SKIP:
             assert change.reason, f"{name}: a skip names its reason"

@@ -11,7 +11,7 @@ resetting the governor, which is why DGX OS masks tuned-ppd).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dolmen.host import Host
 from dolmen.tune.model import Action, Change, Plan, Target
@@ -58,10 +58,7 @@ def host_arch(host: Host) -> str | None:
 def plan_profile(host: Host, profile: Profile) -> Plan:
     """The plan of ``profile`` on ``host`` (see module docstring)."""
     arch = host_arch(host) if any(e.arch for e in profile.entries) else None
-    changes: list[Change] = []
-    for entry in profile.entries:
-        changes.extend(plan_entry(host, entry, arch))
-    changes = _with_boot_notes(host, profile, changes)
+    changes = _with_boot_notes(host, profile, plan_entries(host, profile.entries, arch))
     if profile.persist:
         boot = SETTINGS["boot"]
         for t in boot_targets(profile.name, changes, lambda t: SETTINGS[t.setting].boot_line(t)):
@@ -72,16 +69,27 @@ def plan_profile(host: Host, profile: Profile) -> Plan:
     return Plan(profile.name, host.hostname, tuple(changes), notes)
 
 
-def plan_entry(host: Host, entry: Entry, arch: str | None) -> list[Change]:
-    """The changes of one entry on ``host``."""
-    setting = SETTINGS[entry.setting]
-    if entry.arch and arch not in entry.arch:
-        reason = f"only for {'/'.join(entry.arch)}; this host is {arch or 'of unknown arch'}"
-        return [_skipped(entry, reason)]
-    got = setting.targets(host, entry)
-    if isinstance(got, str):
-        return [_skipped(entry, got)]
-    return [setting.plan(t, setting.read(host, t)) for t in got]
+def plan_entries(host: Host, entries: Sequence[Entry], arch: str | None) -> list[Change]:
+    """The changes of ``entries`` on ``host``, in their order. The entries of one kind get
+    their targets from one call (``Setting.targets_all``): what they share is read once."""
+    found: dict[int, list[Target] | str] = {}
+    kinds: dict[str, list[int]] = {}
+    for i, entry in enumerate(entries):
+        if entry.arch and arch not in entry.arch:
+            found[i] = f"only for {'/'.join(entry.arch)}; this host is {arch or 'of unknown arch'}"
+        else:
+            kinds.setdefault(entry.setting, []).append(i)
+    for kind, at in kinds.items():
+        got = SETTINGS[kind].targets_all(host, [entries[i] for i in at])
+        found.update(zip(at, got, strict=True))
+    changes: list[Change] = []
+    for i, entry in enumerate(entries):
+        targets, setting = found[i], SETTINGS[entry.setting]
+        if isinstance(targets, str):
+            changes.append(_skipped(entry, targets))
+        else:
+            changes.extend(setting.plan(t, setting.read(host, t)) for t in targets)
+    return changes
 
 
 def _skipped(entry: Entry, reason: str) -> Change:

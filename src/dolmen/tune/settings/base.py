@@ -78,6 +78,11 @@ class Setting(ABC):
     def targets(self, host: Host, entry: Entry) -> list[Target] | str:
         """The targets of an entry on this host, or the reason there are none."""
 
+    def targets_all(self, host: Host, entries: Sequence[Entry]) -> list[list[Target] | str]:
+        """``targets`` of each of a plan's entries of this kind, in their order: a kind whose
+        entries share a costly read (``[net]``: the interfaces) does it once here."""
+        return [self.targets(host, e) for e in entries]
+
     @abstractmethod
     def read(self, host: Host, target: Target) -> Reading:
         """The current value of a target (one read)."""

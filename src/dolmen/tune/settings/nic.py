@@ -26,36 +26,50 @@ tune reapply``, which writes the drifted ones again (tune/reapply.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dolmen.host import Host, RunStatus
 from dolmen.tune.model import ApplyFailed, Change, Reading, Target
 from dolmen.tune.settings.base import Entry, Setting, choice_error
-from dolmen.tune.settings.ethtool_text import parse_driver, parse_features, parse_links, parse_rings
+from dolmen.tune.settings.ethtool_text import (
+    Rings,
+    parse_driver,
+    parse_features,
+    parse_links,
+    parse_rings,
+)
 
 RINGS = {"rx_ring": "rx", "tx_ring": "tx"}
 ALIASES = {"lro": "large-receive-offload", "gro": "generic-receive-offload"}
 _FEATURE = re.compile(r"^[a-z0-9][a-z0-9\-]*$")
 _DRIVER = re.compile(r"^[A-Za-z0-9_\-]+$")
 NOT_PERSISTED = "lost at reboot or driver reset; dolmen-tune-boot.service re-applies it"
+Link = tuple[str, str | None, str | None]  # an interface, its driver and bus (ethtool -i)
 
 
-def interfaces(host: Host, drivers: list[str]) -> list[str] | str:
-    """The interfaces ``[net]`` tunes (module docstring), or why there are none."""
+def nic_links(host: Host) -> list[Link] | str:
+    """Every interface of ``ip -o link show`` with its driver and bus (``ethtool -i``),
+    or why they cannot be read."""
     res = host.run(["ip", "-o", "link", "show"])
     if not res.ok:
         return f"interfaces unreadable: {res.failure()}"
-    chosen = []
+    links = []
     for name in parse_links(res.stdout):
         info = host.run(["ethtool", "-i", name])
         if info.status in (RunStatus.MISSING, RunStatus.UNRECORDED):
             return (
                 f"ethtool did not run ({info.failure()}): install ethtool (apt-get install ethtool)"
             )
-        driver, bus = parse_driver(info.stdout) if info.ok else (None, None)
-        if (driver in drivers) if drivers else bus is not None:
-            chosen.append(name)
+        links.append((name, *(parse_driver(info.stdout) if info.ok else (None, None))))
+    return links
+
+
+def interfaces(links: list[Link], drivers: list[str]) -> list[str] | str:
+    """The interfaces of ``links`` that ``[net]`` tunes (module docstring), or why none."""
+    chosen = [
+        n for n, driver, bus in links if ((driver in drivers) if drivers else bus is not None)
+    ]
     if not chosen:
         which = f"with driver {'/'.join(drivers)}" if drivers else "on a PCI bus"
         return f"no network interface {which} here"
@@ -92,15 +106,34 @@ class Nic(Setting):
         return str(value)
 
     def targets(self, host: Host, entry: Entry) -> list[Target] | str:
-        names = interfaces(host, list(entry.fields.get("drivers", [])))
+        return self.targets_all(host, [entry])[0]
+
+    def targets_all(self, host: Host, entries: Sequence[Entry]) -> list[list[Target] | str]:
+        links = nic_links(host)  # once for all the entries: a command per interface
+        rings: dict[str, Rings | None] = {}  # ethtool -g, once per interface
+        return [
+            links if isinstance(links, str) else self._targets(host, e, links, rings)
+            for e in entries
+        ]
+
+    def _targets(
+        self,
+        host: Host,
+        entry: Entry,
+        links: list[Link],
+        rings: dict[str, Rings | None],
+    ) -> list[Target] | str:
+        names = interfaces(links, list(entry.fields.get("drivers", [])))
         if isinstance(names, str):
             return names
         out = []
         for name in names:
             desired = entry.value
             if entry.key in RINGS and desired == "max":
-                rings = parse_rings(host.run(["ethtool", "-g", name]).stdout)
-                top = None if rings is None else getattr(rings, f"{RINGS[entry.key]}_max")
+                if name not in rings:
+                    rings[name] = parse_rings(host.run(["ethtool", "-g", name]).stdout)
+                got = rings[name]
+                top = None if got is None else getattr(got, f"{RINGS[entry.key]}_max")
                 desired = str(top) if top else "max"  # unreadable: read() says why
             out.append(
                 Target(
