@@ -61,9 +61,9 @@ def expectation(
 
 def policy_ports(policy: Policy, jobs: Sequence[JobAccess] = ()) -> tuple[int, ...]:
     """Every port the policy names (edges of each range), and the ports just outside."""
-    all_ports = policy.management.ports.merged(policy.job_ports)
+    all_ports = policy.management.ports.merged(policy.ports_for(None))
     for tenant in policy.tenants.values():
-        all_ports = all_ports.merged(tenant.ports)
+        all_ports = all_ports.merged(policy.ports_for(tenant.name))
     for job in jobs:
         all_ports = all_ports.merged(job.ports)
     found: set[int] = set()
