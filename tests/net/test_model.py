@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.errors import ConfigError
+from dolmen.net.expect import policy_ports
 from dolmen.net.model import PortRange, load_policy, merge, parse_policy, parse_ports
 
 FULL = """\
@@ -103,7 +104,9 @@ def test_a_rendezvous_range_gives_each_slurm_job_its_own_port() -> None:
     assert own.udp == ()  # alpha names no UDP port; [jobs]' 50000 is not alpha's
     default = p.own_ports("12", 1)
     assert default is not None and default.udp == p.job_ports.udp
-    assert p.access("slurm-12", ["10.0.0.1"], tenant="alpha", ports=own).ports == own
+    job = p.access("slurm-12", ["10.0.0.1"], tenant="alpha", ports=own)
+    assert job.ports == own
+    assert 29501 in policy_ports(p, [job]) and 29501 not in policy_ports(p)  # net prove probes it
     assert parse_policy(FULL).own_ports("12", 1) is None  # no range: the whole profile
 
 
