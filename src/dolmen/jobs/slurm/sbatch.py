@@ -14,6 +14,10 @@ launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
   ``--cpus-per-task``, ``--exclusive``, ``--reservation``, then the checked ``extra``
   options of dolmen.toml's and the job file's ``[slurm]`` tables (``extra.py``).
 
+The script derives the job's rendezvous port (DOLMEN_MASTER_PORT, the ranks' MASTER_PORT)
+by ``dolmen.net.rendezvous``'s rule over ``SbatchOptions.rendezvous``: the network
+policy's range when one is set (``netpolicy.py``), so that each node's prolog grants it.
+
 With an image the ranks run in it through pyxis (``srun --container-image
 --container-mounts``): the image need not hold dolmen, so the script computes the
 torchrun environment itself (MASTER_ADDR from ``scontrol show hostnames`` on the batch
