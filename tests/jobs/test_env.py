@@ -14,11 +14,11 @@ from dolmen.jobs.env import (
     NAMES,
     first_host,
     rank_env,
-    slurm_port,
     slurm_rank_env,
     split_gpus,
     tasks_on_node,
 )
+from dolmen.net.rendezvous import rendezvous_port
 
 
 def test_rank_env_names_every_variable() -> None:
@@ -115,15 +115,12 @@ def test_slurm_rank_env() -> None:
     assert (env["RANK"], env["LOCAL_RANK"], env["GROUP_RANK"]) == ("5", "1", "1")
     assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["GROUP_WORLD_SIZE"]) == ("8", "4", "2")
     assert env["MASTER_ADDR"] == "n1"
-    assert env["MASTER_PORT"] == str(slurm_port("42", 1))
+    assert env["MASTER_PORT"] == str(rendezvous_port("42", 1))  # the rule's default range
+    given = slurm_rank_env({**SLURM, "DOLMEN_MASTER_PORT": "29517"}, "n1")
+    assert given["MASTER_PORT"] == "29517"  # the batch script's, in the policy's range
     assert env["DOLMEN_RESTART_COUNT"] == "1" and env["DOLMEN_JOB_ID"] == "42"
     assert env["DOLMEN_CHECKPOINT_DIR"] == "/shared/ckpt"
     assert "CUDA_VISIBLE_DEVICES" not in env  # Slurm's GRES sets it
-
-
-def test_slurm_port_changes_with_each_requeue_and_stays_in_range() -> None:
-    ports = {slurm_port("123456", r) for r in range(5)}
-    assert len(ports) == 5 and all(20000 <= p < 40000 for p in ports)
 
 
 @pytest.mark.parametrize("missing", ["SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"])

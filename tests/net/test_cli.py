@@ -78,7 +78,7 @@ def test_a_bad_policy_names_the_file_and_line(
     policy.write_text('[policy]\nname = "x"\n\n[jobs]\ntcp = [29500]\nports = 1\n')
     rc, _, err = _run(capsys, "net", "verify", "--policy", str(policy))
     assert rc == 2
-    assert f"{policy}:6: unknown key 'ports' in [jobs]; valid keys: tcp, udp" in err
+    assert f"{policy}:6: unknown key 'ports' in [jobs]; valid keys: rendezvous, tcp, udp" in err
 
 
 def test_nft_without_the_right_to_use_it_says_run_as_root(

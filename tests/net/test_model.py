@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.errors import ConfigError
+from dolmen.net.expect import policy_ports
 from dolmen.net.model import PortRange, load_policy, merge, parse_policy, parse_ports
 
 FULL = """\
@@ -72,6 +73,43 @@ def test_defaults_and_a_job_from_the_scheduler() -> None:
         p.access("1", ["node01"])
 
 
+RENDEZVOUS = """\
+[policy]
+max_jobs = 8
+
+[jobs]
+rendezvous = "29500-29507"   # each job's own port
+tcp = "40000-40100"          # NCCL's, shared
+udp = 50000
+
+[tenants.alpha]
+tcp = "41000-41010"
+
+[job.svc1]
+tenant = "alpha"
+"""
+
+
+def test_a_rendezvous_range_gives_each_slurm_job_its_own_port() -> None:
+    p = parse_policy(RENDEZVOUS, "r.toml")
+    assert p.rendezvous == PortRange(29500, 29507)
+    assert [str(r) for r in p.job_ports.tcp] == ["40000-40100"]  # the shared ports alone
+    # Every profile holds the range: a job of any tenant may get a port there.
+    assert [str(r) for r in p.ports_for(None).tcp] == ["29500-29507", "40000-40100"]
+    assert [str(r) for r in p.ports_for("alpha").tcp] == ["29500-29507", "41000-41010"]
+    assert p.static_jobs[0].ports == p.ports_for("alpha")
+    # Job 12 after one requeue: 29500 + (12 + 997) % 8 = 29501, and the profile's others.
+    own = p.own_ports("12", 1, "alpha")
+    assert own is not None and [str(r) for r in own.tcp] == ["29501", "41000-41010"]
+    assert own.udp == ()  # alpha names no UDP port; [jobs]' 50000 is not alpha's
+    default = p.own_ports("12", 1)
+    assert default is not None and default.udp == p.job_ports.udp
+    job = p.access("slurm-12", ["10.0.0.1"], tenant="alpha", ports=own)
+    assert job.ports == own
+    assert 29501 in policy_ports(p, [job]) and 29501 not in policy_ports(p)  # net prove probes it
+    assert parse_policy(FULL).own_ports("12", 1) is None  # no range: the whole profile
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -102,6 +140,25 @@ def test_defaults_and_a_job_from_the_scheduler() -> None:
         ),
         ('[job.a]\nmembers = ["x"]\n', ":2: [job.a] members: 'x' is not an address"),
         ("[policy]\nmax_jobs = 1\n[job.a]\n[job.b]\n", "2 static jobs, more than max_jobs = 1"),
+        (
+            '[policy]\nmax_jobs = 8\n[jobs]\nrendezvous = "29500-29503"\n',
+            ":4: [jobs] rendezvous 29500-29503 holds 4 port(s), fewer than max_jobs = 8: jobs"
+            ' sharing a node would share a rendezvous port; write "29500-29507" or more',
+        ),
+        (
+            '[jobs]\ntcp = [29510, 40000]\nrendezvous = "29500-29600"\n',
+            ":3: [jobs] rendezvous 29500-29600 overlaps tcp 29510 of the jobs' shared ports",
+        ),
+        (
+            '[jobs]\nrendezvous = "29500-29600"\n[tenants.a]\ntcp = "29600-29700"\n',
+            ":2: [jobs] rendezvous 29500-29600 overlaps tcp 29600-29700",
+        ),
+        ("[jobs]\nrendezvous = [29500]\n", ":2: [jobs] rendezvous must be int or str, not list"),
+        ('[jobs]\nrendezvous = "x"\n', ":2: [jobs] rendezvous: port 'x': write 22"),
+        (
+            "[tenants.a]\nrendezvous = 1\n",
+            "unknown key 'rendezvous' in [tenants.a]; valid keys: description, tcp, udp",
+        ),
         ("[policy\n", "not valid TOML"),
         ("\x00\x01", "not valid TOML"),
     ],

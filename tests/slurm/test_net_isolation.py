@@ -8,6 +8,11 @@ The probes run as job steps of the job itself on its nodes (``srun --jobid --ove
 the job's ranks), and through ``ip netns exec`` in the non-member node and in an outsider
 namespace this test attaches to the cluster's bridge. The cluster is shared with the
 other Slurm tests: the policy, the tables and the outsider are removed in ``finally``.
+
+The policy has a ``[jobs] rendezvous`` range (docs/net.md "A job's rendezvous port"): each
+job gets its own port there, the one its ranks derive. A dolmen training job (8 ranks on
+two nodes, a TCP all-reduce through MASTER_ADDR:MASTER_PORT) rendezvouses across the
+isolation, and a second job sharing its master node does not reach its port there.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dolmen.net.probe_run import Proof, RunOptions, prove_matrix
 from dolmen.net.prove import Endpoint, counts
 from tests.slurm.cluster import SUBNET, SlurmCluster, node_addr
 from tests.slurm.config import SRUN_PORTS
-from tests.slurm.helpers import wait_for
+from tests.slurm.helpers import backend, output, train_spec, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.netns]
 
@@ -47,9 +52,11 @@ slurm = "6817-6819"
 srun = "{SRUN_PORTS}"         # SrunPortRange: steps reach the srun of a batch script
 
 [jobs]
-tcp = [29500, "40000-40004"]
+rendezvous = "29500-29503"   # each job's own port (max_jobs of them)
+tcp = "40000-40004"
 udp = "40000-40004"
 """
+SHARED = ["tcp 40000-40004", "udp 40000-40004"]  # every job's, beside its own rendezvous port
 OUTSIDER = f"{SUBNET}.99"
 TABLE = {"family": nft.FAMILY, "name": nft.TABLE}
 TIMEOUT = 0.5  # one probe; the bridge answers in microseconds
@@ -102,12 +109,16 @@ def _endpoints(c: SlurmCluster, job_id: str, out: str) -> list[Endpoint]:
     ]
 
 
-def _prove(policy: Policy, endpoints: list[Endpoint], jobs: list[JobAccess]) -> Proof:
+def _prove(
+    policy: Policy, endpoints: list[Endpoint], jobs: list[JobAccess], also: tuple[int, ...] = ()
+) -> Proof:
+    """The matrix between ``endpoints`` with ``jobs`` running, on the policy's and the
+    jobs' ports and ``also``."""
     addrs = {e.name: e.address for e in endpoints}
     return prove_matrix(
         endpoints,
         expectation(policy, jobs, addrs),
-        policy_ports(policy, jobs),
+        tuple(sorted({*policy_ports(policy, jobs), *also})),
         LiveHost(),
         sample=2,
         seed=13,
@@ -184,22 +195,26 @@ def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
         )
         assert nft.active_jobs(hosts["n3"]) == {}  # not a node of the job
         members = [node_addr(1), node_addr(2)]
-        job = policy.access(key, members)
+        job = _access(policy, job_id, members)
+        port = job.ports.tcp[0].first  # its own rendezvous port
+        assert _slot_ports(hosts["n1"], key) == [f"tcp {port}", *SHARED]
         eps = _endpoints(c, job_id, tables[-1])
 
         running = _prove(policy, eps, [job])
         tally = _clean(running)
         assert tally["leak"] == 0 and tally["block"] == 0 and tally["probes"] > 200, tally
         assert tally["unknown"] == tally["held_by_daemons"], tally
-        # The policy's ports between the ranks, both ways; nobody else gets in.
-        for port in (29500, 40000, 40004):
-            assert _reached(running, "n2", "n1", "tcp", port)
-            assert _reached(running, "n1", "n2", "tcp", port)
+        # The job's ports between the ranks, both ways; nobody else gets in.
+        for p in (port, 40000, 40004):
+            assert _reached(running, "n2", "n1", "tcp", p)
+            assert _reached(running, "n1", "n2", "tcp", p)
         assert _reached(running, "n1", "n2", "udp", 40004)
         for src in ("n3", "out"):
-            assert not _reached(running, src, "n1", "tcp", 29500)
+            assert not _reached(running, src, "n1", "tcp", port)
             assert not _reached(running, src, "n2", "udp", 40000)
         assert not _reached(running, "n2", "n1", "tcp", 40005)  # just past the range
+        other = 29503 if port == 29500 else 29500  # another job's (a probed edge of the range)
+        assert not _reached(running, "n2", "n1", "tcp", other)
     finally:
         flag.touch()
     # The job ends by itself: each node's epilog empties and frees its slot.
@@ -211,9 +226,9 @@ def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
     shown = c.sl("scontrol", "show", "job", job_id, check=False).stdout
     assert "JobState=COMPLETED" in shown and "Restarts=0" in shown, shown  # never requeued
 
-    ended = _prove(policy, [*eps[2:], *_netns_endpoints(c)], [])
+    ended = _prove(policy, [*eps[2:], *_netns_endpoints(c)], [], also=(port,))
     _clean(ended)
-    assert not _reached(ended, "n2ns", "n1ns", "tcp", 29500)  # the grant is gone
+    assert not _reached(ended, "n2ns", "n1ns", "tcp", port)  # the grant is gone
 
     wait_for(  # the epilog's outcome event follows its nft batch
         lambda: _events(c, key).count(("net.job_release", "success")) >= 2,
@@ -225,6 +240,95 @@ def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
     assert events.count(("net.job_isolate", "success")) == 2, events
     assert events.count(("net.job_release", "unknown")) == 2, events
     assert not any(outcome == "failure" for _, outcome in events), events
+
+
+def _access(policy: Policy, job_id: str, members: list[str]) -> JobAccess:
+    """What the prolog grants a job of its first run (slurmctld's Restarts=0): its own
+    rendezvous port and the shared ports."""
+    return policy.access(job_key("slurm", job_id), members, ports=policy.own_ports(job_id, 0))
+
+
+def _slot_ports(host: NetnsHost, key: str) -> list[str]:
+    """The ports of job ``key``'s IPv4 keys in ``host``'s table as nft lists them back
+    (``["tcp 29501", "tcp 40000-40004", ...]``), sorted."""
+    slot = nft.active_jobs(host)[key]
+    objects = nft.list_table(host) or []
+    (elems,) = [
+        o["set"].get("elem", []) for o in objects if o.get("set", {}).get("name") == f"j{slot}_v4"
+    ]
+    found = set()
+    for e in elems:
+        _, proto, port = (e["elem"]["val"] if "elem" in e else e)["concat"]
+        found.add(
+            f"{proto} {'-'.join(map(str, port['range'])) if isinstance(port, dict) else port}"
+        )
+    return sorted(found)
+
+
+def test_a_dolmen_job_rendezvouses_across_the_isolation_on_a_port_a_second_job_cannot_reach(
+    isolated: tuple[SlurmCluster, Policy, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dolmen job (planned under the same dolmen.toml as the hooks: its MASTER_PORT is
+    in the policy's rendezvous range) on n1 and n2: its 8 ranks all-reduce over TCP
+    through MASTER_ADDR:MASTER_PORT, n2's reaching n1 through the isolation. A second job
+    on n1 and n3 gets its own port on n1; n3, its member, reaches that one and the
+    shared ports on n1, never the first job's rendezvous port."""
+    c, policy, tables = isolated
+    monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(c.lab / "dolmen-etc"))  # [net] policy
+    b = backend(c)
+    spec = train_spec(c, "rdzv", steps=10_000, step_s=0.5, allreduce="tcp", exclude_nodes=("n3",))
+    assert "% 4))" in b.plan(spec).artifacts["rdzv.sbatch"]  # 29500 + (...) % 4: the range
+    first = b.submit(spec).job_id
+    flag = c.lab / "out" / "net-rdzv.done"
+    flag.unlink(missing_ok=True)
+    second = ""
+    hosts = {n: NetnsHost(_ns(c, n)) for n in c.node_names}
+    try:
+        # Step 0's sum over 8 ranks, (rank + 1) x 1: the rendezvous crossed the isolation
+        # (n2's ranks reached rank 0 on n1), and rank 0's listener is closed again.
+        wait_for(
+            lambda: "0: step 0 total=36\n" in output(c, "rdzv", first),
+            120,
+            f"job {first}'s first all-reduce over its rendezvous port ({c.lab}/out/rdzv-{first}.out)",
+        )
+        mine = _access(policy, first, [node_addr(1), node_addr(2)])
+        port = mine.ports.tcp[0].first
+        assert _slot_ports(hosts["n1"], job_key("slurm", first)) == [f"tcp {port}", *SHARED]
+        wait = f"while [ ! -e {flag} ]; do sleep 0.2; done"
+        sub = c.sl(
+            "sbatch", "--parsable", "-N2", "-w", "n1,n3", "-o", str(c.lab / "out" / "net-%j.out"),
+            "--wrap", f"srun -N2 -n2 sh -c '{wait}'",
+        )  # fmt: skip
+        second = sub.stdout.strip().split(";")[0]
+        theirs = _access(policy, second, [node_addr(1), node_addr(3)])
+        other = theirs.ports.tcp[0].first
+        assert other != port  # ids 1 to 3 apart: ports of their own
+        wait_for(
+            lambda: all(
+                job_key("slurm", second) in nft.active_jobs(hosts[n]) for n in ("n1", "n3")
+            ),
+            90,
+            f"job {second} in the slots of n1 and n3 (hooks log: {c.lab}/logs/hooks-n*.log)",
+        )
+        assert _slot_ports(hosts["n1"], job_key("slurm", second)) == [f"tcp {other}", *SHARED]
+        eps = [*_netns_endpoints(c), *_endpoints(c, second, tables[-1])[2:]]
+        proof = _prove(policy, eps, [mine, theirs])
+        tally = _clean(proof)
+        assert tally["leak"] == 0 and tally["block"] == 0, tally
+        assert _reached(proof, "n2ns", "n1ns", "tcp", port)  # the first job's ranks
+        assert not _reached(proof, "n3", "n1ns", "tcp", port)  # the second job's member
+        assert _reached(proof, "n3", "n1ns", "tcp", other)  # ... on its own job's port
+        assert _reached(proof, "n3", "n1ns", "tcp", 40000)  # ... and the shared ones
+        assert not _reached(proof, "n2ns", "n1ns", "tcp", other)
+        assert "all-reduce failed" not in output(c, "rdzv", first)  # every rank still in
+    finally:
+        flag.touch()
+        c.sl("scancel", first, check=False)
+    wait_for(
+        lambda: not any(nft.active_jobs(hosts[n]) for n in ("n1", "n2", "n3")),
+        90,
+        f"the epilogs of jobs {first} and {second} to free their slots",
+    )
 
 
 def _netns_endpoints(c: SlurmCluster) -> list[Endpoint]:

@@ -177,3 +177,18 @@ def test_malformed_input_never_raises(junk: str) -> None:
     # a truncated record keeps what it has
     half = _read("scontrol-show-node.txt")[:300]
     assert parse.node_info(parse.records(half)[0]) is None  # cut before State=
+
+
+def test_the_prolog_reads_the_restart_count_its_port_comes_from() -> None:
+    """The prolog derives a job's rendezvous port from slurmctld's ``Restarts`` (the
+    batch script's SLURM_RESTART_COUNT); a record without one refuses the job's start
+    rather than grant a port its ranks would not use."""
+    from dolmen.errors import DolmenError
+    from dolmen.slurm.isolation import _restarts
+
+    recs = parse.records(_read("scontrol-show-job.txt"), tail_key=None)
+    assert [_restarts(r, r["JobId"]) for r in recs] == [0, 0, 0]
+    assert _restarts({**recs[0], "Restarts": "3"}, "1") == 3
+    for bad in ({}, {"Restarts": ""}, {"Restarts": "-1"}, {"Restarts": "٣"}):
+        with pytest.raises(DolmenError, match=r"job 1 has no restart count .*rendezvous port"):
+            _restarts(bad, "1")

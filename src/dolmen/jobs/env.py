@@ -88,19 +88,16 @@ def split_gpus(gpus: Sequence[int], ranks: int) -> list[tuple[int, ...]]:
     return [(gpus[i % len(gpus)],) for i in range(ranks)]
 
 
-def slurm_port(job_id: str, restart_count: int) -> int:
-    """A rendezvous port every rank of a Slurm job derives alike (20000-39999): a new one
-    after each requeue, so the last run's sockets in TIME_WAIT are not in the way."""
-    digits = int(job_id) if job_id.isdigit() else sum(job_id.encode())
-    return 20000 + (digits + 997 * restart_count) % 20000
-
-
 def slurm_rank_env(environ: Mapping[str, str], master_addr: str) -> dict[str, str]:
     """The rank environment of a Slurm task, from the SLURM_* variables srun sets.
 
     MASTER_ADDR is the first host of SLURM_JOB_NODELIST (the caller expands it with
-    ``scontrol show hostnames``). InputError names a missing or malformed variable.
+    ``scontrol show hostnames``); MASTER_PORT is DOLMEN_MASTER_PORT (dolmen's batch
+    script sets it, in the network policy's rendezvous range), else the rule's port in
+    its default range (``dolmen.net.rendezvous``). InputError names a missing or
+    malformed variable.
     """
+    from dolmen.net.rendezvous import rendezvous_port
 
     def num(name: str, default: str | None = None) -> int:
         text = environ.get(name, default)
@@ -117,7 +114,7 @@ def slurm_rank_env(environ: Mapping[str, str], master_addr: str) -> dict[str, st
     per_node = tasks_on_node(environ.get("SLURM_TASKS_PER_NODE", ""), node_id)
     if per_node is None:
         per_node = num("SLURM_NTASKS") // max(1, num("SLURM_NNODES", "1"))
-    port = environ.get("DOLMEN_MASTER_PORT") or str(slurm_port(job_id or "0", restarts))
+    port = environ.get("DOLMEN_MASTER_PORT") or str(rendezvous_port(job_id or "0", restarts))
     return rank_env(
         job_id=job_id,
         rank=num("SLURM_PROCID"),

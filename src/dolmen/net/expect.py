@@ -60,13 +60,13 @@ def expectation(
 
 
 def policy_ports(policy: Policy, jobs: Sequence[JobAccess] = ()) -> tuple[int, ...]:
-    """Every port the policy names (edges of each range), and the ports just outside."""
-    all_ports = policy.management.ports.merged(policy.job_ports)
+    """Every port the policy names (edges of each range), and the ports just outside; a
+    job's own ports too, which may lie inside a range (a rendezvous port, docs/net.md)."""
+    all_ports = policy.management.ports.merged(policy.ports_for(None))
     for tenant in policy.tenants.values():
-        all_ports = all_ports.merged(tenant.ports)
-    for job in jobs:
-        all_ports = all_ports.merged(job.ports)
+        all_ports = all_ports.merged(policy.ports_for(tenant.name))
     found: set[int] = set()
-    for r in all_ports.tcp + all_ports.udp:
-        found.update(p for p in (r.first - 1, r.first, r.last, r.last + 1) if 1 <= p <= 65535)
+    for ports in (all_ports, *(job.ports for job in jobs)):
+        for r in ports.tcp + ports.udp:
+            found.update(p for p in (r.first - 1, r.first, r.last, r.last + 1) if 1 <= p <= 65535)
     return tuple(sorted(found))

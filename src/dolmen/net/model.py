@@ -125,11 +125,33 @@ class Policy:
     max_jobs: int = 64  # job slots compiled per host (jobs running on it at once)
     origin: str = ""
     lines: Mapping[str, int] = field(default_factory=dict)
+    # [jobs] rendezvous: each job's own port in it, by net.rendezvous's rule (any tenant)
+    rendezvous: PortRange | None = None
 
     def ports_for(self, tenant: str | None) -> Ports:
-        """The ports between members of a job of ``tenant`` (None: no tenant named)."""
+        """The ports between members of a job of ``tenant`` (None: no tenant named): its
+        profile's (the tenant's own, else ``[jobs]``'s) and the rendezvous range."""
+        return self.shared_ports(tenant).merged(
+            Ports((self.rendezvous,) if self.rendezvous else ())
+        )
+
+    def shared_ports(self, tenant: str | None) -> Ports:
+        """The ports every job of ``tenant``'s profile gets (the tenant's own, else
+        ``[jobs]``'s): all but the rendezvous range."""
         t = self.tenants.get(tenant or "")
         return t.ports if t is not None and t.ports else self.job_ports
+
+    def own_ports(self, job_id: str, restarts: int, tenant: str | None = None) -> Ports | None:
+        """The ports of one Slurm job of ``tenant`` (its id and restart count, as
+        slurmctld counts them): its own rendezvous port and its profile's other ports
+        (NCCL's, shared by the profile's jobs); None without a rendezvous range (the job
+        gets the whole profile)."""
+        if self.rendezvous is None:
+            return None
+        from dolmen.net.rendezvous import rendezvous_port
+
+        port = rendezvous_port(job_id, restarts, self.rendezvous)
+        return self.shared_ports(tenant).merged(Ports((PortRange(port, port),)))
 
     def access(
         self,

@@ -53,8 +53,8 @@ def owner_tag(job_id: str) -> int:
 def profiles(policy: Policy) -> list[tuple[str, Ports]]:
     """The distinct port sets jobs may get: ``[jobs]``'s (``default``), then each tenant
     that names its own. Each has ``max_jobs`` slots of its own (``slot_range``)."""
-    out = [("default", policy.job_ports)]
-    out += [(t.name, t.ports) for t in policy.tenants.values() if t.ports]
+    out = [("default", policy.ports_for(None))]
+    out += [(t.name, policy.ports_for(t.name)) for t in policy.tenants.values() if t.ports]
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from dolmen.net.model import (
     Address,
     Management,
     Policy,
+    PortRange,
     Ports,
     Service,
     Tenant,
@@ -29,6 +31,7 @@ _TOP = {"policy": dict, "management": dict, "jobs": dict, "tenants": dict, "job"
 _POLICY = {"name": str, "default": str, "log_rate": str, "max_jobs": int}
 _MANAGEMENT = {"from": list, "services": dict}
 _PORTS: dict[str, type | tuple[type, ...]] = {"tcp": (int, str, list), "udp": (int, str, list)}
+_JOBS: dict[str, type | tuple[type, ...]] = {"rendezvous": (int, str), **_PORTS}
 _TENANT: dict[str, type | tuple[type, ...]] = {"description": str, **_PORTS}
 _JOB = {"tenant": str, "members": list}
 
@@ -71,7 +74,7 @@ def parse(text: str, path: str = "<policy>") -> Policy:
         services.append(Service(sname, _service_ports(spec, sname, text, path, fail)))
 
     jobs = data.get("jobs", {})
-    check_keys(jobs, _PORTS, text=text, path=path, section="jobs")
+    check_keys(jobs, _JOBS, text=text, path=path, section="jobs")
     job_ports = _ports(jobs, "jobs", fail)
 
     tenants: dict[str, Tenant] = {}
@@ -84,8 +87,12 @@ def parse(text: str, path: str = "<policy>") -> Policy:
         ports = _ports(table, f"tenants.{tname}", fail)
         tenants[tname] = Tenant(tname, table.get("description", ""), ports)
 
+    rendezvous = _rendezvous(
+        jobs, max_jobs, [job_ports, *(t.ports for t in tenants.values())], fail
+    )
+    mgmt_ = Management(allow, tuple(services))
     policy = Policy(
-        name, Management(allow, tuple(services)), job_ports, tenants, (), rate, max_jobs, path
+        name, mgmt_, job_ports, tenants, (), rate, max_jobs, path, rendezvous=rendezvous
     )
     static = []
     for jid, table in data.get("job", {}).items():
@@ -99,7 +106,41 @@ def parse(text: str, path: str = "<policy>") -> Policy:
             raise fail(f"[job.{jid}] {e}", "tenant", f"job.{jid}") from None
     if len(static) > max_jobs:
         raise fail(f"{len(static)} static jobs, more than max_jobs = {max_jobs}", "job")
-    return Policy(name, policy.management, job_ports, tenants, tuple(static), rate, max_jobs, path)
+    return replace(policy, static_jobs=tuple(static))
+
+
+def _rendezvous(
+    jobs: Mapping[str, Any], max_jobs: int, shared: list[Ports], fail: Any
+) -> PortRange | None:
+    """[jobs] rendezvous (None when not written): one TCP range holding a port of its own
+    for each of the ``max_jobs`` jobs a node runs at once, and in no profile's shared
+    ports (every job gets those, so they would be nobody's own)."""
+    if "rendezvous" not in jobs:
+        return None
+    try:
+        (r,) = parse_ports(jobs["rendezvous"])
+    except ValueError as e:
+        raise fail(f"[jobs] rendezvous: {e}", "rendezvous", "jobs") from None
+    size = r.last - r.first + 1
+    if size < max_jobs:
+        raise fail(
+            f"[jobs] rendezvous {r} holds {size} port(s), fewer than max_jobs = {max_jobs}: jobs"
+            f' sharing a node would share a rendezvous port; write "{r.first}-'
+            f'{r.first + max_jobs - 1}" or more, or lower max_jobs',
+            "rendezvous",
+            "jobs",
+        )
+    clash = sorted(
+        {str(x) for p in shared for x in p.tcp if x.first <= r.last and r.first <= x.last}
+    )
+    if clash:
+        raise fail(
+            f"[jobs] rendezvous {r} overlaps tcp {', '.join(clash)} of the jobs' shared ports:"
+            " every job would get those; take them out of tcp",
+            "rendezvous",
+            "jobs",
+        )
+    return r
 
 
 def _service_ports(spec: Any, name: str, text: str, path: str, fail: Any) -> Ports:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from dolmen.errors import UsageError
 from dolmen.jobs.audit import change
 from dolmen.jobs.backend import Backend, JobState, JobStatus, Option, Plan
+from dolmen.jobs.slurm.netpolicy import rendezvous_range
 from dolmen.jobs.slurm.sbatch import SbatchOptions, check_options, output_path, render
 from dolmen.jobs.spec import JobSpec
 from dolmen.slurm import parse
@@ -100,7 +101,8 @@ class SlurmBackend(Backend):
     def plan(self, spec: JobSpec) -> Plan:
         spec.check()
         check_options(self.options)
-        script = render(spec, self.options)
+        port_range = rendezvous_range(spec, self.options.env)  # [net] policy's, if any
+        script = render(spec, replace(self.options, rendezvous=port_range))
         summary = (
             f"sbatch: {spec.nodes} node(s) x {spec.gpus_per_node} GPU(s), "
             f"{spec.ranks_per_node} rank(s) per node, requeue on faults; "

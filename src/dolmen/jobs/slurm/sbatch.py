@@ -14,6 +14,10 @@ launcher turns SLURM_* into the torchrun environment. The script asks Slurm for:
   ``--cpus-per-task``, ``--exclusive``, ``--reservation``, then the checked ``extra``
   options of dolmen.toml's and the job file's ``[slurm]`` tables (``extra.py``).
 
+The script derives the job's rendezvous port (DOLMEN_MASTER_PORT, the ranks' MASTER_PORT)
+by ``dolmen.net.rendezvous``'s rule over ``SbatchOptions.rendezvous``: the network
+policy's range when one is set (``netpolicy.py``), so that each node's prolog grants it.
+
 With an image the ranks run in it through pyxis (``srun --container-image
 --container-mounts``): the image need not hold dolmen, so the script computes the
 torchrun environment itself (MASTER_ADDR from ``scontrol show hostnames`` on the batch
@@ -31,6 +35,8 @@ from dataclasses import dataclass, field
 from dolmen.errors import UsageError
 from dolmen.jobs.slurm.extra import check_extra
 from dolmen.jobs.spec import CONTROL, CONTROL_QUOTED, ENV_KEY, JobSpec
+from dolmen.net.model import PortRange
+from dolmen.net.rendezvous import DEFAULT, bash_rule
 from dolmen.values.duration import slurm_time
 
 LAUNCHER = "dolmen.jobs.launch"
@@ -48,6 +54,7 @@ class SbatchOptions:
     exclude: Sequence[str] = ()  # known-bad nodes, added to the spec's
     extra: Sequence[str] = ()  # dolmen.toml's [slurm] extra: more #SBATCH options, checked
     env: Mapping[str, str] = field(default_factory=dict)
+    rendezvous: PortRange = DEFAULT  # the network policy's [jobs] rendezvous range, if any
 
 
 def check_options(opts: SbatchOptions) -> None:
@@ -89,12 +96,10 @@ def container_args(spec: JobSpec) -> list[str]:
 
 
 def _container_env(ranks: int) -> list[str]:
-    """The job-wide torchrun variables, computed on the batch host (env.slurm_rank_env's
-    port rule: a new port after each requeue)."""
+    """The job-wide torchrun variables, computed on the batch host."""
     return [
         'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
-        'MASTER_PORT="${DOLMEN_MASTER_PORT:-$((20000 + (SLURM_JOB_ID + 997 * '
-        'DOLMEN_RESTART_COUNT) % 20000))}"',
+        'MASTER_PORT="$DOLMEN_MASTER_PORT"',
         'export MASTER_ADDR MASTER_PORT WORLD_SIZE="$SLURM_NTASKS"'
         f' LOCAL_WORLD_SIZE={ranks} GROUP_WORLD_SIZE="$SLURM_NNODES"'
         ' DOLMEN_JOB_ID="$SLURM_JOB_ID"',
@@ -169,6 +174,11 @@ def render(spec: JobSpec, opts: SbatchOptions) -> str:
         env["DOLMEN_CHECKPOINT_DIR"] = spec.checkpoint_dir
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
     lines.append('export DOLMEN_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}"')
+    # The rendezvous port, by dolmen.net.rendezvous's rule (the port each node's prolog
+    # grants under a network policy); the ranks' launcher and the image path read it.
+    lines.append(
+        f'export DOLMEN_MASTER_PORT="${{DOLMEN_MASTER_PORT:-{bash_rule(opts.rendezvous)}}}"'
+    )
     # --label prefixes every output line with its rank ("3: ..."): `logs --rank` filters on it.
     srun = ["srun", "--label", "--kill-on-bad-exit=1"]
     if spec.image:
