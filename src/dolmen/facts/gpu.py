@@ -8,8 +8,9 @@ included), the driver's ``proc/driver/nvidia/gpus/<bus id>`` folders, and ``lspc
 where the bundle has no PCI tree. ``unnamed`` counts GPUs a source shows without a bus id
 (``nvidia-smi nvlink -s`` lists "GPU 0: ..."; nvidia-smi that "couldn't communicate with
 the driver" shows the driver is installed for a GPU, unless a PCI tree read shows none).
-``sources`` says, per source, "read" or why it was not. The kernel log's NVRM lines are
-one more source, joined by :func:`seen_with_log` (the log is its own facts, read once).
+``sources`` says, per source, "read" or why it was not. The kernel log's NVIDIA lines (an
+Xid, a GPU off the bus, the driver's start-up lines naming each GPU it took) are one more
+source, joined by :func:`seen_with_log` (the log is its own facts, read once).
 
 ``present`` is true when any of them shows a GPU, so "driver missing but GPU present" and
 "GPU fell off the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
@@ -185,6 +186,7 @@ def seen_with_log(
         why = log.unread.get("events", "unreadable")
         return {b: tuple(n) for b, n in seen.items()}, why
     _add(seen, KERNEL_LOG, (e.bus_id for e in log.events if e.kind in GPU_EVENTS))
+    _add(seen, KERNEL_LOG, log.driver_gpus)
     return {b: tuple(n) for b, n in sorted(seen.items())}, READ
 
 

@@ -87,6 +87,7 @@ class KernelLogFacts:
     first_boot_seconds: float | None = None
     last_boot_seconds: float | None = None
     events_dropped: int = 0
+    driver_gpus: tuple[str, ...] = ()
     pstore: tuple[KernelEvent, ...] | None = None
     pstore_files: tuple[str, ...] = ()
     unread: Mapping[str, str] = field(default_factory=dict)
