@@ -130,6 +130,8 @@ def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
     if not (root / "sys/bus/pci").exists():
         rules.append((Flag("system.pcie.aer", frozenset({"pass"}), words="AER counters"), "sysfs"))
         if not case.key.startswith("commands/lspci"):
+            no_link = Flag("system.pcie.downgraded", ANY, words="no non-GPU PCIe link")
+            rules.append((no_link, "the PCI bus"))
             no_nic = Flag("interconnect.nic.pcie_limited", frozenset({"pass"}), words="PCI bus")
             rules.append((no_nic, "the PCI bus"))
     return rules
