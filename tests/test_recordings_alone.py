@@ -119,6 +119,11 @@ def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
     ]
     if not (root / "etc/cdi").exists():
         rules.append((Flag("stack.container.cdi", BAD), "podman, the toolkit's mode, etc/cdi"))
+        no_spec = Flag("stack.container.cdi", ANY, words="no NVIDIA CDI spec")
+        rules.append((no_spec, "etc/cdi"))
+    if not (root / "etc/ld.so.cache").exists() and not case.key.startswith("commands/ldconfig"):
+        no_libs = Flag("stack.libraries.consistent", ANY, words="installed")
+        rules.append((no_libs, "the linker cache or the headers"))
     if not (root / "sys/kernel/mm").exists() and not (root / "proc/meminfo").exists():
         rules.append((Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, meminfo"))
     if not (root / "sys/devices/system/node").exists():  # "one NUMA node:", "no NUMA node(s):"

@@ -1,0 +1,39 @@
+"""stack.container.cdi and stack.libraries.consistent on one pasted file: a bundle without
+etc/cdi, the headers or the linker cache says nothing of a CDI spec or of cuDNN, NCCL and
+TensorRT; each names what the bundle lacks instead of "none installed"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dolmen.checks.model import Status
+from tests.checks.helpers import run_check
+from tests.conftest import make_tree, recording
+
+H100_XML = "nvidia-smi-xml/k8s-test-infra__hardware__qx-h100.xml"
+
+
+def pasted(tmp_path: Path) -> Path:
+    xml = recording(H100_XML).read_text()
+    partial = {"dolmen-snapshot.json": '{"partial": true}'}
+    return make_tree(tmp_path / "t", files=partial, commands={"nvidia-smi -q -x": xml})
+
+
+def test_cdi_specs_not_in_the_bundle(tmp_path: Path) -> None:
+    [f] = run_check(pasted(tmp_path), "stack.container.cdi")
+    assert f.status is Status.SKIP
+    assert f.summary.startswith("NVIDIA CDI specs: not in this bundle: etc/cdi")
+
+
+def test_libraries_not_in_the_bundle(tmp_path: Path) -> None:
+    [f] = run_check(pasted(tmp_path), "stack.libraries.consistent")
+    assert f.status is Status.SKIP
+    assert f.summary.startswith("cuDNN, NCCL and TensorRT: not in this bundle: ")
+
+
+def test_a_linker_cache_without_them_says_none(tmp_path: Path) -> None:
+    """The real ldconfig -p of a 515 driver host: no libcudnn, libnccl or libnvinfer in it."""
+    ldconfig = recording("cuda-env/nvidia-container-toolkit__rootfs-1__ldconfig-p.txt")
+    root = make_tree(tmp_path / "t", commands={"ldconfig -p": ldconfig.read_text()})
+    [f] = run_check(root, "stack.libraries.consistent")
+    assert f.status is Status.SKIP and f.summary.startswith("no cuDNN, NCCL or TensorRT")
