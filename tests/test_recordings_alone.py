@@ -126,6 +126,9 @@ def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
         rules.append((no_libs, "the linker cache or the headers"))
     if not (root / "sys/kernel/mm").exists() and not (root / "proc/meminfo").exists():
         rules.append((Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, meminfo"))
+    if case.rel.startswith("fabric-manager/"):  # nv-fabricmanager's log: no kernel record
+        for check in ("system.*", "storage.io_errors", "interconnect.ib.flaps", "gpu.xid"):
+            rules.append((Flag(check, frozenset({"pass"})), "the kernel log"))
     if not (root / "sys/devices/system/node").exists():  # "one NUMA node:", "no NUMA node(s):"
         nodes = Flag("tuning.*", ANY, words=r"NUMA node(\(s\))?:")
         rules.append((nodes, "sys/devices/system/node"))

@@ -45,7 +45,7 @@ from dolmen.values.busid import pci_subject
 def sxid(ctx: Context) -> list[Outcome]:
     """Reads the kernel log's SXid events (nvidia-nvswitch driver and fabric manager lines)."""
     log = ctx.kernel_log
-    if (unread := log_unread(log)) is not None:
+    if (unread := log_unread(log, fabric_manager=True)) is not None:
         return [unread]
     window = make_window(ctx, log)
     by_switch = grouped(log, "sxid")
