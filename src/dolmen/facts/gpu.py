@@ -94,6 +94,9 @@ class GpuFacts:
     # GPUs known only from ``nvidia-smi nvlink -s`` (position, name, UUID): a bundle that
     # holds that output alone still shows their links.
     nvlink_gpus: tuple[Gpu, ...] = ()
+    # GPUs an lspci -vvv (read where the bundle has no PCI tree) shows bound to the nvidia
+    # driver ("Kernel driver in use: nvidia"): the module is loaded, whatever else is absent.
+    nvidia_bound: tuple[str, ...] = ()
     driver_version: str | None = None
     cuda_version: str | None = None
     source: str = "none"  # nvml | nvidia-smi | none
@@ -148,8 +151,9 @@ def collect(host: Host) -> GpuFacts:
         if getattr(inv, key) is None:
             unread[key] = inv.unread.get(key) or inv.error or "missing"
     sources[DRIVER_PROC] = _driver_proc(host, seen)
+    bound: list[str] = []
     if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
-        sources[LSPCI] = _lspci(host, seen)
+        sources[LSPCI] = _lspci(host, seen, bound)
         sources[TOPO] = _topo(host, unnamed)
     nvlink_gpus: list[Gpu] = []
     nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
@@ -163,6 +167,7 @@ def collect(host: Host) -> GpuFacts:
         nvlinks=nvlinks,
         nvlink_notes=notes,
         nvlink_gpus=tuple(nvlink_gpus),
+        nvidia_bound=tuple(bound),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         source=inv.source,
@@ -248,7 +253,8 @@ def is_lspci_gpu(class_id: str | None, vendor_id: str | None, description: str) 
     return kind in ("3D controller", "VGA compatible controller") and "NVIDIA" in name
 
 
-def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
+def _lspci(host: Host, seen: dict[BusId, list[str]], bound: list[str]) -> str:
+    """The GPUs an lspci listing shows (into ``seen``), those bound to nvidia (``bound``)."""
     res = host.run(LSPCI_ARGV, timeout=30)
     unheld = (RunStatus.UNRECORDED, RunStatus.MISSING)
     if res.status in unheld and host.kind != "live":
@@ -259,15 +265,13 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
                 break
     if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
         return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
-    _add(
-        seen,
-        LSPCI,
-        (
-            d.bdf
-            for d in parse_lspci_vvv(res.stdout)
-            if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
-        ),
-    )
+    gpus = [
+        d
+        for d in parse_lspci_vvv(res.stdout)
+        if is_lspci_gpu(d.class_id, d.vendor_id, d.description or "")
+    ]
+    _add(seen, LSPCI, (d.bdf for d in gpus))
+    bound.extend(d.bdf for d in gpus if d.driver == "nvidia")
     # The GPUs a cut listing shows are there; the ones after the cut are unknown, so the
     # source is not READ and "no GPU" is no verdict (issue 8).
     return lspci_cut(res.stdout) or READ

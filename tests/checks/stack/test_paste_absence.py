@@ -1,6 +1,7 @@
-"""stack.container.cdi and stack.libraries.consistent on one pasted file: a bundle without
-etc/cdi, the headers or the linker cache says nothing of a CDI spec or of cuDNN, NCCL and
-TensorRT; each names what the bundle lacks instead of "none installed"."""
+"""stack.* on one pasted file: a bundle without etc/cdi, the headers or the linker cache says
+nothing of a CDI spec or of cuDNN, NCCL and TensorRT (each check names what the bundle lacks
+instead of "none installed"); what the file does show counts (an lspci -vvv's "Kernel driver
+in use: nvidia" is the module, loaded)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,17 @@ def test_a_linker_cache_without_them_says_none(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "t", commands={"ldconfig -p": ldconfig.read_text()})
     [f] = run_check(root, "stack.libraries.consistent")
     assert f.status is Status.SKIP and f.summary.startswith("no cuDNN, NCCL or TensorRT")
+
+
+def test_lspci_shows_the_driver_bound(tmp_path: Path) -> None:
+    """The real lspci -vvv of an 8x H100 node: each GPU's 'Kernel driver in use: nvidia'."""
+    lspci = recording("lspci/gpud__lspci-vvv").read_text()
+    [f] = run_check(
+        make_tree(tmp_path / "t", commands={"lspci -vvv": lspci}), "stack.driver.loaded"
+    )
+    assert f.status is Status.PASS and len(f.evidence["bound"]) == 8
+    unbound = lspci.replace("Kernel driver in use: nvidia", "Kernel driver in use: vfio-pci")
+    [f] = run_check(
+        make_tree(tmp_path / "u", commands={"lspci -vvv": unbound}), "stack.driver.loaded"
+    )
+    assert f.status is Status.UNKNOWN  # bound elsewhere (passthrough): proc/modules would tell

@@ -39,8 +39,8 @@ SIDE_BY_SIDE_REMEDY = (
 )
 def driver_loaded(ctx: Context) -> list[Outcome]:
     """Reads proc/modules, proc/driver/nvidia/version and the driver's inventory (NVML or
-    nvidia-smi: a driver that lists GPUs is loaded), with the GPUs any source shows, nvidia-smi's
-    complaint and the userspace libraries as evidence."""
+    nvidia-smi: a driver that lists GPUs is loaded; lspci -vvv: a GPU bound to nvidia), with
+    the GPUs any source shows, nvidia-smi's complaint and the userspace libraries as evidence."""
     s, g = ctx.stack, ctx.gpu
     loaded = None if s.modules is None else s.modules.get("nvidia", False)
     evidence: dict[str, Any] = {
@@ -71,6 +71,17 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
                 f"NVIDIA driver loaded: it answered nvidia-smi nvlink -s for "
                 f"{len(g.nvlink_gpus)} GPU(s)",
                 inventory="nvidia-smi nvlink",
+                **evidence,
+            )
+        ]
+    if g.nvidia_bound:  # lspci -vvv: "Kernel driver in use: nvidia", bound by the module
+        return [
+            passed(
+                "host",
+                f"NVIDIA driver loaded: lspci shows {len(g.nvidia_bound)} GPU(s) bound to "
+                "it (Kernel driver in use: nvidia)",
+                inventory="lspci",
+                bound=list(g.nvidia_bound),
                 **evidence,
             )
         ]
