@@ -52,3 +52,12 @@ def test_lspci_shows_the_driver_bound(tmp_path: Path) -> None:
         make_tree(tmp_path / "u", commands={"lspci -vvv": unbound}), "stack.driver.loaded"
     )
     assert f.status is Status.UNKNOWN  # bound elsewhere (passthrough): proc/modules would tell
+
+
+def test_driver_unseen_asks_for_the_source_not_an_install(tmp_path: Path) -> None:
+    """A boot log alone: the driver 550.90.07 loads and nvidia-drm names 8 GPUs, but neither
+    proc/modules nor the driver's version file is there: unknown, and the fix is to bring them."""
+    log = recording("kernel-logs/gpud__dmesg.decode.iso.log.1").read_text()
+    [f] = run_check(make_tree(tmp_path / "t", commands={"dmesg": log}), "stack.driver.loaded")
+    assert f.status is Status.UNKNOWN and "not in this bundle" in f.summary
+    assert f.remedy is not None and "Install" not in f.remedy and "proc/modules" in f.remedy
