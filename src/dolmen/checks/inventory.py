@@ -78,7 +78,7 @@ def _gpus(gpu: Any) -> dict[str, Any]:
     models = Counter(g.name or "model not read" for g in gpu.gpus)
     return {
         "count": len(devices),
-        "seen": max(len(gpu.seen), len(devices)),
+        "seen": max(gpu.count, len(devices)),  # GPUs named or counted (nvlink -s, topo -m)
         "models": dict(sorted(models.items())),
         "driver": gpu.driver_version,
         "cuda": gpu.cuda_version,
