@@ -27,6 +27,8 @@ from tests.conftest import RECORDINGS
 from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases_nvsmi, today
 from tests.recordings.model import BAD, FAIL, Case, Flag
 
+ANY = frozenset({"pass", "warn", "fail", "skip"})
+
 CASES: list[Case] = cases_nvsmi.CASES + cases_logs.CASES + cases_fabric.CASES + cases_host.CASES
 _VERDICTS: dict[str, tuple[Path, Verdict]] = {}
 
@@ -117,14 +119,27 @@ def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
     ]
     if not (root / "etc/cdi").exists():
         rules.append((Flag("stack.container.cdi", BAD), "podman, the toolkit's mode, etc/cdi"))
+        no_spec = Flag("stack.container.cdi", ANY, words="no NVIDIA CDI spec")
+        rules.append((no_spec, "etc/cdi"))
+    if not (root / "etc/ld.so.cache").exists() and not case.key.startswith("commands/ldconfig"):
+        no_libs = Flag("stack.libraries.consistent", ANY, words="installed")
+        rules.append((no_libs, "the linker cache or the headers"))
     if not (root / "sys/kernel/mm").exists() and not (root / "proc/meminfo").exists():
         rules.append((Flag("tuning.hugepages", frozenset({"pass"})), "sys/kernel/mm, meminfo"))
+    if case.rel.startswith("fabric-manager/"):  # nv-fabricmanager's log: no kernel record
+        for check in ("system.*", "storage.io_errors", "interconnect.ib.flaps", "gpu.xid"):
+            rules.append((Flag(check, frozenset({"pass"})), "the kernel log"))
+    if not (root / "sys/devices/system/node").exists():  # "one NUMA node:", "no NUMA node(s):"
+        nodes = Flag("tuning.*", ANY, words=r"NUMA node(\(s\))?:")
+        rules.append((nodes, "sys/devices/system/node"))
     if not (root / "sys/class/net").exists():
         netdev = Flag("interconnect.roce", frozenset({"pass", "fail"}), words="netdev")
         rules.append((netdev, "sys/class/net"))
     if not (root / "sys/bus/pci").exists():
         rules.append((Flag("system.pcie.aer", frozenset({"pass"}), words="AER counters"), "sysfs"))
         if not case.key.startswith("commands/lspci"):
+            no_link = Flag("system.pcie.downgraded", ANY, words="no non-GPU PCIe link")
+            rules.append((no_link, "the PCI bus"))
             no_nic = Flag("interconnect.nic.pcie_limited", frozenset({"pass"}), words="PCI bus")
             rules.append((no_nic, "the PCI bus"))
     return rules
@@ -132,7 +147,8 @@ def invented(case: Case, root: Path) -> list[tuple[Flag, str]]:
 
 @pytest.mark.parametrize("case", params("nothing_invented", CASES))
 def test_nothing_invented(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No pass, warning or failure drawn from a source the bundle does not hold."""
+    """No pass, warning or failure drawn from a source the bundle does not hold, nor a skip
+    that states what that source would show (how many NUMA nodes, ...)."""
     root, verdict = judged_bundle(case, tmp_path_factory)
     found = [
         f"{f.status.value} {f.check} {f.subject}: {f.summary} (needs {needs})"

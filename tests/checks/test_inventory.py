@@ -93,3 +93,17 @@ def test_a_bug_in_the_tree_costs_the_picture_not_the_verdict(tmp_path: Path) -> 
     tree = inv["topology"]["tree"]
     assert tree["devices"] == [] and tree["reason"].startswith("error: RuntimeError: readlink")
     assert len(inv["topology"]["devices"]) == 17 and inv["gpus"]["count"] == 8
+
+
+def test_gpus_seen_by_a_pasted_log_or_nvlink_listing(tmp_path: Path) -> None:
+    """What gpu.present counts, the inventory counts: the GPUs a boot log's nvidia-drm lines
+    name, and those an nvlink -s lists by position (no bus id)."""
+    pastes = {
+        "dmesg": "kernel-logs/gpud__dmesg.decode.iso.log.1",
+        "nvidia-smi nvlink -s": "nvidia-smi-nvlink/gpud__nvidia-smi.nvlink.status.a100",
+    }
+    for i, (key, rel) in enumerate(pastes.items()):
+        root = make_tree(tmp_path / str(i), commands={key: recording(rel).read_text()})
+        with open_host(root) as host:
+            gpus = validate(host, level=Level.STANDARD).inventory["gpus"]
+        assert (gpus["count"], gpus["seen"]) == (0, 8), rel

@@ -13,6 +13,7 @@ import pytest
 from dolmen.checks.context import PREDICATES, Context
 from dolmen.facts import to_jsonable
 from dolmen.facts.gpu import collect, is_nvidia_gpu, parse_nvlink_status
+from dolmen.facts.gpu_nvlink import MIG_MODE
 from dolmen.host import open_host
 from dolmen.host.gpu import NOT_SUPPORTED, GpuInventory, NvLink
 from dolmen.host.gpu.nvsmi import parse_nvsmi_xml
@@ -85,6 +86,7 @@ def test_nvlink_a10_prints_nothing() -> None:
     [
         ("linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt", 18, 26.562, None),
         ("linux-x86_64__nvidia-l40s__595.80.txt", 0, None, NOT_SUPPORTED),
+        ("linux-x86_64__nvidia-h100-mig__590.48.01.txt", 0, None, MIG_MODE),
         (
             "linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt",
             0,

@@ -571,3 +571,15 @@ def test_format_variants(row: Sequence[object]) -> None:
         fmt, time, boot, facility, level,
     )  # fmt: skip
     assert rec.message.endswith(("x", "link becomes ready", "user message"))
+
+
+def test_driver_start_up_lines_name_the_gpus() -> None:
+    """nvidia-drm's "Initialized nvidia-drm ... for 0000:19:00.0" names each GPU the driver
+    took: no event, but the GPU exists (a boot log alone shows the 8 GPUs of an HGX H100)."""
+    facts = scan("kernel-logs/gpud__dmesg.decode.iso.log.1")
+    assert facts.driver_gpus == tuple(
+        f"0000:{b}:00.0" for b in ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")
+    )
+    assert not [e for e in facts.events or () if e.kind in ("xid", "fell_off_bus")]
+    quoted = scan_kernel_log(fenced("kernel-logs/issues__xid-excerpts.md"), now=NOW)
+    assert "0000:00:05.0" in quoted.driver_gpus  # "NVRM: GPU at PCI:0000:00:05: GPU-efbd..."

@@ -168,10 +168,14 @@ LSPCI_CASES = [
         "healthy",
         "lspci -vvv of an 8x H100 SXM5 HGX (device 2330) with CX-7 and CX-6 Dx, GPU links "
         "32GT/s x16 (ok) of LnkCap 32GT/s x16 behind Gen5 switch ports: each GPU's link at "
-        "its maximum; CESta bits set are booleans, not rates",
-        expect=tuple(
-            Flag("gpu.pcie.link", frozenset({"pass"}), f"gpu:0000:{b}:00.0")
-            for b in ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")
+        "its maximum; CESta bits set are booleans, not rates. Each GPU's 'Kernel driver in "
+        "use: nvidia' shows the module loaded",
+        expect=(
+            *(
+                Flag("gpu.pcie.link", frozenset({"pass"}), f"gpu:0000:{b}:00.0")
+                for b in ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")
+            ),
+            Flag("stack.driver.loaded", frozenset({"pass"}), "host", "bound to it"),
         ),
     ),
     Case(

@@ -156,6 +156,9 @@ def capture(tail: str, title: str, key: str, short: str) -> Case:
         why = f"one GPU at {bus}, {state}, nothing wrong"
     elif short == "nvlink":
         why = next(w for k, w in NVLINK_WHY.items() if k in tail) + ": no fault"
+        if "mig" in tail:  # the links exist, nvidia-smi would not list them
+            unread = frozenset({"unknown"})
+            expect = (Flag("interconnect.nvlink.state", unread, words="in MIG mode"),)
     else:
         why = "topo -m of one GPU (no peer, no NIC): nothing to fault"
     if tail.startswith("windows"):

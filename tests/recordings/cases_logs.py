@@ -27,6 +27,9 @@ def host_rule(words: str) -> Flag:
     return Flag("*", BAD, "*", words)
 
 
+PASS = frozenset({"pass"})
+H100_BUSES = ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")
+
 PEERMEM = (
     "nvidia-peermem 'ERROR detected invalid context' (kern.err, repeated): GPUDirect RDMA's "
     "module reports an error; no GPU named. At least a warning on the host"
@@ -61,7 +64,12 @@ LOG_CASES = [
         "healthy",
         "a boot log (mlx5 at full PCIe width, BAR assignment notes, ACPI IPMI errors) in which "
         "the NVIDIA module 550.90.07 loads and no Xid follows (grep -c Xid: 0; the Xids are in "
-        "the .0 log, whatever PROVENANCE.md says): nothing to flag",
+        "the .0 log, whatever PROVENANCE.md says): nothing to flag. nvidia-drm's 'Initialized "
+        "nvidia-drm ... for 0000:19:00.0' names each of the 8 GPUs: they exist",
+        (
+            *(Flag("gpu.present", PASS, f"gpu:0000:{b}:00") for b in H100_BUSES),
+            Flag("gpu.xid", PASS, "host", "no Xid"),
+        ),
     ),
     log("gpud__dmesg.peermem.log.0", "fault", PEERMEM, (host_rule("peermem|invalid context"),)),
     log(

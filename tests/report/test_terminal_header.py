@@ -76,6 +76,17 @@ CASES = {
         {"gpus": {"state": "read", "count": 0, "seen": 8, "error": "exit 9"}},
         {"GPUs": "8 seen, none listed by the driver"},
     ),
+    "GPUs seen in a bundle without the driver's list (a kernel log alone)": (
+        {
+            "gpus": {
+                "state": "read",
+                "count": 0,
+                "seen": 8,
+                "error": "not in this bundle: nvidia-smi -q -x",
+            }
+        },
+        {"GPUs": "8 seen; the driver's list is not in this bundle: nvidia-smi -q -x"},
+    ),
     "no GPU anywhere: the reason": (
         {"gpus": {"state": "read", "count": 0, "seen": 0, "error": "missing: nvidia-smi"}},
         {"GPUs": "none seen (missing: nvidia-smi)"},

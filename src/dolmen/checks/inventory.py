@@ -37,6 +37,13 @@ def inventory(store: FactStore) -> dict[str, Any]:
             out[name] = {"state": UNREADABLE, "reason": facts.message}
         else:
             out[name] = {"state": READ, **build(facts)}
+    if out["gpus"]["state"] == READ:  # the kernel log's GPUs too, when this run read it
+        log = store.done("kernel_log")
+        if log is not None and not isinstance(log, FactError):
+            from dolmen.facts.gpu import seen_with_log
+
+            seen = len(seen_with_log(store.done("gpu"), log)[0])
+            out["gpus"]["seen"] = max(out["gpus"]["seen"], seen)
     if out["topology"]["state"] == READ:
         out["topology"]["tree"] = topology_tree(store)
     return out
@@ -71,7 +78,7 @@ def _gpus(gpu: Any) -> dict[str, Any]:
     models = Counter(g.name or "model not read" for g in gpu.gpus)
     return {
         "count": len(devices),
-        "seen": max(len(gpu.seen), len(devices)),
+        "seen": max(gpu.count, len(devices)),  # GPUs named or counted (nvlink -s, topo -m)
         "models": dict(sorted(models.items())),
         "driver": gpu.driver_version,
         "cuda": gpu.cuda_version,

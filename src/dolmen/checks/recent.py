@@ -23,20 +23,32 @@ from dolmen.errors import DolmenError
 from dolmen.facts import FactError
 from dolmen.facts.kernel_log import KernelEvent, KernelLogFacts
 from dolmen.facts.os import OsFacts
+from dolmen.facts.reading import unrecorded
 from dolmen.frozen import frozen
 
 UNREADABLE_LOG = (
     "Run dolmen as root: reading the kernel log needs CAP_SYSLOG when kernel.dmesg_restrict=1 "
     "(or journalctl -k as a member of adm/systemd-journal)."
 )
+ABSENT_LOG = (
+    "Give dolmen the host's kernel log: run it on the host, or take a bundle there that holds "
+    "it (dolmen snapshot -o FILE; or dmesg --time-format iso --decode > dmesg.txt, --from it)."
+)
 
 
-def log_unread(log: KernelLogFacts) -> Outcome | None:
-    """The ``unknown`` a check returns when the kernel log could not be read, else None."""
-    if log.events is not None:
+def log_unread(log: KernelLogFacts, *, fabric_manager: bool = False) -> Outcome | None:
+    """The ``unknown`` a check returns when the kernel log could not be read, else None.
+    nv-fabricmanager's own log in its place holds no kernel record: unknown too, unless the
+    check reads what it holds (``fabric_manager``: its NVSwitch errors)."""
+    if log.events is not None and (fabric_manager or not log.fabric_manager):
         return None
     why = log.unread.get("events", "unreadable")
-    return unknown("host", f"the kernel log could not be read: {why}", remedy=UNREADABLE_LOG)
+    if log.events is not None:
+        why = f"{log.source or 'the log'} is nv-fabricmanager's log (NVSwitch errors only)"
+    remedy = UNREADABLE_LOG
+    if log.events is not None or unrecorded(why):  # not root's business: the bundle lacks it
+        remedy = ABSENT_LOG
+    return unknown("host", f"the kernel log could not be read: {why}", remedy=remedy)
 
 
 def grouped(

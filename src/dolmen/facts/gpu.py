@@ -8,8 +8,9 @@ included), the driver's ``proc/driver/nvidia/gpus/<bus id>`` folders, and ``lspc
 where the bundle has no PCI tree. ``unnamed`` counts GPUs a source shows without a bus id
 (``nvidia-smi nvlink -s`` lists "GPU 0: ..."; nvidia-smi that "couldn't communicate with
 the driver" shows the driver is installed for a GPU, unless a PCI tree read shows none).
-``sources`` says, per source, "read" or why it was not. The kernel log's NVRM lines are
-one more source, joined by :func:`seen_with_log` (the log is its own facts, read once).
+``sources`` says, per source, "read" or why it was not. The kernel log's NVIDIA lines (an
+Xid, a GPU off the bus, the driver's start-up lines naming each GPU it took) are one more
+source, joined by :func:`seen_with_log` (the log is its own facts, read once).
 
 ``present`` is true when any of them shows a GPU, so "driver missing but GPU present" and
 "GPU fell off the bus" (on the bus, not in the inventory) stay visible to checks. NVLink
@@ -90,6 +91,9 @@ class GpuFacts:
     # GPUs known only from ``nvidia-smi nvlink -s`` (position, name, UUID): a bundle that
     # holds that output alone still shows their links.
     nvlink_gpus: tuple[Gpu, ...] = ()
+    # GPUs an lspci -vvv (read where the bundle has no PCI tree) shows bound to the nvidia
+    # driver ("Kernel driver in use: nvidia"): the module is loaded, whatever else is absent.
+    nvidia_bound: tuple[str, ...] = ()
     driver_version: str | None = None
     cuda_version: str | None = None
     source: str = "none"  # nvml | nvidia-smi | none
@@ -145,8 +149,9 @@ def collect(host: Host) -> GpuFacts:
         if getattr(inv, key) is None:
             unread[key] = inv.unread.get(key) or inv.error or "missing"
     sources[DRIVER_PROC] = _driver_proc(host, seen)
+    bound: list[str] = []
     if why:  # no PCI tree: lspci is the bus's other witness (on a live host sysfs is there)
-        sources[LSPCI] = _lspci(host, seen)
+        sources[LSPCI] = _lspci(host, seen, bound)
         sources[TOPO] = _topo(host, unnamed)
     nvlink_gpus: list[Gpu] = []
     nvlinks, notes, sources[NVLINK] = _nvlinks(host, inv.gpus, unread, nvlink_gpus)
@@ -160,6 +165,7 @@ def collect(host: Host) -> GpuFacts:
         nvlinks=nvlinks,
         nvlink_notes=notes,
         nvlink_gpus=tuple(nvlink_gpus),
+        nvidia_bound=tuple(bound),
         driver_version=inv.driver_version,
         cuda_version=inv.cuda_version,
         source=inv.source,
@@ -183,6 +189,7 @@ def seen_with_log(
         why = log.unread.get("events", "unreadable")
         return {b: tuple(n) for b, n in seen.items()}, why
     _add(seen, KERNEL_LOG, (e.bus_id for e in log.events if e.kind in GPU_EVENTS))
+    _add(seen, KERNEL_LOG, log.driver_gpus)
     return {b: tuple(n) for b, n in sorted(seen.items())}, READ
 
 
@@ -235,7 +242,8 @@ def _driver_proc(host: Host, seen: dict[BusId, list[str]]) -> str:
     return READ
 
 
-def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
+def _lspci(host: Host, seen: dict[BusId, list[str]], bound: list[str]) -> str:
+    """The GPUs an lspci listing shows (into ``seen``), those bound to nvidia (``bound``)."""
     res = host.run(LSPCI_ARGV, timeout=30)
     unheld = (RunStatus.UNRECORDED, RunStatus.MISSING)
     if res.status in unheld and host.kind != "live":
@@ -246,11 +254,9 @@ def _lspci(host: Host, seen: dict[BusId, list[str]]) -> str:
                 break
     if not res.stdout.strip():  # READ only for a listing: no lspci says nothing of the bus
         return res.failure() if not res.ok else "malformed: empty lspci -vvv output"
-    _add(
-        seen,
-        LSPCI,
-        (d.bdf for d in parse_lspci_vvv(res.stdout) if is_gpu(d)),
-    )
+    gpus = [d for d in parse_lspci_vvv(res.stdout) if is_gpu(d)]
+    _add(seen, LSPCI, (d.bdf for d in gpus))
+    bound.extend(d.bdf for d in gpus if d.driver == "nvidia")
     # The GPUs a cut listing shows are there; the ones after the cut are unknown, so the
     # source is not READ and "no GPU" is no verdict (issue 8).
     return lspci_cut(res.stdout) or READ

@@ -27,8 +27,12 @@ class NvlinkGpu:
     name: str | None = None
     uuid: str | None = None
     links: tuple[NvLink, ...] = ()
-    note: str | None = None  # "all links inactive", "not supported"
+    note: str | None = None  # "all links inactive", "not supported", MIG_MODE
 
+
+# "Nvlink queries are not supported for Devices in MIG mode": nvidia-smi says nothing of the
+# links of a GPU in MIG mode (the H100 and H200 MIG captures of nvidia_gpu_exporter).
+MIG_MODE = "not queried in MIG mode"
 
 _GPU_LINE = pattern(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
 _LINK_LINE = pattern(r"^\s*Link (\d+): (.*?)\s*$")
@@ -64,6 +68,8 @@ def _block(head: re.Match[str], lines: list[str]) -> NvlinkGpu:
             note = "all links inactive"
         elif "does not have or support nvlink" in lower:
             note = NOT_SUPPORTED
+        elif "not supported for devices in mig mode" in lower:
+            note = MIG_MODE
     return NvlinkGpu(int(head[1]), head[2], head[3], tuple(links), note)
 
 

@@ -123,7 +123,7 @@ def test_site_absolute_limit(tmp_path: Path) -> None:
 @pytest.mark.parametrize("rel", [P4_VGPU, GT730])
 def test_temperature_without_thresholds_skips(tmp_path: Path, rel: str) -> None:
     [f] = run(tree(tmp_path, nvsmi=xml(rel), pci={}), "gpu.temperature")
-    assert f.status.value == "skip"
+    assert f.status.value == "skip" and "not shown" not in f.summary  # the GPU's own words
 
 
 def test_temperature_unreadable_is_unknown(tmp_path: Path) -> None:
@@ -176,3 +176,4 @@ def test_fan_err_in_the_table_is_a_warning(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "na", commands={"nvidia-smi": table.replace("|ERR!", "| N/A")})
     [f] = run(root, "gpu.temperature")
     assert f.status is Status.SKIP  # N/A: no fan to read (passively cooled), no threshold
+    assert "the slowdown threshold is not shown" in f.summary  # the table's, not the GPU's

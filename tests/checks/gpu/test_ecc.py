@@ -58,6 +58,7 @@ def test_aggregate_sram_uncorrectable_fails(tmp_path: Path) -> None:
     found = by_subject(run(tree(tmp_path, nvsmi=bad, pci={}), "gpu.ecc.aggregate_uncorrectable"))
     f = found["gpu:00000000:64:00.0"]
     assert f.status.value == "fail" and f.evidence["sram"] == 1 and "SRAM" in f.summary
+    assert f.remedy is not None and "drain the node" in f.remedy
 
 
 def test_aggregate_on_old_layout_counts_device_memory_as_dram(tmp_path: Path) -> None:
@@ -67,6 +68,9 @@ def test_aggregate_on_old_layout_counts_device_memory_as_dram(tmp_path: Path) ->
     )
     f = found["gpu:00001580:00:00.0"]
     assert f.status.value == "warn" and (f.evidence["sram"], f.evidence["dram"]) == (0, 7)
+    # DRAM only, repaired by page retirement: the remedy is the repair's, not SRAM's drain.
+    assert f.remedy is not None and "gpu.retired_pages" in f.remedy
+    assert "SRAM" not in f.remedy and "drain" not in f.remedy
 
 
 @pytest.mark.parametrize(

@@ -73,6 +73,15 @@ def test_downgraded_from_lspci_alone(tmp_path: Path) -> None:
     assert "0000:01:00.0" in judged and "0000:81:00.0" in judged  # 81:00.1 shares its link
 
 
+def test_downgraded_without_the_bus(tmp_path: Path) -> None:
+    """An ibstat alone: the bus is not in the bundle, so whether it has a non-GPU link to
+    judge is not known (not "no non-GPU PCIe link")."""
+    ibstat = recording("infiniband/gpud__ibstat.47.0.h100.all.active.0").read_text()
+    (f,) = run_check(make_tree(tmp_path, commands={"ibstat": ibstat}), "system.pcie.downgraded")
+    assert f.status is Status.SKIP
+    assert f.summary.startswith("the PCI devices: not in this bundle: sys/bus/pci")
+
+
 def _dev(bdf: str, vendor: str, cls: str, parent: str | None = None) -> PciDevice:
     link = make_link(32.0, 16)
     return PciDevice(bdf, vendor, "0000", cls, parent=parent, current_link=link, max_link=link)

@@ -84,17 +84,20 @@ def volatile_uncorrectable(ctx: Context) -> list[Outcome]:
     return per_gpu(ctx, body)
 
 
+SRAM_REMEDY = "SRAM errors cannot be repaired: drain the node (<drain>) and service the GPU."
+DRAM_REMEDY = (
+    "DRAM errors are repaired by row remapping or page retirement: see gpu.row_remap / "
+    "gpu.retired_pages."
+)
+
+
 @check(
     "gpu.ecc.aggregate_uncorrectable",
     title="Lifetime uncorrectable ECC errors: none in SRAM, DRAM ones repaired",
     level=Level.QUICK,
     needs=("gpu",),
     when=("nvidia_gpu",),
-    remedy=(
-        "SRAM errors cannot be repaired: drain the node (<drain>) and service the GPU. "
-        "DRAM errors are "
-        "repaired by row remapping or page retirement: see gpu.row_remap / gpu.retired_pages."
-    ),
+    remedy=SRAM_REMEDY + " " + DRAM_REMEDY,
     limits={"max_sram": 0, "max_dram": 0},
     source=(
         "aznhc azure_gpu_ecc.nhc: aggregate SRAM uncorrectable > 0 fails; DRAM: dolmen warns, "
@@ -125,6 +128,7 @@ def aggregate_uncorrectable(ctx: Context) -> list[Outcome]:
                 gpu.subject,
                 f"{dram} lifetime uncorrectable DRAM ECC errors (repaired if gpu.row_remap or "
                 "gpu.retired_pages pass)",
+                remedy=DRAM_REMEDY,  # DRAM only: the drain of SRAM_REMEDY does not apply
                 **ev,
             )
         return passed(

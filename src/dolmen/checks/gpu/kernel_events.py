@@ -23,6 +23,7 @@ from dolmen.checks.model import (
 )
 from dolmen.checks.recent import grouped, log_unread, make_window
 from dolmen.checks.system.log_window import split_events, when, worst
+from dolmen.facts.gpu import seen_with_log
 from dolmen.facts.kernel_log import KernelEvent
 from dolmen.values.busid import pci_subject
 
@@ -44,7 +45,7 @@ from dolmen.values.busid import pci_subject
 def sxid(ctx: Context) -> list[Outcome]:
     """Reads the kernel log's SXid events (nvidia-nvswitch driver and fabric manager lines)."""
     log = ctx.kernel_log
-    if (unread := log_unread(log)) is not None:
+    if (unread := log_unread(log, fabric_manager=True)) is not None:
         return [unread]
     window = make_window(ctx, log)
     by_switch = grouped(log, "sxid")
@@ -117,7 +118,7 @@ def fell_off_bus(ctx: Context) -> list[Outcome]:
     gpus = ctx.gpu.gpus
     window = make_window(ctx, log)
     by_bus = grouped(log, "fell_off_bus")
-    if not by_bus and not gpus:
+    if not by_bus and not gpus and not log.driver_gpus:  # no driver GPU to vouch for
         return [skipped("host", "no GPU fell off the bus, and the driver lists no GPU")]
     if not by_bus:
         return [passed("host", "no GPU fell off the bus in this kernel log", log=log.source)]
@@ -178,7 +179,7 @@ def peermem(ctx: Context) -> list[Outcome]:
     split = split_events(ctx, ("peermem",))
     if isinstance(split, Outcome):
         return [split]
-    if not split.recent and not split.older and not ctx.gpu.present:
+    if not split.recent and not split.older and not seen_with_log(ctx.gpu, ctx.kernel_log)[0]:
         return [skipped("host", "no nvidia-peermem line, and no NVIDIA GPU seen")]
     if not split.recent:
         msg = f"no nvidia-peermem error in the window ({len(split.older)} older)"

@@ -73,6 +73,9 @@ def temperature(ctx: Context) -> list[Outcome]:
         if not margins and fan_warn:
             return fan_warn
         if not margins:
+            why = gpu.unread.get("temperature.slowdown", "")
+            if why.startswith("not shown"):  # the default table: the GPU may well report one
+                return skipped(gpu.subject, f"{t.gpu} C; the slowdown threshold is {why}", **ev)
             return skipped(
                 gpu.subject,
                 f"{t.gpu} C; the GPU reports no slowdown threshold to compare with "

@@ -19,6 +19,7 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
+from dolmen.facts.gpu_nvlink import MIG_MODE
 from dolmen.host.gpu import NOT_SUPPORTED, Gpu, NvLink
 from dolmen.kb.gpus import GpuModel
 
@@ -71,6 +72,10 @@ def _judge(ctx: Context, gpu: Gpu) -> Outcome:
         return unknown(s, "NVLink state not reported for this GPU", **ev)
     if note == NOT_SUPPORTED:
         return skipped(s, "this board has no NVLink", **ev)
+    if note == MIG_MODE:  # the links exist; nvidia-smi would not list them
+        return unknown(
+            s, "NVLink state not reported: nvidia-smi does not query it in MIG mode", **ev
+        )
     if not links and note is None:
         if expected:
             return unknown(s, f"no NVLink listed for this GPU ({expected} expected)", **ev)

@@ -82,6 +82,8 @@ def cdi(ctx: Context) -> list[Outcome]:
             return [
                 bad("host", f"{user} but there is no NVIDIA CDI spec in /etc/cdi or /var/run/cdi")
             ]
+        if unrecorded(why := c.unread.get("cdi_specs")):  # no spec, and no folder to hold one
+            return [skipped("host", f"NVIDIA CDI specs: {why}", reason=why)]
         return [skipped("host", "no NVIDIA CDI spec, and nothing here requires one")]
     driver = s.driver_version or g.driver_version
     gpus = len(g.gpus) or len(g.pci_gpus)

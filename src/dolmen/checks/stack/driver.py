@@ -14,6 +14,10 @@ from dolmen.facts.reading import unrecorded
 # Driver/library version mismatch" (NVML_ERROR_LIB_RM_VERSION_MISMATCH).
 _NVML_MISMATCH = "version mismatch"
 
+UNSEEN = (
+    "Give dolmen what shows the driver: proc/modules, proc/driver/nvidia/version or nvidia-smi's "
+    "output from the host (dolmen snapshot -o FILE there holds them all)."
+)
 MISMATCH_REMEDY = (
     "The kernel still runs the previous driver's module: reboot, or when no process uses the "
     "GPUs reload it: sudo systemctl stop nvidia-persistenced nvidia-fabricmanager; "
@@ -39,8 +43,8 @@ SIDE_BY_SIDE_REMEDY = (
 )
 def driver_loaded(ctx: Context) -> list[Outcome]:
     """Reads proc/modules, proc/driver/nvidia/version and the driver's inventory (NVML or
-    nvidia-smi: a driver that lists GPUs is loaded), with the GPUs any source shows, nvidia-smi's
-    complaint and the userspace libraries as evidence."""
+    nvidia-smi: a driver that lists GPUs is loaded; lspci -vvv: a GPU bound to nvidia), with
+    the GPUs any source shows, nvidia-smi's complaint and the userspace libraries as evidence."""
     s, g = ctx.stack, ctx.gpu
     loaded = None if s.modules is None else s.modules.get("nvidia", False)
     evidence: dict[str, Any] = {
@@ -74,6 +78,17 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
                 **evidence,
             )
         ]
+    if g.nvidia_bound:  # lspci -vvv: "Kernel driver in use: nvidia", bound by the module
+        return [
+            passed(
+                "host",
+                f"NVIDIA driver loaded: lspci shows {len(g.nvidia_bound)} GPU(s) bound to "
+                "it (Kernel driver in use: nvidia)",
+                inventory="lspci",
+                bound=list(g.nvidia_bound),
+                **evidence,
+            )
+        ]
     why = s.unread.get("driver_version", "missing")
     evidence["reason"] = why
     if g.error:
@@ -90,8 +105,8 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
     if no_driver and unrecorded(s.unread.get("modules")):  # nvidia-smi alone: its own words
         return [_not_loaded(ctx, g.count, userspace, installed, g.error, evidence)]
     unseen = [r for r in (s.unread.get("modules", ""), why) if unrecorded(r)]
-    if unseen:
-        return [unknown("host", "; ".join(dict.fromkeys(unseen)), **evidence)]
+    if unseen:  # the bundle lacks them: the fix is to bring them, not to install a driver
+        return [unknown("host", "; ".join(dict.fromkeys(unseen)), remedy=UNSEEN, **evidence)]
     return [unknown("host", f"whether the nvidia module is loaded could not be read: {why}")]
 
 

@@ -81,6 +81,8 @@ def consistent(ctx: Context) -> list[Outcome]:
         )
         if comp is not None
     ]
+    if not found and unrecorded(why := s.unread.get("cudnn")):  # no headers, no linker cache
+        return [skipped("host", f"cuDNN, NCCL and TensorRT: {why}", reason=why)]
     if not found:
         return [_no_libraries(s, "no cuDNN, NCCL or TensorRT installed (headers or linker cache)")]
     return [_one(s, f"lib:{key}", table, stem, comp) for key, table, stem, comp in found]

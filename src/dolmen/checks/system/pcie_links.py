@@ -23,7 +23,12 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
+<<<<<<< HEAD
 from dolmen.facts.pci import PciDevice, PciLink, is_gpu, make_link
+=======
+from dolmen.facts.pci import PciDevice, PciLink, make_link
+from dolmen.facts.reading import READ, source_state, unrecorded
+>>>>>>> h-sweep
 from dolmen.values.busid import BusId, pci_subject
 
 BRIDGE = "0604"
@@ -178,6 +183,11 @@ def downgraded(ctx: Context) -> list[Outcome]:
     """Reads current and maximum link of each non-GPU device and of its upstream port."""
     devices = ctx.pci.by_bdf()
     mine = owned(devices)
+    why = ctx.pci.unread.get("devices")
+    if not devices and why and source_state(why) != READ:  # the bus was not read: not known
+        if unrecorded(why):
+            return [skipped("host", f"the PCI devices: {why}", reason=why)]
+        return [unknown("host", f"the PCI devices could not be read: {why}", reason=why)]
     if not mine:
         return [skipped("host", "no non-GPU PCIe link to judge (GPUs: gpu.*; NICs: interconnect)")]
     unknown_parent = "parent" in ctx.pci.unread  # lspci -vvv alone: no tree of the bus

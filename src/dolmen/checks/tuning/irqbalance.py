@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, passed, skipped, warned
-from dolmen.checks.tuning import not_read
+from dolmen.checks.model import Level, Outcome, check, passed, warned
+from dolmen.checks.tuning import not_read, single_node
 
 
 @check(
@@ -23,8 +23,8 @@ from dolmen.checks.tuning import not_read
 def irq_balance(ctx: Context) -> list[Outcome]:
     """Reads whether irqbalance runs and the number of NUMA nodes."""
     t, nodes = ctx.tuning, len(ctx.numa.nodes)
-    if nodes <= 1:
-        return [skipped("host", "one NUMA node: every core is local to every device")]
+    if (moot := single_node(ctx.numa, "every core is local to every device")) is not None:
+        return [moot]
     if t.irqbalance_running is None:
         return [not_read(t.unread, "irqbalance_running", "irqbalance")]
     if not t.irqbalance_running:

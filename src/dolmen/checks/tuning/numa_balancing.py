@@ -8,8 +8,8 @@ throughput-performance after it cost up to 20% on some CPU-bound AMD loads.
 from __future__ import annotations
 
 from dolmen.checks.context import Context
-from dolmen.checks.model import Level, Outcome, check, passed, skipped, warned
-from dolmen.checks.tuning import not_read
+from dolmen.checks.model import Level, Outcome, check, passed, warned
+from dolmen.checks.tuning import not_read, single_node
 
 
 @check(
@@ -31,8 +31,8 @@ from dolmen.checks.tuning import not_read
 def numa_balancing(ctx: Context) -> list[Outcome]:
     """Reads ``numa_balancing`` and the number of NUMA nodes."""
     t, nodes = ctx.tuning, len(ctx.numa.nodes)
-    if nodes <= 1:
-        return [skipped("host", f"{nodes or 'no'} NUMA node(s): nothing to balance")]
+    if (moot := single_node(ctx.numa, "nothing to balance")) is not None:
+        return [moot]
     if t.numa_balancing is None:
         return [not_read(t.unread, "numa_balancing", "kernel.numa_balancing")]
     if t.numa_balancing == 0:

@@ -22,7 +22,7 @@ from dolmen.values.busid import BusId
 NEEDLES = pattern(
     r"Xid|fallen off|peermem|arrier|Link (?:down|up)|Link is|limited by"
     r"|AER:|API mismatch|NVSwitch|I/O [Ee]rror|medium error|target error|EXT4-fs error"
-    r"|QID \d+ timeout|" + WORDS
+    r"|QID \d+ timeout|Initialized nvidia-drm|NVRM: GPU at|" + WORDS
 )
 # Plain strings, one of which is in every text NEEDLES matches (each needle holds one): a
 # block of lines that holds none cannot hold an event, and ``in`` runs at C speed where the
@@ -30,7 +30,7 @@ NEEDLES = pattern(
 BLOCK_WORDS = (
     "Xid", "fallen off", "peermem", "arrier", "Link ", "limited by", "AER:", "API mismatch",
     "NVSwitch", "I/O ", "medium error", "target error", "EXT4-fs error", "QID ",
-    *SYSTEM_WORDS,
+    "Initialized nvidia-drm", "NVRM: GPU at", *SYSTEM_WORDS,
 )  # fmt: skip
 
 _BDF = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
@@ -51,6 +51,10 @@ _FM_SXID = Lazy(
 # NVRM, without an Xid: "GPU at 0000:01:00.0 has fallen off the bus." (old drivers), "The
 # NVIDIA GPU 0000:b3:00.0 (PCI ID: ...) installed in this system has fallen off the bus" (probe).
 _GPU_BDF = Lazy(r"GPU (?:at )?(?:PCI:)?(" + _BDF + r")\b")
+# The driver's own words for a GPU it took, no event: nvidia-drm at start-up, "[drm] Initialized
+# nvidia-drm 0.0.0 20160202 for 0000:19:00.0 on minor 1" (every GPU, display or not), and NVRM's
+# "GPU at PCI:0000:00:05: GPU-efbdfde9-..." (before a GPU's first Xid, and at probe).
+_DRIVER_GPU = Lazy(r"(?:Initialized nvidia-drm .*? for |NVRM: GPU at (?:PCI:)?)(" + _BDF + r")\b")
 # Fatal / non-fatal words: SXid lines ("Non-fatal"), NVLink5 Xids 144-150 ("Nonfatal", "Fatal").
 _FATALITY = Lazy(r"\b(Non-?fatal|Fatal)\b", re.I)
 # Xid 154 (R570+): "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".
@@ -98,6 +102,15 @@ def _bus_id(text: str) -> str | None:
     """A bus id from a log line (``PCI:0000:38:00``, ``00000000:86:00.0``) as ``0000:38:00.0``."""
     bus = BusId.parse(text)
     return bus.sysfs if bus else None
+
+
+def driver_gpu(message: str) -> str | None:
+    """The bus id (``0000:19:00.0``) of a GPU the NVIDIA driver names in a start-up line that
+    reports no event (``_DRIVER_GPU``), or None."""
+    if "nvidia-drm" not in message and "NVRM: GPU at" not in message:
+        return None
+    found = _DRIVER_GPU.search(message)
+    return _bus_id(found[1]) if found else None
 
 
 def extract_event(rec: LogRecord) -> KernelEvent | None:

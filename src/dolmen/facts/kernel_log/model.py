@@ -13,6 +13,8 @@ from datetime import datetime
 
 from dolmen.frozen import frozen
 
+FABRIC_MANAGER = "fabricmanager"  # LogRecord.fmt of nv-fabricmanager's log lines (lines.py)
+
 
 @frozen
 class LogRecord:
@@ -87,6 +89,13 @@ class KernelLogFacts:
     first_boot_seconds: float | None = None
     last_boot_seconds: float | None = None
     events_dropped: int = 0
+    driver_gpus: tuple[str, ...] = ()
     pstore: tuple[KernelEvent, ...] | None = None
     pstore_files: tuple[str, ...] = ()
     unread: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def fabric_manager(self) -> bool:
+        """Whether this is nv-fabricmanager's own log (its dominant line format), pasted where
+        the kernel log goes: it holds the fabric manager's NVSwitch errors, no kernel record."""
+        return self.format == FABRIC_MANAGER

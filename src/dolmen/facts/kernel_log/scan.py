@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from dolmen.facts.kernel_log.events import BLOCK_WORDS, NEEDLES, extract_event
+from dolmen.facts.kernel_log.events import BLOCK_WORDS, NEEDLES, driver_gpu, extract_event
 from dolmen.facts.kernel_log.lines import parse_record
 from dolmen.facts.kernel_log.model import KernelEvent, KernelLogFacts, LogRecord
 from dolmen.facts.kernel_log.stream import blocks_of
@@ -53,6 +53,7 @@ def scan_blocks(
     return replace(facts, events=kept.events(), events_dropped=kept.dropped)
 
 
+MAX_DRIVER_GPUS = 1024  # bus ids the driver names: far above the GPUs of any host
 PER_GROUP = 2048  # events kept per (kind, device, code): far above any check's threshold
 MAX_GROUPS = 4096  # distinct devices and codes; more is a hostile or corrupt log
 
@@ -100,6 +101,7 @@ class LogScanner:
         self._first: list[int] = []  # indexes of the first _SAMPLE heads
         self._first_lines: list[str] = []
         self._last: deque[tuple[int, str]] = deque(maxlen=_SAMPLE * 4)
+        self._driver_gpus: dict[str, None] = {}  # ordered, bounded (MAX_DRIVER_GPUS)
 
     def feed_all(self, lines: Iterable[str]) -> None:
         """Feed every line of ``lines`` (each without its line ending)."""
@@ -182,14 +184,18 @@ class LogScanner:
             last_time=_first_time(reversed(heads)),
             first_boot_seconds=first.boot_seconds if first else None,
             last_boot_seconds=last.boot_seconds if last else None,
+            driver_gpus=tuple(self._driver_gpus),
         )
 
     def _end_record(self) -> None:
         if self._hit:
             group = [ln for ln in self._record if ln.strip()]
-            ev = extract_event(parse_record(group, self._start + 1, now=self._now))
+            rec = parse_record(group, self._start + 1, now=self._now)
+            ev = extract_event(rec)
             if ev is not None:
                 self._on_event(ev)
+            elif len(self._driver_gpus) < MAX_DRIVER_GPUS and (bus := driver_gpu(rec.message)):
+                self._driver_gpus[bus] = None
         self._start, self._hit, self._record = -1, False, []
 
     def _heads(self) -> list[LogRecord]:

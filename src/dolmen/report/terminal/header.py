@@ -55,6 +55,9 @@ def _gpus(g: Mapping[str, Any]) -> str:
         return missing
     count, seen = g.get("count", 0), g.get("seen", 0)
     if not count:
+        error = g.get("error") or ""
+        if seen and error.startswith(NOT_IN_BUNDLE):  # no list to be absent from
+            return f"{seen} seen; the driver's list is {error}"
         if seen:  # the reason is the "not read" line's (the coverage)
             return f"{seen} seen, none listed by the driver"
         return f"none seen ({g.get('error') or 'no reason given'})"
