@@ -23,12 +23,8 @@ from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, passed, skipped, unknown, warned
-<<<<<<< HEAD
 from dolmen.facts.pci import PciDevice, PciLink, is_gpu, make_link
-=======
-from dolmen.facts.pci import PciDevice, PciLink, make_link
 from dolmen.facts.reading import READ, source_state, unrecorded
->>>>>>> h-sweep
 from dolmen.values.busid import BusId, pci_subject
 
 BRIDGE = "0604"
