@@ -1,0 +1,84 @@
+"""A hostile user's inputs to the commands: FIFOs, devices, folders, junk bytes, unwritable
+places. Each gets one line naming the problem and its documented exit code; nothing hangs,
+nothing is half-written, no traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dolmen.cli.main import main
+
+pytestmark = pytest.mark.timeout(60)  # a FIFO read that blocks fails here, not at 600 s
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err, err
+    return rc, err
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["verify", "show", "tail"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_an_audit_log_that_is_not_a_file_is_named(
+    command: str,
+    kind: str,
+    fifo: Path,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = {"fifo": fifo, "device": Path("/dev/zero"), "folder": tmp_path}[kind]
+    rc, err = _run(["audit", command, "--log", str(log)], capsys)
+    assert rc == 2
+    words = {"fifo": "a FIFO", "device": "a character device", "folder": "a folder"}[kind]
+    assert f"{log}: {words}, not an audit log" in err
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("fifo", "not a regular file (FIFO)"),
+        ("device", "not a regular file (character device)"),
+        ("binary", "not UTF-8 text"),
+        ("huge", "larger than 1 MiB"),
+    ],
+)
+def test_trusted_keys_that_are_not_a_trust_file_are_named(
+    kind: str,
+    words: str,
+    fifo: Path,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = {"fifo": fifo, "device": Path("/dev/zero")}.get(kind, tmp_path / kind)
+    if kind == "binary":
+        path.write_bytes(b"\xff\xfe\x00junk")
+    elif kind == "huge":
+        with open(path, "wb") as f:
+            f.truncate(2 << 30)  # sparse: read whole, it would cost 2 GiB
+    rc, err = _run(["audit", "verify", "--trusted-keys", str(path)], capsys)
+    assert rc == 2
+    assert f"{path}: cannot read the trusted keys: {words}" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_trusted_keys_are_the_environment_refusing(
+    tmp_path: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trusted"
+    path.write_text("")
+    path.chmod(0)
+    rc, err = _run(["audit", "verify", "--trusted-keys", str(path)], capsys)
+    assert rc == 3 and "permission denied" in err
