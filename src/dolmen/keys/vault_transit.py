@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dolmen.keys import KeyProblem, PublicKey
-from dolmen.keys.file import read_protected
+from dolmen.keys.file import read_secret_line
 from dolmen.keys.settings import KeySettings
 
 
@@ -52,9 +52,7 @@ class Transit:
         self.settings = settings
         self.address = settings.vault_address
         self.mount = settings.vault_mount
-        token = read_protected(settings.vault_token_file, "Vault token").decode().strip()
-        if not token:
-            raise KeyProblem(f"the Vault token file {settings.vault_token_file} is empty")
+        token = read_secret_line(settings.vault_token_file, "Vault token")
         import hvac  # only a host on this provider needs it
 
         cert = None
