@@ -82,3 +82,25 @@ def test_unreadable_trusted_keys_are_the_environment_refusing(
     path.chmod(0)
     rc, err = _run(["audit", "verify", "--trusted-keys", str(path)], capsys)
     assert rc == 3 and "permission denied" in err
+
+
+@pytest.mark.parametrize("as_tree", [False, True])
+def test_a_snapshot_into_a_kernel_folder_is_refused_in_one_line(
+    as_tree: bool, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/proc passes the folder checks (it is there, root may write) and then refuses the
+    private folder the bundle is built in: a write failure, not an internal error."""
+    if os.geteuid() != 0:
+        pytest.skip("as another user, /proc is refused earlier (permission denied)")
+    out = "/proc/" if as_tree else "/proc/dolmen-test.tar.gz"
+    rc, err = _run(["snapshot", "--only", "os", "-o", out], capsys)
+    assert rc == 2 and "/proc cannot hold new files" in err
+
+
+def test_a_demo_into_a_kernel_folder_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("as another user, /proc is refused earlier (permission denied)")
+    rc, err = _run(["demo", "hgx-h100", "/proc/dolmen-demo"], capsys)
+    assert rc == 2 and "/proc cannot hold new files" in err
