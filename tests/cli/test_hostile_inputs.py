@@ -104,3 +104,49 @@ def test_a_demo_into_a_kernel_folder_is_refused_in_one_line(
         pytest.skip("as another user, /proc is refused earlier (permission denied)")
     rc, err = _run(["demo", "hgx-h100", "/proc/dolmen-demo"], capsys)
     assert rc == 2 and "/proc cannot hold new files" in err
+
+
+def test_logs_scan_refuses_a_fifo_no_process_writes_to(
+    fifo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("dolmen.cli.logs_input.FIFO_WAIT", 0.3)
+    rc, err = _run(["logs", "scan", str(fifo)], capsys)
+    assert rc == 2 and f"{fifo}: a FIFO no process writes to" in err and "hint:" in err
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_logs_scan_reads_a_fifo_whose_writer_comes(
+    late: bool, fifo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process substitution (the writer is there first) and a named FIFO whose writer
+    opens it a moment later are both read whole."""
+    import threading
+    import time
+
+    line = b"[  12.5] NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has fallen off the bus.\n"
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            if late:
+                time.sleep(0.5)  # the writer holds it open before its first bytes
+            f.write(line)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        rc, _ = _run(["logs", "scan", str(fifo)], capsys)
+    finally:
+        writer.join()
+    assert rc == 1  # Xid 79 is critical
+
+
+def test_logs_scan_reads_a_device_to_its_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """/dev/kmsg has no end: it is read as dmesg reads it, to what the kernel holds now."""
+    if not os.access("/dev/kmsg", os.R_OK):
+        pytest.skip("/dev/kmsg is not readable here")
+    try:
+        os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as e:
+        pytest.skip(f"/dev/kmsg: {e.strerror}")
+    rc, _ = _run(["logs", "scan", "/dev/kmsg"], capsys)
+    assert rc in (0, 1)
