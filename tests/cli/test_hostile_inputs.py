@@ -150,3 +150,20 @@ def test_logs_scan_reads_a_device_to_its_end(capsys: pytest.CaptureFixture[str])
         pytest.skip(f"/dev/kmsg: {e.strerror}")
     rc, _ = _run(["logs", "scan", "/dev/kmsg"], capsys)
     assert rc in (0, 1)
+
+
+@pytest.mark.parametrize("url", ["tcp://[::1", "tls://127.0.0.1:99999"])
+def test_audit_export_to_a_broken_url_is_a_usage_error(
+    url: str, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, err = _run(["audit", "export", "--format", "json", "--to", url], capsys)
+    assert rc == 2 and f"--to {url!r}" in err and "hint: use tcp://HOST:PORT" in err
+
+
+def test_fleet_collect_names_a_broken_url_as_a_failed_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["fleet", "collect", "http://[::1", "-o", str(tmp_path)])
+    out = capsys.readouterr()
+    assert rc == 2 and "http://[::1: not a URL" in out.out + out.err
+    assert "internal error" not in out.err
