@@ -222,3 +222,22 @@ def test_half_a_tls_setup_is_refused_before_listening(home: Path, xid79: Path) -
     assert r.returncode == 2 and "--tls-cert and --tls-key go together" in r.stderr
     r = dolmen(home, "serve", "--listen", "nowhere")
     assert r.returncode == 2 and "HOST:PORT" in r.stderr
+
+
+def test_junk_or_mismatched_tls_files_are_refused_before_listening(home: Path, xid79: Path) -> None:
+    """A PEM file that is not one, a key of another certificate, a CA file of junk: one
+    line naming the flags (it was an SSLError from inside uvicorn, exit 70)."""
+    pki = _pki(home)
+    junk = home / "junk.pem"
+    junk.write_bytes(b"\xff\xfenot PEM")
+    base = ["serve", "--from", str(xid79), "--listen", "127.0.0.1:1"]
+    for cert, key, ca, words in (
+        (junk, junk, None, "not a PEM certificate and its private key"),
+        (pki["server.pem"], pki["client.key"], None, "not a PEM certificate and its private"),
+        (pki["server.pem"], pki["server.key"], junk, "--tls-client-ca"),
+        (home, pki["server.key"], None, "not a regular file"),
+    ):
+        args = [*base, "--tls-cert", str(cert), "--tls-key", str(key)]
+        r = dolmen(home, *args, *(["--tls-client-ca", str(ca)] if ca else []))
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert "internal error" not in r.stderr

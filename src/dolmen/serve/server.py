@@ -93,7 +93,30 @@ def check_tls(listen: Listen) -> None:
         raise UsageError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
     for path in (listen.tls_cert, listen.tls_key, listen.tls_client_ca):
         if path is not None and not path.is_file():
-            raise UsageError(f"{path}: no such file", hint="give the PEM file's path")
+            what = "not a regular file" if path.exists() else "no such file"
+            raise UsageError(f"{path}: {what}", hint="give the PEM file's path")
+    if listen.tls_cert is None:
+        return
+    # Loaded once here, as uvicorn will: junk or a key of another certificate is one line
+    # naming the files, not an SSLError from inside the server's start.
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(listen.tls_cert, listen.tls_key)
+    except (ssl.SSLError, OSError) as e:
+        raise UsageError(
+            f"--tls-cert {listen.tls_cert} with --tls-key {listen.tls_key}: not a PEM "
+            f"certificate and its private key ({e.strerror or e})",
+            hint="give the server's certificate and the key it was made with, both PEM",
+        ) from None
+    if listen.tls_client_ca is not None:
+        try:
+            ctx.load_verify_locations(listen.tls_client_ca)
+        except (ssl.SSLError, OSError) as e:
+            raise UsageError(
+                f"--tls-client-ca {listen.tls_client_ca}: not PEM CA certificates "
+                f"({e.strerror or e})",
+                hint="give the CA that signs the clients' certificates, PEM",
+            ) from None
 
 
 def uvicorn_config(app: Any, listen: Listen, **more: Any) -> Any:
