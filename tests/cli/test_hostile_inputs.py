@@ -167,3 +167,13 @@ def test_fleet_collect_names_a_broken_url_as_a_failed_source(
     out = capsys.readouterr()
     assert rc == 2 and "http://[::1: not a URL" in out.out + out.err
     assert "internal error" not in out.err
+
+
+def test_audit_tail_refuses_a_negative_count_and_names_a_missing_log(
+    tmp_path: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both printed nothing and exited 0: an operator read "no events"."""
+    assert main(["audit", "tail", "-n", "-5"]) == 2
+    assert "-5 is not in the range" in capsys.readouterr().err
+    rc, err = _run(["audit", "tail", "--log", str(tmp_path / "absent.log")], capsys)
+    assert rc == 2 and "absent.log: no audit log yet" in err
