@@ -177,3 +177,16 @@ def test_audit_tail_refuses_a_negative_count_and_names_a_missing_log(
     assert "-5 is not in the range" in capsys.readouterr().err
     rc, err = _run(["audit", "tail", "--log", str(tmp_path / "absent.log")], capsys)
     assert rc == 2 and "absent.log: no audit log yet" in err
+
+
+@pytest.mark.parametrize("link", ["nowhere", "loop"])
+def test_fleet_collect_into_a_broken_link_is_named(
+    link: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said 'cannot write ...: File exists' and 'free space or fix the permissions'."""
+    store = tmp_path / "store"
+    store.symlink_to(tmp_path / "nowhere" if link == "nowhere" else store)
+    verdict = tmp_path / "junk.json"
+    verdict.write_bytes(b"\xff junk")
+    rc, err = _run(["fleet", "collect", str(verdict), "-o", str(store)], capsys)
+    assert rc == 2 and f"{store} is a symbolic link to nothing (or a link loop)" in err

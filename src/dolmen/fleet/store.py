@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.compat import UTC
-from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.errors import InputError
 from dolmen.fleet.doc import NotAVerdict, node_name_problem, parse_verdict
-from dolmen.fsutil import atomic_write, read_regular
+from dolmen.fsutil import atomic_write, read_regular, write_failure
 
 MAX_VERDICT_BYTES = 64 << 20  # a verdict is ~200 KB; a store file over this is not one
 MANIFEST = "dolmen.fleet.collection/1"
@@ -60,15 +60,19 @@ class FleetStore:
                 f"{self.root}: its folder {self.root.parent} does not exist",
                 hint="create it, or give another -o FLEETDIR",
             )
+        if self.root.is_symlink() and not self.root.exists():
+            raise InputError(
+                f"{self.root} is a symbolic link to nothing (or a link loop)",
+                hint="give a folder as FLEETDIR",
+            )
         if self.root.exists() and not self.root.is_dir():
             raise InputError(f"{self.root} is not a folder", hint="give a folder as FLEETDIR")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
         except OSError as e:
-            raise EnvironmentProblem(
-                f"cannot write {path}: {e.strerror or e}",
-                hint="free space or fix the permissions of the fleet folder",
+            raise write_failure(
+                f"fleet store {self.root}", e, path.parent, "the verdicts stored before are kept"
             ) from None
 
     def add(self, collection: str, node: str, payload: bytes) -> Path:
