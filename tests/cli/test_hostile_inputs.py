@@ -190,3 +190,17 @@ def test_fleet_collect_into_a_broken_link_is_named(
     verdict.write_bytes(b"\xff junk")
     rc, err = _run(["fleet", "collect", str(verdict), "-o", str(store)], capsys)
     assert rc == 2 and f"{store} is a symbolic link to nothing (or a link loop)" in err
+
+
+def test_a_fifo_given_as_a_file_or_folder_is_named_not_missing(
+    fifo: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO, a device or a folder where a file was asked for said "no such file"."""
+    rc, err = _run(["tune", "show", str(fifo)], capsys)
+    assert rc == 2 and f"{fifo}: a FIFO, not a profile file" in err
+    rc, err = _run(["tune", "show", "/dev/zero"], capsys)
+    assert rc == 2 and "/dev/zero: a character device, not a profile file" in err
+    rc, err = _run(["jobs", "list", "--backend", "kubernetes", "--kubeconfig", str(fifo)], capsys)
+    assert rc == 2 and f"{fifo}: a FIFO, not a kubeconfig" in err
+    rc, err = _run(["jobs", "submit", "--workdir", str(fifo), "--", "true"], capsys)
+    assert rc == 2 and f"working directory {fifo} is not a folder" in err
