@@ -241,3 +241,22 @@ def test_junk_or_mismatched_tls_files_are_refused_before_listening(home: Path, x
         r = dolmen(home, *args, *(["--tls-client-ca", str(ca)] if ca else []))
         assert r.returncode == 2 and words in r.stderr, r.stderr
         assert "internal error" not in r.stderr
+
+
+def test_a_port_in_use_is_one_line_before_the_banner(home: Path, xid79: Path) -> None:
+    """uvicorn logged 'ERROR: [Errno 98] error while attempting to bind' after dolmen's
+    banner had said it served there."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = dolmen(home, "serve", "--from", str(xid79), "--listen", f"127.0.0.1:{port}")
+    assert r.returncode == 3, r.stderr
+    assert (
+        r.stderr.splitlines()[0]
+        == f"dolmen: error: --listen 127.0.0.1:{port}: the address is in use"
+    )
+    r = dolmen(home, "serve", "--from", str(xid79), "--listen", "192.0.2.1:9405")
+    assert r.returncode == 2 and "not an address of this host" in r.stderr

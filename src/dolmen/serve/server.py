@@ -12,6 +12,8 @@ server). Bodies and handler time are bounded by serve/bounds.py.
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from dolmen.errors import UsageError
+from dolmen.errors import EnvironmentProblem, UsageError
 
 DEFAULT_LISTEN = "127.0.0.1:9405"  # dcgm-exporter is 9400
 HEADER_SECONDS = 5.0
@@ -145,8 +147,41 @@ def uvicorn_config(app: Any, listen: Listen, **more: Any) -> Any:
     )
 
 
-def run(app: Any, listen: Listen) -> None:
-    """Serve until SIGTERM or SIGINT (uvicorn's handlers: a graceful stop)."""
+def run(app: Any, listen: Listen, sock: socket.socket) -> None:
+    """Serve on ``sock`` (``listen_socket``) until SIGTERM or SIGINT (uvicorn's handlers: a
+    graceful stop)."""
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(app, listen)).run()
+    try:
+        uvicorn.Server(uvicorn_config(app, listen)).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def listen_socket(listen: Listen) -> socket.socket:
+    """The bound socket of ``listen`` (as uvicorn binds it); a port in use, a port this user
+    may not bind or an address not of this host is one line naming --listen, where uvicorn
+    logged its own ERROR line."""
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    where = f"--listen {listen.host}:{listen.port}"
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise EnvironmentProblem(
+                f"{where}: the address is in use",
+                hint="stop what listens there (another dolmen serve?) or choose another port",
+            ) from None
+        if e.errno == errno.EACCES:
+            raise EnvironmentProblem(
+                f"{where}: permission denied (ports below 1024 need root)",
+                hint="choose a port from 1024 up, or run as root",
+            ) from None
+        raise UsageError(
+            f"{where}: not an address of this host ({e.strerror or e})",
+            hint="--listen 127.0.0.1:9405, or 0.0.0.0:9405 for every address",
+        ) from None
+    return sock
