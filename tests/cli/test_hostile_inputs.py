@@ -204,3 +204,15 @@ def test_a_fifo_given_as_a_file_or_folder_is_named_not_missing(
     assert rc == 2 and f"{fifo}: a FIFO, not a kubeconfig" in err
     rc, err = _run(["jobs", "submit", "--workdir", str(fifo), "--", "true"], capsys)
     assert rc == 2 and f"working directory {fifo} is not a folder" in err
+
+
+def test_a_host_tree_root_that_is_no_folder_says_what_it_is(
+    fifo: Path, tmp_path: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """integrity's --root said 'no such directory' of a FIFO or a file."""
+    rc, err = _run(["integrity", "seal", "-o", str(tmp_path / "m"), "--root", str(fifo)], capsys)
+    assert rc == 2 and "not a host tree (a FIFO, not a folder)" in err
+    rc, err = _run(
+        ["integrity", "seal", "-o", str(tmp_path / "m"), "--root", "/nonexistent"], capsys
+    )
+    assert rc == 2 and "not a host tree (no such folder)" in err
