@@ -44,7 +44,7 @@ def test_tokens_are_stored_hashed_and_listed_without_secrets(home: Path) -> None
     assert worse.returncode == 2 and "principal" in worse.stderr
     (home / "elsewhere").write_text("a file where the state folder should be")
     nowhere = dolmen(home, "serve", "--state", str(home / "elsewhere"), "token", "add", "bob")
-    assert nowhere.returncode == 3 and "the token file" in nowhere.stderr
+    assert nowhere.returncode == 2 and "a regular file, not a folder" in nowhere.stderr
 
 
 @pytest.mark.parametrize(
