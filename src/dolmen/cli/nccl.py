@@ -100,12 +100,18 @@ def env_cmd(
 
 
 def _change_host(root: str | None) -> Host:
+    """This host, or the host tree at ``root`` as ``tune --root`` opens it: its links are
+    resolved inside the tree (an ``etc`` linked to /etc is the tree's own /etc), so a
+    hostile tree cannot point the write at this machine's files."""
     from dolmen.errors import UsageError
     from dolmen.host.live import LiveHost
+    from dolmen.host.tree import TreeHost
 
-    if root is not None and not Path(root).is_dir():
+    if root is None:
+        return LiveHost(Path("/"))
+    if not Path(root).is_dir():
         raise UsageError(f"--root {root}: not a folder", hint="name the host tree's folder")
-    return LiveHost(Path(root or "/"))
+    return TreeHost(Path(root))
 
 
 def _write(host: Host, yes: bool, as_json: bool) -> None:
