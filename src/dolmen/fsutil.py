@@ -171,6 +171,21 @@ def kind_of(mode: int) -> str:
     return "a symbolic link" if stat.S_ISLNK(mode) else "a regular file"
 
 
+def not_a_file(path: Path | str, what: str) -> str:
+    """Why ``path``, which is not a regular file, is no ``what``: "no such <what>" when
+    nothing is there, else what it is ("a FIFO, not a <what>"), so a FIFO or a folder
+    is never reported as missing."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symbolic link to nothing, not a {what}"
+        return f"no such {what}"
+    except OSError as e:
+        return f"cannot read the {what}: {e.strerror}"
+    return f"{kind_of(mode)}, not a {what}"
+
+
 def read_regular(path: Path | str, limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; OSError otherwise.
 

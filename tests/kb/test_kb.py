@@ -309,6 +309,7 @@ def test_find_by_id_name_or_part() -> None:
     assert [m.id for m in gpus.find("Tesla T4")] == ["t4"]
     assert {m.id for m in gpus.find("h100")} == {"h100-sxm", "h100-pcie", "h100-nvl"}
     assert gpus.find("no such gpu") == []
+    assert gpus.find("") == [] and gpus.find("  ") == []  # a blank is in every name
 
 
 def test_t4_has_fp16_but_no_bf16() -> None:

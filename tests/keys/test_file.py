@@ -95,3 +95,40 @@ def test_generate_never_clobbers_and_rotation_moves_to_the_next_epoch(tmp_path: 
     assert FileKeyProvider(path).public_key == second.public_key
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.key", "audit.key.pub"]
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_or_an_oversized_file_is_no_key(tmp_path: Path) -> None:
+    """A FIFO named as a key, token or PIN is refused, not waited on for ever; a large file
+    is not read whole."""
+    from dolmen.keys.file import read_secret_line
+
+    fifo = tmp_path / "fifo.key"
+    os.mkfifo(fifo, 0o600)
+    with pytest.raises(KeyProblem, match="not a regular file"):
+        FileKeyProvider(fifo)
+    with pytest.raises(KeyProblem, match="not a regular file"):
+        read_secret_line(fifo, "Vault token")
+    big = tmp_path / "big.key"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    big.chmod(0o600)
+    with pytest.raises(KeyProblem, match="larger than 65536 bytes"):
+        FileKeyProvider(big)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"), [(b"\xff\xfe", "not text"), (b" \n", "is empty"), (b"s.tok\n", "")]
+)
+def test_a_secret_line_is_text(tmp_path: Path, content: bytes, words: str) -> None:
+    from dolmen.keys.file import read_secret_line
+
+    path = tmp_path / "token"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    if not words:
+        assert read_secret_line(path, "Vault token") == "s.tok"
+        return
+    with pytest.raises(KeyProblem, match=words) as info:
+        read_secret_line(path, "Vault token")
+    assert info.value.exit_code == ExitCode.ENVIRONMENT and info.value.hint

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dolmen.errors import ConfigError
 from dolmen.keys import KeyProblem, KeyRelease, WrappedKey, verify_signature
 from dolmen.keys.providers import open_provider
 from dolmen.keys.settings import KeySettings
@@ -137,6 +138,9 @@ def test_settings_refused_before_any_call(tmp_path: Path) -> None:
         open_provider(KeySettings(provider="vault", vault_address="http://10.0.0.5:8200"))
     with pytest.raises(KeyProblem, match="vault_token_file is not set"):
         open_provider(KeySettings(provider="vault", vault_address="https://vault:8200"))
+    for junk in ("https://[::1", "https://vault:99999", "vault.example:8200"):
+        with pytest.raises(ConfigError, match="is not an http"):  # was urllib's ValueError
+            open_provider(KeySettings(provider="vault", vault_address=junk))
 
 
 @pytest.mark.parametrize("text", ["vault:v2:abc", "vault:v10:x"])

@@ -187,6 +187,30 @@ def test_write_refuses_a_fifo_or_folder_in_one_line(
     assert not (dolmen_dirs / "audit").exists()
 
 
+def test_write_stays_inside_a_tree_whose_etc_links_out(
+    rails: Path, tmp_path: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hostile tree's etc -> /elsewhere/etc (as a link to this machine's /etc would be):
+    the link is the tree's own /etc, resolved inside the tree, as tune --root resolves it;
+    the folder outside is never written (--root opened the tree as this machine's /)."""
+    tree = tmp_path / "t"
+    shutil.copytree(rails, tree, symlinks=True)
+    outside = tmp_path / "elsewhere" / "etc"
+    shutil.move(str(tree / "etc"), outside)
+    (tree / "etc").symlink_to(outside)
+    before = sorted(p.name for p in outside.iterdir())
+    rc, out, _ = run(capsys, "nccl", "env", "--write", "--yes", "--root", str(tree))
+    assert rc == 0, out
+    assert sorted(p.name for p in outside.iterdir()) == before
+    inside = tree / str(outside).lstrip("/")
+    assert (inside / "nccl.conf").is_file() and (inside / "nccl-topo.xml").is_file()
+    # The rollback removes both files; the folder the apply made behind the link is named
+    # "not back" (exit 3), honestly: the engine looks for it at the link's own path.
+    run(capsys, "nccl", "rollback", "--yes", "--root", str(tree))
+    assert not (inside / "nccl.conf").exists() and not (inside / "nccl-topo.xml").exists()
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
 def test_write_refuses_from_and_stray_flags(capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run(capsys, "nccl", "env", "--write", "--from", "x")
     assert rc == 2 and "--root" in err

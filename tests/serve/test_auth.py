@@ -44,7 +44,7 @@ def test_tokens_are_stored_hashed_and_listed_without_secrets(home: Path) -> None
     assert worse.returncode == 2 and "principal" in worse.stderr
     (home / "elsewhere").write_text("a file where the state folder should be")
     nowhere = dolmen(home, "serve", "--state", str(home / "elsewhere"), "token", "add", "bob")
-    assert nowhere.returncode == 3 and "the token file" in nowhere.stderr
+    assert nowhere.returncode == 2 and "a regular file, not a folder" in nowhere.stderr
 
 
 @pytest.mark.parametrize(
@@ -222,3 +222,41 @@ def test_half_a_tls_setup_is_refused_before_listening(home: Path, xid79: Path) -
     assert r.returncode == 2 and "--tls-cert and --tls-key go together" in r.stderr
     r = dolmen(home, "serve", "--listen", "nowhere")
     assert r.returncode == 2 and "HOST:PORT" in r.stderr
+
+
+def test_junk_or_mismatched_tls_files_are_refused_before_listening(home: Path, xid79: Path) -> None:
+    """A PEM file that is not one, a key of another certificate, a CA file of junk: one
+    line naming the flags (it was an SSLError from inside uvicorn, exit 70)."""
+    pki = _pki(home)
+    junk = home / "junk.pem"
+    junk.write_bytes(b"\xff\xfenot PEM")
+    base = ["serve", "--from", str(xid79), "--listen", "127.0.0.1:1"]
+    for cert, key, ca, words in (
+        (junk, junk, None, "not a PEM certificate and its private key"),
+        (pki["server.pem"], pki["client.key"], None, "not a PEM certificate and its private"),
+        (pki["server.pem"], pki["server.key"], junk, "--tls-client-ca"),
+        (home, pki["server.key"], None, "not a regular file"),
+    ):
+        args = [*base, "--tls-cert", str(cert), "--tls-key", str(key)]
+        r = dolmen(home, *args, *(["--tls-client-ca", str(ca)] if ca else []))
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert "internal error" not in r.stderr
+
+
+def test_a_port_in_use_is_one_line_before_the_banner(home: Path, xid79: Path) -> None:
+    """uvicorn logged 'ERROR: [Errno 98] error while attempting to bind' after dolmen's
+    banner had said it served there."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = dolmen(home, "serve", "--from", str(xid79), "--listen", f"127.0.0.1:{port}")
+    assert r.returncode == 3, r.stderr
+    assert (
+        r.stderr.splitlines()[0]
+        == f"dolmen: error: --listen 127.0.0.1:{port}: the address is in use"
+    )
+    r = dolmen(home, "serve", "--from", str(xid79), "--listen", "192.0.2.1:9405")
+    assert r.returncode == 2 and "not an address of this host" in r.stderr

@@ -76,3 +76,17 @@ def test_bad_flags_are_usage_errors() -> None:
         resolve(_flags(tls_key="/k.pem"), Config())
     with pytest.raises(UsageError, match="mutual TLS"):
         resolve(_flags(tls_client_ca="/ca.pem"), Config())
+
+
+@pytest.mark.parametrize("flag", ["state", "fleet"])
+def test_a_state_or_fleet_that_is_no_folder_is_refused(tmp_path: Path, flag: str) -> None:
+    """A FIFO as --fleet was served (and its page failed); a file as --state got two lines,
+    'serving read-only' then a token file error."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=f"--{flag} {fifo}: a FIFO, not a folder"):
+        resolve(_flags(**{flag: str(fifo)}), Config())
+    made_later = tmp_path / "new"
+    assert getattr(resolve(_flags(**{flag: str(made_later)}), Config()), flag) == made_later

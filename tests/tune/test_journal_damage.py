@@ -96,6 +96,20 @@ def test_an_emptied_or_junk_journal_is_not_no_profile_active(
         assert rc == 2 and "nothing to roll back" not in out
 
 
+@pytest.mark.timeout(60)
+def test_a_fifo_among_the_journals_is_damage_not_a_hang(
+    config: Path, pristine_host: Path, tmp_path: Path, capsys
+) -> None:
+    """tune status blocked for ever opening a FIFO planted in the journals folder."""
+    import os
+
+    tree, path = applied(capsys, pristine_host, tmp_path)
+    path.unlink()
+    os.mkfifo(path)
+    rc, _out, err = run(capsys, tree, "status")
+    assert rc == 2 and f"{path}:1: tune journal damaged: not a regular file (FIFO)" in err
+
+
 def test_a_done_without_its_save_is_refused(
     config: Path, pristine_host: Path, tmp_path: Path, capsys
 ) -> None:

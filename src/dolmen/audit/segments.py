@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from dolmen.errors import InputError
+from dolmen.fsutil import kind_of
 
 SEQ_DIGITS = 12
 HEAD_SIZE = 128  # the head record is rewritten in place at offset 0, always this long
@@ -34,7 +38,10 @@ def rotated_name(log: Path, first_sequence: int) -> Path:
 
 
 def segments(log: Path) -> list[Path]:
-    """Rotated segments in chain order, then the active file when it exists."""
+    """Rotated segments in chain order, then the active file when it exists.
+
+    InputError for a segment that is not a regular file: a FIFO would block every reader
+    for ever, and a device (``--log /dev/zero``) would stream without end."""
     pat = re.compile(re.escape(log.name) + r"\.(\d{" + str(SEQ_DIGITS) + r"})$")
     try:
         names = os.listdir(log.parent)
@@ -44,6 +51,17 @@ def segments(log: Path) -> list[Path]:
     files = [log.parent / n for _, n in found]
     if log.exists():
         files.append(log)
+    for path in files:
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:  # rotated away since the listing: the readers skip it
+            continue
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{kind_of(mode)}, not an audit log",
+                path=str(path),
+                hint="name the log file itself (--log FILE or [audit] path)",
+            )
     return files
 
 

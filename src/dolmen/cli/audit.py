@@ -66,7 +66,15 @@ def show(
 
 
 @audit.command()
-@click.option("-n", "--lines", "count", default=10, show_default=True, help="Events to show.")
+@click.option(
+    "-n",
+    "--lines",
+    "count",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Events to show.",
+)
 @click.option("-f", "--follow", "following", is_flag=True, help="Keep printing new events.")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as ECS JSON lines.")
 @log_option
@@ -74,6 +82,8 @@ def show(
 def tail(count: int, following: bool, as_json: bool, log: str | None, config_path: str) -> None:
     """Print the last events, and with -f the new ones as they come."""
     settings = _settings(config_path, log)
+    if not following and not settings.path.exists():
+        raise InputError("no audit log yet", path=str(settings.path))
     last: list[Entry] = []
     after = 0
     for entry in read_entries(settings.path):

@@ -122,15 +122,23 @@ def change_options(root_help: str) -> Callable[[F], F]:
     return add
 
 
-def change_host(root: str | None, what: str) -> Host:
+def change_host(root: str | None, what: str, *, tree: bool = False) -> Host:
     """The host a change writes: this machine, or the folder ``--root`` names (``what``:
-    the kind of folder it must be); a ``--root`` that is not a folder is bad usage."""
+    the kind of folder it must be); a ``--root`` that is not a folder is bad usage.
+
+    ``tree``: the folder is a host tree, opened as ``tune --root`` opens it (links
+    resolved inside the tree: an ``etc`` linked to /etc is the tree's own, so a hostile
+    tree cannot point the write at this machine's files); else a private root that
+    commands run in (stack's apt), this machine with another /."""
     from dolmen.errors import UsageError
     from dolmen.host.live import LiveHost
+    from dolmen.host.tree import TreeHost
 
-    if root is not None and not Path(root).is_dir():
+    if root is None:
+        return LiveHost(Path("/"))
+    if not Path(root).is_dir():
         raise UsageError(f"--root {root}: not a folder", hint=f"name the {what}'s folder")
-    return LiveHost(Path(root or "/"))
+    return TreeHost(Path(root)) if tree else LiveHost(Path(root))
 
 
 def rollback_change(

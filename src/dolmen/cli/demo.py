@@ -46,12 +46,14 @@ def _write(name: str, folder: Path) -> Path:
             f"{folder} already exists", hint="name a new folder: dolmen demo writes a whole tree"
         )
     parent = output_folder(folder.absolute().parent, what="DIR's parent")
-    work = Path(tempfile.mkdtemp(prefix=".dolmen-demo-", dir=parent))
+    work: Path | None = None
     try:
+        work = Path(tempfile.mkdtemp(prefix=".dolmen-demo-", dir=parent))
         build_sample(name, work / "tree")
         (work / "tree").rename(folder)
-    except OSError as e:
+    except OSError as e:  # even the private folder may be refused (/proc, a full disk)
         raise write_failure(str(folder), e, parent, "nothing was left behind") from None
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     return folder

@@ -9,10 +9,14 @@ whether it is text at all; a run of NUL bytes, what a crash leaves, is text.
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 import sys
+import time
 import zlib
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from dolmen.errors import InputError
 from dolmen.facts.kernel_log.stream import split_lines, text_blocks
@@ -21,10 +25,18 @@ MAX_BYTES = 1 << 30  # a kernel log larger than 1 GiB (even gzipped) is not one
 _HEAD = 1 << 16  # bytes sampled to tell text from binary
 
 
+class _Source(Protocol):
+    """What a log is read from: a file, stdin, a FIFO or a device (``_Stream``)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
 class LogInput:
     """An opened log: its first bytes checked as text, the rest streamed line by line."""
 
-    def __init__(self, name: str, where: str, head: bytes, rest: _Rejoined, raw: BinaryIO) -> None:
+    def __init__(self, name: str, where: str, head: bytes, rest: _Rejoined, raw: _Source) -> None:
         self.name = name
         self.where = where
         self._head = head
@@ -63,13 +75,13 @@ class LogInput:
 
 def open_log(name: str) -> LogInput:
     """A log file (``-``: stdin; gzip is unpacked as it is read); InputError when unreadable."""
-    raw: BinaryIO
+    raw: _Source
     if name == "-":
         raw, where = sys.stdin.buffer, "<stdin>"
     else:
         where = name
         try:
-            raw = open(name, "rb")  # noqa: SIM115 - closed by LogInput.close
+            raw = _open_path(name)
         except FileNotFoundError:
             raise InputError("no such file", path=name) from None
         except IsADirectoryError:
@@ -96,6 +108,83 @@ def open_log(name: str) -> LogInput:
     except OSError as e:  # pragma: no cover - a read error after a good open
         raise InputError(f"cannot read it ({e.strerror or e})", path=where) from None
     return LogInput(name, where, head, rest, raw)
+
+
+FIFO_WAIT = 10.0  # seconds a named FIFO may wait for its writer to open it
+
+
+def _open_path(name: str) -> _Source:
+    """The log at ``name``, opened without blocking: a FIFO no process writes to would hang
+    the open for ever (InputError after ``FIFO_WAIT``), and a character device read to its
+    end (/dev/kmsg) would wait for the next kernel message."""
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(name)
+        if stat.S_ISFIFO(mode):
+            return _Stream(fd, _first_bytes(fd, name))
+        if stat.S_ISCHR(mode):
+            return _Stream(fd, b"")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _first_bytes(fd: int, name: str) -> bytes:
+    """What a FIFO holds once its writer is there (then reads block as on any pipe). A read
+    of a FIFO that no writer has opened yet returns b"", one with a writer and no data yet
+    EAGAIN: so a process substitution (``<(dmesg)``) is read, a forgotten FIFO refused."""
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            data = os.read(fd, _HEAD)
+        except BlockingIOError:
+            data = None  # the writer is there, its first bytes are not yet
+        if data is None or data:
+            os.set_blocking(fd, True)
+            return data or b""
+        if time.monotonic() > deadline:
+            raise InputError(
+                f"a FIFO no process writes to (waited {FIFO_WAIT:g} s)",
+                path=name,
+                hint="start the program that writes it first, or pipe the log in: "
+                "dmesg | dolmen logs scan -",
+            )
+        time.sleep(0.05)
+
+
+class _Stream(io.RawIOBase):
+    """A log that is not a regular file: a FIFO (its first bytes already read, then
+    blocking reads) or a character device read until it has nothing more now, as
+    ``dmesg`` reads /dev/kmsg."""
+
+    def __init__(self, fd: int, first: bytes) -> None:
+        super().__init__()
+        self._fd = fd
+        self._first = first
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self._first:
+            n = len(self._first) if size < 0 else size
+            part, self._first = self._first[:n], self._first[n:]
+            return part
+        while True:
+            try:
+                return os.read(self._fd, size if size >= 0 else 1 << 20)
+            except BlockingIOError:
+                return b""  # a device with nothing more now: the end of this log
+            except BrokenPipeError:
+                continue  # /dev/kmsg: records overwritten under the reader; the next follows
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
 
 
 class _Rejoined:

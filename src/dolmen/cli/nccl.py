@@ -98,7 +98,7 @@ def env_cmd(
     if write:
         if source is not None:
             raise UsageError("--write changes a host: use --root DIR, not --from")
-        _write(change_host(root, "host tree"), yes, as_json)
+        _write(change_host(root, "host tree", tree=True), yes, as_json)
         return
     if yes or root:
         raise UsageError("--yes and --root go with --write")
@@ -152,7 +152,7 @@ def rollback(root: str | None, yes: bool, as_json: bool) -> None:
     """Put back the files the last `nccl env --write` replaced (or remove new ones)."""
     from dolmen.tune.journal import change_dir
 
-    host = change_host(root, "host tree")
+    host = change_host(root, "host tree", tree=True)
     rollback_change(
         host,
         change_dir(host, "nccl"),

@@ -62,7 +62,7 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
     from dolmen.serve.agent import Agent
     from dolmen.serve.app import ServeState, make_app
     from dolmen.serve.auth import Authenticator, TokenFile
-    from dolmen.serve.server import run
+    from dolmen.serve.server import listen_socket, run
     from dolmen.serve.settings import resolve
     from dolmen.serve.store import Store
 
@@ -90,6 +90,11 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
     auth = Authenticator(TokenFile(settings.folder / "tokens.json"))
     state = ServeState(agent, auth, settings.open_reads)
     app = make_app(state, fleet=settings.fleet)
+    try:
+        sock = listen_socket(settings.listen)  # before the banner: a port in use says only so
+    except BaseException:
+        store.close()
+        raise
     scheme = "https" if settings.listen.tls_cert else "http"
     click.echo(
         f"dolmen serve: {scheme}://{settings.listen.host}:{settings.listen.port} "
@@ -98,7 +103,7 @@ def serve(ctx: click.Context, /, config_path: str | None, **flags: Any) -> None:
         err=True,
     )
     try:
-        run(app, settings.listen)
+        run(app, settings.listen, sock)
     finally:
         store.close()
 

@@ -37,7 +37,14 @@ def snapshot(output: str | None, only: tuple[str, ...]) -> None:
         output = f"dolmen-snapshot-{socket.gethostname()}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz"
     as_tree = output.endswith("/") or Path(output).is_dir()
     _check_output(Path(output), as_tree=as_tree)
-    meta = capture(Path(output), as_tree=as_tree, subsystems=only or None)
+    out = Path(output)
+    try:
+        meta = capture(out, as_tree=as_tree, subsystems=only or None)
+    except OSError as e:  # the bundle's folder refused it (full, read-only, /proc)
+        from dolmen.fsutil import write_failure
+
+        folder = out if as_tree else out.absolute().parent
+        raise write_failure(f"-o {output}", e, folder, "nothing was left behind") from None
     nc = meta["not_captured"]
     click.echo(
         f"snapshot: {meta['path']} ({meta['captured']['files']} files, "

@@ -25,6 +25,7 @@ from dolmen.errors import InputError
 from dolmen.fleet.doc import NotAVerdict, parse_verdict
 from dolmen.fleet.store import MAX_VERDICT_BYTES, FleetStore, collection_id
 from dolmen.fsutil import read_regular
+from dolmen.values.url import split_url
 
 AGENT_PATH = "/v1/verdict/latest"
 JOBS_PATH = "/v1/jobs?limit=500"  # the API's largest page
@@ -118,7 +119,11 @@ def expand(sources: Sequence[str]) -> list[tuple[str, str | Path | None, str | N
     """Each input as (label, URL or file, None) or (label, None, why it is not one)."""
     out: list[tuple[str, str | Path | None, str | None]] = []
     for src in sources:
-        scheme = urllib.parse.urlsplit(src).scheme
+        parts = split_url(src)
+        if parts is None and "://" in src:
+            out.append((src, None, "not a URL (a port from 1 to 65535, brackets closed)"))
+            continue
+        scheme = parts.scheme if parts is not None else ""
         if scheme in ("http", "https"):
             out.append((src, agent_url(src), None))
             continue

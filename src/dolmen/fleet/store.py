@@ -60,6 +60,11 @@ class FleetStore:
                 f"{self.root}: its folder {self.root.parent} does not exist",
                 hint="create it, or give another -o FLEETDIR",
             )
+        if self.root.is_symlink() and not self.root.exists():
+            raise InputError(
+                f"{self.root} is a symbolic link to nothing (or a link loop)",
+                hint="give a folder as FLEETDIR",
+            )
         if self.root.exists() and not self.root.is_dir():
             raise InputError(f"{self.root} is not a folder", hint="give a folder as FLEETDIR")
         try:
@@ -67,7 +72,7 @@ class FleetStore:
             atomic_write(path, payload)
         except OSError as e:
             folder = self.root if self.root.is_dir() else self.root.parent
-            left = "nothing stored before was changed"
+            left = "the verdicts stored before are kept"
             raise write_failure(f"fleet store {path}", e, folder, left) from None
 
     def add(self, collection: str, node: str, payload: bytes) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import InputError
-from dolmen.fsutil import NotRegularFile, TooLarge, read_regular
+from dolmen.fsutil import NotRegularFile, TooLarge, not_a_file, read_regular
 from dolmen.host.base import DEFAULT_TIMEOUT, MAX_READ, Host
 from dolmen.host.command import NOT_IN_BUNDLE, CommandResult, RunStatus, command_key
 
@@ -35,7 +35,7 @@ class TreeHost(Host):
         root = Path(os.path.realpath(root))
         if not root.is_dir():
             raise InputError(
-                "not a host tree (no such directory)",
+                f"not a host tree ({not_a_file(root, 'folder')})",
                 path=str(root),
                 hint="pass a folder made by `dolmen snapshot` or a .tar.gz snapshot",
             )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dolmen.config import Config
-from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.errors import InputError
 from dolmen.keys import Signer
 from dolmen.keys.trust import TrustStore, load_trusted_keys
 
@@ -48,10 +48,7 @@ def trust_store(config: Config, path: Path | None = None) -> tuple[TrustStore, P
     """The trusted keys and where they came from; InputError when there are none (a
     verify without anchors cannot tell a sealed manifest from a forged one)."""
     where = path or default_trust_path(config)
-    try:
-        store = load_trusted_keys(where)
-    except PermissionError as e:
-        raise EnvironmentProblem(f"cannot read the trusted keys {where}: {e.strerror}") from e
+    store = load_trusted_keys(where)
     if not store:
         raise InputError(
             "no trusted keys: a manifest's seal cannot be checked against nothing",

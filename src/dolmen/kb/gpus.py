@@ -126,7 +126,7 @@ class GpuCatalogue:
         """Models for a user's query: an id, a product name, or a piece of a name or id.
 
         An exact id or product-name match wins; otherwise every model whose id
-        or name contains the query (case-insensitive).
+        or name contains the query (case-insensitive); a blank query finds none.
         """
         q = normalize_name(query)
         exact = self.get(q.lower())
@@ -136,6 +136,8 @@ class GpuCatalogue:
         if matched is not None:
             return [matched]
         low = q.lower()
+        if not low:
+            return []  # a blank query is in every name: it names no model
         return [m for m in self.models if low in m.id or low in m.name.lower()]
 
 

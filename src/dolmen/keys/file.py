@@ -115,11 +115,15 @@ class FileKeyProvider:
         return FileKeyProvider.generate(self.path, self._epoch + 1, replace=True)
 
 
+MAX_KEY_FILE = 64 << 10  # keys, tokens and PINs are bytes to a few KiB; a log is not a key
+
+
 def read_protected(path: Path, what: str = "signing key") -> bytes:
     """The bytes of a key file that only its owner may read or write (see module docstring);
-    KeyProblem naming ``what`` and the fix otherwise."""
+    KeyProblem naming ``what`` and the fix otherwise. Opened non-blocking: a FIFO named as
+    a key (or a token file) is refused as not a regular file, not waited on for ever."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError as e:
         raise KeyProblem(f"no {what} at {path}") from e
     except OSError as e:
@@ -141,10 +145,31 @@ def read_protected(path: Path, what: str = "signing key") -> bytes:
             )
         with os.fdopen(fd, "rb") as f:
             fd = -1
-            return f.read()
+            data = f.read(MAX_KEY_FILE + 1)
+        if len(data) > MAX_KEY_FILE:
+            raise KeyProblem(
+                f"the {what} {path} is larger than {MAX_KEY_FILE} bytes: not a key file",
+                hint="name the key (or token, PIN) file itself",
+            )
+        return data
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def read_secret_line(path: Path, what: str) -> str:
+    """The one line of a protected secret file (a Vault token, a PKCS#11 PIN), stripped;
+    KeyProblem when it is not text or holds nothing."""
+    try:
+        text = read_protected(path, what).decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise KeyProblem(
+            f"the {what} file {path} is not text (not UTF-8)",
+            hint=f"write the {what} alone, as text, into {path}",
+        ) from None
+    if not text:
+        raise KeyProblem(f"the {what} file {path} is empty", hint=f"write the {what} into {path}")
+    return text
 
 
 def shred(path: Path) -> None:

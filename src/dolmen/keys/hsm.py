@@ -34,7 +34,7 @@ from dolmen.keys import (
     Signer,
     WrappedKey,
 )
-from dolmen.keys.file import read_protected
+from dolmen.keys.file import read_secret_line
 from dolmen.keys.filekek import aad
 from dolmen.keys.hsm_token import (
     Pkcs11Signer,
@@ -77,7 +77,7 @@ class Pkcs11Provider(LocalUnwrap):
         self.settings = settings
         self._kek_base = bytes.fromhex(settings.pkcs11_key_id)
         self._sign_base = bytes.fromhex(settings.pkcs11_signing_key_id)
-        pin = read_protected(settings.pkcs11_pin_file, "PKCS#11 PIN").decode().strip()
+        pin = read_secret_line(settings.pkcs11_pin_file, "PKCS#11 PIN")
         self.token = Token(
             settings.pkcs11_module, settings.pkcs11_token, pin, settings.pkcs11_pin_file
         )

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dolmen.errors import InputError
+from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.fsutil import read_regular
 from dolmen.keys import ALGORITHMS, PublicKey
 
 
@@ -73,14 +74,32 @@ def parse_trusted_keys(text: str, path: str = "<trusted keys>") -> dict[str, Tru
     return store
 
 
+MAX_TRUST_FILE = 1 << 20  # a trust line is about 80 bytes: thousands of keys fit
+
+
 def load_trusted_keys(path: Path) -> dict[str, TrustedKey] | None:
     """The trust store at ``path``; None when the file does not exist."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_TRUST_FILE).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read the trusted keys: {e}", path=str(path)) from e
+    except PermissionError:
+        raise EnvironmentProblem(
+            f"cannot read the trusted keys {path}: permission denied",
+            hint="run as a user who may read it, or pass --trusted-keys FILE",
+        ) from None
+    except OSError as e:
+        raise InputError(
+            f"cannot read the trusted keys: {e.strerror}",
+            path=str(path),
+            hint="name a file of trust lines (dolmen audit key prints one)",
+        ) from None
+    except UnicodeDecodeError:
+        raise InputError(
+            "cannot read the trusted keys: not UTF-8 text",
+            path=str(path),
+            hint="name a file of trust lines (dolmen audit key prints one)",
+        ) from None
     return parse_trusted_keys(text, str(path))
 
 

@@ -7,11 +7,12 @@ import base64
 import ipaddress
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
+from dolmen.errors import ConfigError
 from dolmen.keys import KeyProblem, PublicKey
-from dolmen.keys.file import read_protected
+from dolmen.keys.file import read_secret_line
 from dolmen.keys.settings import KeySettings
+from dolmen.values.url import split_url
 
 
 def b64(data: bytes) -> str:
@@ -37,7 +38,12 @@ class Transit:
                 "[keys] provider is vault but vault_address is not set",
                 hint='set [keys] vault_address = "https://<server>:8200" in dolmen.toml',
             )
-        parts = urlsplit(settings.vault_address)
+        parts = split_url(settings.vault_address)
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                f"[keys] vault_address {settings.vault_address!r} is not an http(s) URL",
+                hint='set [keys] vault_address = "https://<server>:8200" in dolmen.toml',
+            )
         if parts.scheme != "https" and not _loopback(parts.hostname or ""):
             raise KeyProblem(
                 f"refusing the plain-http Vault address {settings.vault_address}: the token and "
@@ -52,9 +58,7 @@ class Transit:
         self.settings = settings
         self.address = settings.vault_address
         self.mount = settings.vault_mount
-        token = read_protected(settings.vault_token_file, "Vault token").decode().strip()
-        if not token:
-            raise KeyProblem(f"the Vault token file {settings.vault_token_file} is empty")
+        token = read_secret_line(settings.vault_token_file, "Vault token")
         import hvac  # only a host on this provider needs it
 
         cert = None

@@ -12,6 +12,8 @@ server). Bodies and handler time are bounded by serve/bounds.py.
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from dolmen.errors import UsageError
+from dolmen.errors import EnvironmentProblem, UsageError
 
 DEFAULT_LISTEN = "127.0.0.1:9405"  # dcgm-exporter is 9400
 HEADER_SECONDS = 5.0
@@ -93,7 +95,30 @@ def check_tls(listen: Listen) -> None:
         raise UsageError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
     for path in (listen.tls_cert, listen.tls_key, listen.tls_client_ca):
         if path is not None and not path.is_file():
-            raise UsageError(f"{path}: no such file", hint="give the PEM file's path")
+            what = "not a regular file" if path.exists() else "no such file"
+            raise UsageError(f"{path}: {what}", hint="give the PEM file's path")
+    if listen.tls_cert is None:
+        return
+    # Loaded once here, as uvicorn will: junk or a key of another certificate is one line
+    # naming the files, not an SSLError from inside the server's start.
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(listen.tls_cert, listen.tls_key)
+    except (ssl.SSLError, OSError) as e:
+        raise UsageError(
+            f"--tls-cert {listen.tls_cert} with --tls-key {listen.tls_key}: not a PEM "
+            f"certificate and its private key ({e.strerror or e})",
+            hint="give the server's certificate and the key it was made with, both PEM",
+        ) from None
+    if listen.tls_client_ca is not None:
+        try:
+            ctx.load_verify_locations(listen.tls_client_ca)
+        except (ssl.SSLError, OSError) as e:
+            raise UsageError(
+                f"--tls-client-ca {listen.tls_client_ca}: not PEM CA certificates "
+                f"({e.strerror or e})",
+                hint="give the CA that signs the clients' certificates, PEM",
+            ) from None
 
 
 def uvicorn_config(app: Any, listen: Listen, **more: Any) -> Any:
@@ -122,8 +147,41 @@ def uvicorn_config(app: Any, listen: Listen, **more: Any) -> Any:
     )
 
 
-def run(app: Any, listen: Listen) -> None:
-    """Serve until SIGTERM or SIGINT (uvicorn's handlers: a graceful stop)."""
+def run(app: Any, listen: Listen, sock: socket.socket) -> None:
+    """Serve on ``sock`` (``listen_socket``) until SIGTERM or SIGINT (uvicorn's handlers: a
+    graceful stop)."""
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(app, listen)).run()
+    try:
+        uvicorn.Server(uvicorn_config(app, listen)).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def listen_socket(listen: Listen) -> socket.socket:
+    """The bound socket of ``listen`` (as uvicorn binds it); a port in use, a port this user
+    may not bind or an address not of this host is one line naming --listen, where uvicorn
+    logged its own ERROR line."""
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    where = f"--listen {listen.host}:{listen.port}"
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise EnvironmentProblem(
+                f"{where}: the address is in use",
+                hint="stop what listens there (another dolmen serve?) or choose another port",
+            ) from None
+        if e.errno == errno.EACCES:
+            raise EnvironmentProblem(
+                f"{where}: permission denied (ports below 1024 need root)",
+                hint="choose a port from 1024 up, or run as root",
+            ) from None
+        raise UsageError(
+            f"{where}: not an address of this host ({e.strerror or e})",
+            hint="--listen 127.0.0.1:9405, or 0.0.0.0:9405 for every address",
+        ) from None
+    return sock

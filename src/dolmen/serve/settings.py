@@ -74,12 +74,23 @@ def resolve(flags: dict[str, Any], config: Config) -> Settings:
         interval=_seconds(str(pick("interval", "5m")), "--interval"),
         run_timeout=_seconds(str(pick("run_timeout", "60s")), "--run-timeout"),
         max_age=None if max_age is None else _seconds(str(max_age), "--max-age"),
-        state=path("state") or state_dir(),
+        state=_folder(path("state"), "--state") or state_dir(),
         open_reads=listen.loopback if open_reads is None else bool(open_reads),
         source=flags.get("source"),
-        fleet=path("fleet"),
+        fleet=_folder(path("fleet"), "--fleet"),
         host_root=_host_root(path("host_root"), flags.get("source")),
     )
+
+
+def _folder(path: Path | None, flag: str) -> Path | None:
+    """``path`` unless something other than a folder is there (a FIFO, a file): then one line
+    naming ``flag``, before anything listens. A folder not made yet is dolmen's to make."""
+    if path is not None and (path.exists() or path.is_symlink()) and not path.is_dir():
+        from dolmen.errors import UsageError
+        from dolmen.fsutil import not_a_file
+
+        raise UsageError(f"{flag} {path}: {not_a_file(path, 'folder')}", hint="name a folder")
+    return path
 
 
 def _host_root(root: Path | None, source: str | None) -> Path | None:

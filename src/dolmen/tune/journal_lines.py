@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import EnvironmentProblem, InputError
+from dolmen.fsutil import NotRegularFile, TooLarge, read_regular
 
 FORMAT = 2
 MAX_BYTES = 64 << 20  # a journal of thousands of steps is a few MiB
@@ -68,15 +69,14 @@ def damaged(path: Path, line: int, why: str) -> InputError:
 def decode(path: Path) -> Decoded:
     """Every record of ``path``, checked line by line (module docstring)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+        data = read_regular(path, MAX_BYTES)  # a FIFO planted among journals would block
+    except (NotRegularFile, TooLarge, IsADirectoryError) as e:
+        raise damaged(path, 1, str(e.strerror)) from None
     except OSError as e:
         raise EnvironmentProblem(
             f"cannot read the tune journal {path}: {e.strerror or e}",
             hint="dolmen's state is root's: run it with sudo",
         ) from None
-    if len(data) > MAX_BYTES:
-        raise damaged(path, 1, f"larger than {MAX_BYTES >> 20} MiB")
     *whole, tail = data.split(b"\n")
     if tail:
         _torn_or_damaged(path, len(whole) + 1, tail)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import ConfigError
+from dolmen.fsutil import not_a_file
 from dolmen.paths import config_dir
 from dolmen.tune.profile_file import Removal, parse_profile_file
 from dolmen.tune.settings import SETTINGS, Entry
@@ -93,7 +94,7 @@ def find_profile(name: str, *, including: Path | None = None) -> Path:
     if name.endswith(".toml") or ("/" in name and not name.startswith("dolmen/")):
         path = Path(name)
         if not path.is_file():
-            raise ConfigError("no such profile file", path=name)
+            raise ConfigError(not_a_file(path, "profile file"), path=name)
         return path
     shipped_only = name.startswith("dolmen/")
     bare = name.removeprefix("dolmen/")

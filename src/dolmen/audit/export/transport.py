@@ -19,9 +19,9 @@ import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from dolmen.errors import ServiceUnavailable, UsageError
+from dolmen.values.url import split_url
 
 SCHEMES = ("tcp", "tls", "file")
 
@@ -66,13 +66,12 @@ def parse_destination(text: str) -> Destination:
         if not path:
             raise UsageError(f"--to {text!r}: no path", hint=hint)
         return Destination("file", path=Path(path))
-    parts = urlsplit(text)
+    parts = split_url(text)
+    if parts is None:
+        raise UsageError(f"--to {text!r}: not a URL", hint=hint)
     if parts.scheme not in ("tcp", "tls"):
         raise UsageError(f"--to {text!r}: unknown scheme {parts.scheme!r}", hint=hint)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
+    port = parts.port
     if not parts.hostname or not port:
         raise UsageError(f"--to {text!r}: a host and a port are needed", hint=hint)
     return Destination(parts.scheme, parts.hostname, port)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import DolmenError, ServiceUnavailable, UsageError
+from dolmen.fsutil import not_a_file
 from dolmen.jobs.quota import QuotaExceeded
 
 
@@ -57,7 +58,7 @@ def find_kubeconfig(explicit: str | None = None) -> Path | None:
         if path.is_file():
             return path
     if explicit:
-        raise UsageError(f"no such kubeconfig: {explicit}")
+        raise UsageError(f"{explicit}: {not_a_file(Path(explicit).expanduser(), 'kubeconfig')}")
     return None
 
 

@@ -351,7 +351,8 @@ def _check_command(spec: JobSpec, workdir: str) -> None:
     if not spec.command:
         raise UsageError("no command given", hint="put the command after `--`")
     if not Path(workdir).is_dir():
-        raise UsageError(f"working directory {workdir} does not exist")
+        why = "does not exist" if not os.path.lexists(workdir) else "is not a folder"
+        raise UsageError(f"working directory {workdir} {why}")
     path = spec.env.get("PATH", os.environ.get("PATH", ""))
     name = spec.command[0]
     if find_executable(name, path=path, cwd=workdir) is None:
