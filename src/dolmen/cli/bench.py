@@ -131,7 +131,7 @@ def _bench(
 ) -> int:
     from dolmen.report.bench import store
     from dolmen.report.bench.document import load_bench
-    from dolmen.report.bench.output import run_folder, write_run
+    from dolmen.report.bench.output import discard, run_folder, target, write_run
 
     if save_baseline is not None:
         store.baseline_path(save_baseline)  # a bad name is refused before the run
@@ -144,9 +144,12 @@ def _bench(
 
         config = load_config(config_path)  # a bad config is refused before any folder
         started = datetime.now(UTC)
+        made = not target(out, started).exists()
         folder = run_folder(out, started)
         measured = _measure(device, force, only, smoke, config, started)
         if isinstance(measured, int):
+            if made:  # interrupted: the folder made for this run goes too
+                discard(folder)
             return measured
         doc = measured
     note, written = "", list[Path]()
@@ -201,7 +204,7 @@ def _measure(
         try:
             workloads.prepare(names)
         except Aborted as e:
-            return interrupted(e)
+            return interrupted(e, workloads.device, "no bench.json written")
         finally:
             clear()
         results = {n: r.to_json() for n, r in workloads.results().items()}

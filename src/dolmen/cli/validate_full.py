@@ -59,7 +59,7 @@ def validate_full(
             workloads=workloads,
         )
     except Aborted as e:
-        return interrupted(e)
+        return interrupted(e, workloads.device if workloads else "cuda")
     finally:
         from dolmen.cli.progress import clear
 
@@ -111,13 +111,15 @@ def workloads_for(
     )
 
 
-def interrupted(e: Aborted) -> int:
-    """The one line of a Ctrl-C during the workloads, and its exit code."""
+def interrupted(e: Aborted, device: str, outcome: str = "no verdict") -> int:
+    """The one line of a Ctrl-C (or SIGTERM) during the workloads, and its exit code;
+    ``outcome`` says what the run leaves (validate: no verdict; bench: no bench.json)."""
     from dolmen.cli.progress import clear
 
     clear()
     during = f" during {e.during}" if e.during else ""
-    _err(f"dolmen: interrupted{during}: workloads stopped, GPU memory freed; no verdict")
+    freed = "GPU memory freed" if device == "cuda" else "memory freed"
+    _err(f"dolmen: interrupted{during}: workloads stopped, {freed}; {outcome}")
     return INTERRUPTED
 
 

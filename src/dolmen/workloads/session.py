@@ -16,6 +16,7 @@ from typing import Any
 from dolmen.config import Config
 from dolmen.host import Host
 from dolmen.workloads import RUNNERS
+from dolmen.workloads.engine import sigterm_as_ctrl_c
 from dolmen.workloads.model import Aborted, Progress, Request, Unavailable, no_progress
 
 # name -> (default seconds, per GPU). Defaults keep the whole tier on one GPU under 3 min
@@ -92,11 +93,16 @@ class Workloads:
             seconds = SMOKE_BUDGET_S
         return seconds * self.gpu_count if per_gpu else seconds
 
+    def counted(self, name: str) -> bool:
+        """Whether ``name``'s budget is time this run spends: DCGM runs on the GPUs only
+        (never with ``--device cpu``), so its minutes are neither in the total nor the ETA."""
+        return name != "dcgm" or self.device == "cuda"
+
     def budget_total(self, names: Iterable[str] | None = None) -> float:
-        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default); DCGM
-        counts only where it runs (on the GPUs: never with ``--device cpu``)."""
+        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default) that
+        this run spends (``counted``)."""
         names = self._order if names is None else names
-        return sum(self.budget(n) for n in names if n != "dcgm" or self.device == "cuda")
+        return sum(self.budget(n) for n in names if self.counted(n))
 
     def announce(self, names: Iterable[str] | None = None) -> str:
         """The line printed before the tier starts: "full tier: about 3 min on 1 GPU"."""
@@ -104,17 +110,20 @@ class Workloads:
         total = self.budget_total(names)
         about = f"{round(total / 60)} min" if total >= 90 else f"{max(round(total), 1)} s"
         where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
+        listed = ", ".join(n for n in names if self.counted(n))
+        if any(not self.counted(n) for n in names):
+            listed += "; dcgm: GPUs only" if listed else "dcgm: GPUs only"
         # The exact sum too: "about 3 min" is the budgets' 170 s, rounded (the figure the
         # docs compare with dcgmi diag -r 3).
         return (
-            f"{self.label}: about {about} on {where} ({', '.join(names)}); "
+            f"{self.label}: about {about} on {where} ({listed}); "
             f"budgets {total:g} s in all; Ctrl-C stops it"
         )
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""
         plan = self._plan if name in self._plan else [name]
-        after = sum(self.budget(n) for n in plan[plan.index(name) + 1 :])
+        after = self.budget_total(plan[plan.index(name) + 1 :])
 
         def progress(label: str, done: float, eta_s: float | None) -> None:
             left = (1.0 - done) * self.budget(name) if eta_s is None else eta_s
@@ -164,7 +173,7 @@ class Workloads:
     def prepare(self, names: Iterable[str]) -> None:
         """Run ``names`` in order before the checks read them (outside the checks' time
         limit), after saying what the tier will take; Unavailable is kept for the check
-        to report, Aborted goes up (nothing else starts)."""
+        to report, Aborted goes up (nothing else starts), after a SIGTERM too."""
         wanted = set(names)
         names = [n for n in self._order if n in wanted]
         if not names:
@@ -172,11 +181,12 @@ class Workloads:
         self._plan = names
         if self.host.kind == "live":
             self.notify(self.announce(names))
-        for name in names:
-            try:
-                self.run(name)
-            except Unavailable:
-                continue
+        with sigterm_as_ctrl_c():
+            for name in names:
+                try:
+                    self.run(name)
+                except Unavailable:
+                    continue
 
     def results(self) -> dict[str, Any]:
         """Name -> result of every workload that ran (the bench JSON's ``results``)."""
