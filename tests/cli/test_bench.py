@@ -87,7 +87,7 @@ def test_input_replots_a_run(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     tests/report/bench/test_plots.py (seconds each on two cores)."""
     rc, out, err = _run(capsys, "--input", CPU, "--out", str(tmp_path / "plots"))
     assert rc == 0, err
-    assert "GEMM  TFLOP/s per GPU" in out and "written: " in out
+    assert "GEMM  TFLOP/s per dtype on the CPU" in out and "written: " in out
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == [
         "bench.json",
