@@ -81,6 +81,24 @@ def test_sigterm_during_storage_leaves_no_file_and_no_writer(tmp_path: Path) -> 
     assert list(scratch.iterdir()) == []
 
 
+def test_a_timeout_during_the_workloads_stops_them_as_ctrl_c_does(tmp_path: Path) -> None:
+    """--timeout shorter than the workloads: the backstop once ended the process in the
+    middle of storage, fio writing on in its own session and its file left behind."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    config = tmp_path / "dolmen.toml"
+    config.write_text(f"[workloads]\nstorage_s = 120\nscratch = [{str(scratch)!r}]\n")
+    proc = _start(config, *FULL, "workload.storage_io", "--timeout", "2s")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)  # undecided, not interrupted
+    assert err.strip().splitlines()[-1] == (
+        "dolmen: undecided: timed out after 2 s during storage: workloads stopped, memory "
+        "freed; no verdict (the workloads' budgets are 120 s: raise --timeout above them)"
+    )
+    assert out == ""
+    assert list(scratch.iterdir()) == []
+
+
 def test_ctrl_c_during_bench_leaves_no_run_folder(tmp_path: Path) -> None:
     """The folder bench made for the run (checked before the first workload) goes with it:
     an interrupted run once left an empty one behind."""

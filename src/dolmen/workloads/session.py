@@ -8,9 +8,13 @@ is remembered too: after Ctrl-C nothing else starts.
 
 from __future__ import annotations
 
+import _thread
 import importlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dolmen.config import Config
@@ -48,6 +52,7 @@ class Workloads:
         scratch: Iterable[str] = (),
         notify: Callable[[str], None] | None = None,
         label: str = "full tier",
+        timeout: float | None = None,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {device!r}")
@@ -62,11 +67,21 @@ class Workloads:
         self.scratch = tuple(scratch)
         self.notify = notify or (lambda line: None)
         self.label = label  # what the announce line calls the run ("full tier", "bench")
+        # The run's --timeout (seconds from now): the workloads stop at it as at Ctrl-C,
+        # and ``timed_out`` says that is why (validate's backstop would otherwise end the
+        # process in the middle of one, fio writing on in its own session).
+        self.timeout = timeout
+        self.timed_out = False
         self._done: dict[str, Any] = {}
         self._aborted: Aborted | None = None
         self._order = list(RUNNERS)
         self._plan: list[str] = []  # what prepare() runs, in order (for the tier's ETA)
         self._started = time.monotonic()
+
+    @property
+    def planned(self) -> tuple[str, ...]:
+        """What ``prepare`` runs (or ran), in order."""
+        return tuple(self._plan)
 
     @property
     def gpu_count(self) -> int:
@@ -181,12 +196,39 @@ class Workloads:
         self._plan = names
         if self.host.kind == "live":
             self.notify(self.announce(names))
-        with sigterm_as_ctrl_c():
+        with sigterm_as_ctrl_c(), self._stop_at_timeout():
             for name in names:
                 try:
                     self.run(name)
                 except Unavailable:
                     continue
+
+    @contextmanager
+    def _stop_at_timeout(self) -> Iterator[None]:
+        """Inside, the run's ``timeout`` interrupts the main thread as Ctrl-C does (the
+        workloads then stop and clean up through ``Aborted``) and sets ``timed_out``: a
+        SIGTERM to the main thread, which ``sigterm_as_ctrl_c`` turns into Ctrl-C."""
+        if self.timeout is None:
+            yield
+            return
+
+        main = threading.current_thread() is threading.main_thread()
+
+        def fire() -> None:
+            self.timed_out = True
+            if main:  # a real signal, which also ends a wait in a system call (fio's)
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+            else:
+                _thread.interrupt_main()
+
+        left = self.timeout - (time.monotonic() - self._started)
+        timer = threading.Timer(max(left, 0.0), fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     def results(self) -> dict[str, Any]:
         """Name -> result of every workload that ran (the bench JSON's ``results``)."""
