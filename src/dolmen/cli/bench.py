@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dolmen.config import Config
 
 _RUN_FLAGS = ("--device", "--force", "--only", "--smoke")
+COMPARE_SCHEMA = "dolmen.bench.compare/1"  # --compare --json (report/schemas)
 
 
 @click.command()
@@ -237,7 +238,7 @@ def _names(only: tuple[str, ...]) -> list[str]:
 
 
 def _compare(a_path: str, b_path: str, *, as_json: bool) -> int:
-    from dolmen.report.bench.compare import compare_rows, render_compare
+    from dolmen.report.bench.compare import compare_rows, notes, render_compare
     from dolmen.report.bench.document import load_bench
 
     a, b = load_bench(a_path), load_bench(b_path)
@@ -255,7 +256,9 @@ def _compare(a_path: str, b_path: str, *, as_json: bool) -> int:
             }
             for r in compare_rows(a, b)
         ]
-        click.echo(json.dumps({"a": a_path, "b": b_path, "rows": rows}, indent=2))
+        said = [n.removeprefix("note: ") for n in notes(a, b)]
+        doc = {"schema": COMPARE_SCHEMA, "a": a_path, "b": b_path, "notes": said, "rows": rows}
+        click.echo(json.dumps(doc, indent=2))
     else:
         for line in render_compare(a, b, a_name=a_path, b_name=b_path):
             click.echo(line)
