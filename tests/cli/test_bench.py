@@ -18,6 +18,7 @@ from dolmen.report.bench.document import bench_schema
 from dolmen.workloads import RUNNERS
 from tests.report.bench.conftest import FIXTURES
 from tests.report.bench.test_plots import assert_svg, png_size
+from tests.report.contract import assert_valid
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 REPO = SRC.parent
@@ -87,7 +88,7 @@ def test_input_replots_a_run(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     tests/report/bench/test_plots.py (seconds each on two cores)."""
     rc, out, err = _run(capsys, "--input", CPU, "--out", str(tmp_path / "plots"))
     assert rc == 0, err
-    assert "GEMM  TFLOP/s per GPU" in out and "written: " in out
+    assert "GEMM  TFLOP/s per dtype on the CPU" in out and "written: " in out
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == [
         "bench.json",
@@ -113,8 +114,10 @@ def test_compare(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     assert "gpu:0000:18:00.0 bf16" in out and "1.000" in out
     rc, out, _ = _run(capsys, "--compare", CPU, GPU, "--json")
-    rows = json.loads(out)["rows"]
+    doc = assert_valid(json.loads(out))  # dolmen.bench.compare/1: it once had no schema
+    rows = doc["rows"]
     assert rc == 0 and rows[0]["a"] == 0.061 and rows[0]["ratio"] is None
+    assert "A ran on cpu, B on cuda" in doc["notes"]  # what the terminal says, in the JSON too
 
 
 @pytest.mark.parametrize(

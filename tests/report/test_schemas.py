@@ -77,7 +77,7 @@ JSON_COMMANDS = {
         f"crypt {c}": {"dolmen.crypt.plan/1", "dolmen.crypt.result/1"}
         for c in ("enrol", "unlock", "rotate", "recovery-key")
     },
-    "bench": {"dolmen.bench/1"},
+    "bench": {"dolmen.bench/1", "dolmen.bench.compare/1"},
     "setup": {"dolmen.setup/1"},
     "fleet report": {"dolmen.fleet.report/1"},
     "fleet collective": {"dolmen.bench/1"},
@@ -156,7 +156,7 @@ def test_schema_command_lists_and_prints_each(capsys: pytest.CaptureFixture[str]
     [
         (
             "nope",
-            "no schema 'nope'; valid: dolmen.audit.verify/1, dolmen.bench/1, dolmen.checks/1,",
+            "no schema 'nope'; valid: dolmen.audit.verify/1, dolmen.bench.compare/1, dolmen.bench/1,",
         ),
         ("verdict/2", "no schema 'verdict/2'; this dolmen ships dolmen.verdict/1"),
     ],

@@ -55,6 +55,25 @@ def test_dcgm_budget_follows_its_level_and_counts_only_on_the_gpus() -> None:
     assert long.budget("dcgm") == 1500 and long.request("dcgm").dcgm_level == 3
     cpu = Workloads(LiveHost(), device="cpu")
     assert cpu.budget_total() == cpu.budget_total(["gemm", "memory", "collective", "storage"])
+    # the line before a CPU run says DCGM is not part of it, rather than listing it
+    assert cpu.announce() == (
+        "full tier: about 80 s on the CPU (gemm, memory, collective, storage; dcgm: GPUs only); "
+        "budgets 80 s in all; Ctrl-C stops it"
+    )
+
+
+@pytest.mark.parametrize(("device", "eta"), [("cpu", 15.0), ("cuda", 15.0 + 90.0)])
+def test_the_eta_counts_dcgm_only_where_it_runs(
+    monkeypatch: pytest.MonkeyPatch, device: str, eta: float
+) -> None:
+    """Half of gemm's 30 s left, then DCGM's 90 s on the GPUs only: a CPU run's ETA once
+    said 1:54 for a tier of 80 s."""
+    for name in ("gemm", "dcgm"):  # the budgets are by name; nothing real runs
+        monkeypatch.setitem(workloads.RUNNERS, name, "tests.workloads.sample:run")
+    seen: list[tuple[str, float, float | None]] = []
+    ws = Workloads(LiveHost(), device=device, gpus=[0], progress=lambda *a: seen.append(a))
+    ws.prepare(["gemm", "dcgm"])
+    assert seen[0] == ("sample", 0.5, pytest.approx(eta))
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from dolmen.config import Config
 
 _RUN_FLAGS = ("--device", "--force", "--only", "--smoke")
+COMPARE_SCHEMA = "dolmen.bench.compare/1"  # --compare --json (report/schemas)
 
 
 @click.command()
@@ -131,7 +132,7 @@ def _bench(
 ) -> int:
     from dolmen.report.bench import store
     from dolmen.report.bench.document import load_bench
-    from dolmen.report.bench.output import run_folder, write_run
+    from dolmen.report.bench.output import discard, run_folder, target, write_run
 
     if save_baseline is not None:
         store.baseline_path(save_baseline)  # a bad name is refused before the run
@@ -144,9 +145,12 @@ def _bench(
 
         config = load_config(config_path)  # a bad config is refused before any folder
         started = datetime.now(UTC)
+        made = not target(out, started).exists()
         folder = run_folder(out, started)
         measured = _measure(device, force, only, smoke, config, started)
         if isinstance(measured, int):
+            if made:  # interrupted: the folder made for this run goes too
+                discard(folder)
             return measured
         doc = measured
     note, written = "", list[Path]()
@@ -201,7 +205,7 @@ def _measure(
         try:
             workloads.prepare(names)
         except Aborted as e:
-            return interrupted(e)
+            return interrupted(e, workloads.device, "no bench.json written")
         finally:
             clear()
         results = {n: r.to_json() for n, r in workloads.results().items()}
@@ -234,7 +238,7 @@ def _names(only: tuple[str, ...]) -> list[str]:
 
 
 def _compare(a_path: str, b_path: str, *, as_json: bool) -> int:
-    from dolmen.report.bench.compare import compare_rows, render_compare
+    from dolmen.report.bench.compare import compare_rows, notes, render_compare
     from dolmen.report.bench.document import load_bench
 
     a, b = load_bench(a_path), load_bench(b_path)
@@ -252,7 +256,9 @@ def _compare(a_path: str, b_path: str, *, as_json: bool) -> int:
             }
             for r in compare_rows(a, b)
         ]
-        click.echo(json.dumps({"a": a_path, "b": b_path, "rows": rows}, indent=2))
+        said = [n.removeprefix("note: ") for n in notes(a, b)]
+        doc = {"schema": COMPARE_SCHEMA, "a": a_path, "b": b_path, "notes": said, "rows": rows}
+        click.echo(json.dumps(doc, indent=2))
     else:
         for line in render_compare(a, b, a_name=a_path, b_name=b_path):
             click.echo(line)

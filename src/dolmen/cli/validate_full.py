@@ -47,7 +47,7 @@ def validate_full(
     from dolmen.checks.suite import validate
     from dolmen.workloads.model import Aborted
 
-    workloads = workloads_for(host, config, device, force)
+    workloads = workloads_for(host, config, device, force, timeout=timeout)
     try:
         return validate(
             host,
@@ -59,7 +59,9 @@ def validate_full(
             workloads=workloads,
         )
     except Aborted as e:
-        return interrupted(e)
+        if workloads is not None and workloads.timed_out:
+            return _timed_out(e, workloads)
+        return interrupted(e, workloads.device if workloads else "cuda")
     finally:
         from dolmen.cli.progress import clear
 
@@ -74,6 +76,7 @@ def workloads_for(
     *,
     smoke: bool = False,
     label: str = "full tier",
+    timeout: float | None = None,
 ) -> Workloads | None:
     """The session of a full run on the live host; None on a tree or bundle (the workload
     checks then skip: "workloads run on the live host only")."""
@@ -108,17 +111,37 @@ def workloads_for(
         scratch=[str(s) for s in config.get("workloads", "scratch", [])],
         notify=_err,
         label=label,
+        timeout=timeout,
     )
 
 
-def interrupted(e: Aborted) -> int:
-    """The one line of a Ctrl-C during the workloads, and its exit code."""
+def interrupted(e: Aborted, device: str, outcome: str = "no verdict") -> int:
+    """The one line of a Ctrl-C (or SIGTERM) during the workloads, and its exit code;
+    ``outcome`` says what the run leaves (validate: no verdict; bench: no bench.json)."""
     from dolmen.cli.progress import clear
 
     clear()
     during = f" during {e.during}" if e.during else ""
-    _err(f"dolmen: interrupted{during}: workloads stopped, GPU memory freed; no verdict")
+    freed = "GPU memory freed" if device == "cuda" else "memory freed"
+    _err(f"dolmen: interrupted{during}: workloads stopped, {freed}; {outcome}")
     return INTERRUPTED
+
+
+def _timed_out(e: Aborted, workloads: Workloads) -> int:
+    """The one line of a --timeout that ran out during the workloads: undecided (exit 2),
+    the workloads stopped and cleaned up as after Ctrl-C, and what the tier needs."""
+    from dolmen.cli.progress import clear
+    from dolmen.errors import ExitCode
+
+    clear()
+    during = f" during {e.during}" if e.during else ""
+    freed = "GPU memory freed" if workloads.device == "cuda" else "memory freed"
+    _err(
+        f"dolmen: undecided: timed out after {workloads.timeout or 0:g} s{during}: workloads "
+        f"stopped, {freed}; no verdict (the workloads' budgets are "
+        f"{workloads.budget_total(workloads.planned):g} s: raise --timeout above them)"
+    )
+    return int(ExitCode.UNDECIDED)
 
 
 def _err(line: str) -> None:

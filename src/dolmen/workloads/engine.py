@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -138,6 +140,22 @@ def free(torch: Any) -> None:
     if torch is not None and torch.cuda.is_available():
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Inside, SIGTERM stops the workloads as Ctrl-C does (``KeyboardInterrupt``, then
+    ``Aborted``, exit 130): scancel, ``systemctl stop`` and timeout(1) send SIGTERM, and
+    dying of it would leave a command in its own session (fio writing for minutes) and its
+    file on the scratch mount. Outside the main thread Python sets no handler: unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 @contextmanager

@@ -8,14 +8,19 @@ is remembered too: after Ctrl-C nothing else starts.
 
 from __future__ import annotations
 
+import _thread
 import importlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dolmen.config import Config
 from dolmen.host import Host
 from dolmen.workloads import RUNNERS
+from dolmen.workloads.engine import sigterm_as_ctrl_c
 from dolmen.workloads.model import Aborted, Progress, Request, Unavailable, no_progress
 
 # name -> (default seconds, per GPU). Defaults keep the whole tier on one GPU under 3 min
@@ -47,6 +52,7 @@ class Workloads:
         scratch: Iterable[str] = (),
         notify: Callable[[str], None] | None = None,
         label: str = "full tier",
+        timeout: float | None = None,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {device!r}")
@@ -61,11 +67,21 @@ class Workloads:
         self.scratch = tuple(scratch)
         self.notify = notify or (lambda line: None)
         self.label = label  # what the announce line calls the run ("full tier", "bench")
+        # The run's --timeout (seconds from now): the workloads stop at it as at Ctrl-C,
+        # and ``timed_out`` says that is why (validate's backstop would otherwise end the
+        # process in the middle of one, fio writing on in its own session).
+        self.timeout = timeout
+        self.timed_out = False
         self._done: dict[str, Any] = {}
         self._aborted: Aborted | None = None
         self._order = list(RUNNERS)
         self._plan: list[str] = []  # what prepare() runs, in order (for the tier's ETA)
         self._started = time.monotonic()
+
+    @property
+    def planned(self) -> tuple[str, ...]:
+        """What ``prepare`` runs (or ran), in order."""
+        return tuple(self._plan)
 
     @property
     def gpu_count(self) -> int:
@@ -92,11 +108,16 @@ class Workloads:
             seconds = SMOKE_BUDGET_S
         return seconds * self.gpu_count if per_gpu else seconds
 
+    def counted(self, name: str) -> bool:
+        """Whether ``name``'s budget is time this run spends: DCGM runs on the GPUs only
+        (never with ``--device cpu``), so its minutes are neither in the total nor the ETA."""
+        return name != "dcgm" or self.device == "cuda"
+
     def budget_total(self, names: Iterable[str] | None = None) -> float:
-        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default); DCGM
-        counts only where it runs (on the GPUs: never with ``--device cpu``)."""
+        """The seconds of every workload in ``names`` (all of ``RUNNERS`` by default) that
+        this run spends (``counted``)."""
         names = self._order if names is None else names
-        return sum(self.budget(n) for n in names if n != "dcgm" or self.device == "cuda")
+        return sum(self.budget(n) for n in names if self.counted(n))
 
     def announce(self, names: Iterable[str] | None = None) -> str:
         """The line printed before the tier starts: "full tier: about 3 min on 1 GPU"."""
@@ -104,17 +125,20 @@ class Workloads:
         total = self.budget_total(names)
         about = f"{round(total / 60)} min" if total >= 90 else f"{max(round(total), 1)} s"
         where = "the CPU" if self.device == "cpu" else f"{self.gpu_count} GPU(s)"
+        listed = ", ".join(n for n in names if self.counted(n))
+        if any(not self.counted(n) for n in names):
+            listed += "; dcgm: GPUs only" if listed else "dcgm: GPUs only"
         # The exact sum too: "about 3 min" is the budgets' 170 s, rounded (the figure the
         # docs compare with dcgmi diag -r 3).
         return (
-            f"{self.label}: about {about} on {where} ({', '.join(names)}); "
+            f"{self.label}: about {about} on {where} ({listed}); "
             f"budgets {total:g} s in all; Ctrl-C stops it"
         )
 
     def request(self, name: str) -> Request:
         """The ``Request`` ``run(name)`` hands its runner."""
         plan = self._plan if name in self._plan else [name]
-        after = sum(self.budget(n) for n in plan[plan.index(name) + 1 :])
+        after = self.budget_total(plan[plan.index(name) + 1 :])
 
         def progress(label: str, done: float, eta_s: float | None) -> None:
             left = (1.0 - done) * self.budget(name) if eta_s is None else eta_s
@@ -164,7 +188,7 @@ class Workloads:
     def prepare(self, names: Iterable[str]) -> None:
         """Run ``names`` in order before the checks read them (outside the checks' time
         limit), after saying what the tier will take; Unavailable is kept for the check
-        to report, Aborted goes up (nothing else starts)."""
+        to report, Aborted goes up (nothing else starts), after a SIGTERM too."""
         wanted = set(names)
         names = [n for n in self._order if n in wanted]
         if not names:
@@ -172,11 +196,39 @@ class Workloads:
         self._plan = names
         if self.host.kind == "live":
             self.notify(self.announce(names))
-        for name in names:
-            try:
-                self.run(name)
-            except Unavailable:
-                continue
+        with sigterm_as_ctrl_c(), self._stop_at_timeout():
+            for name in names:
+                try:
+                    self.run(name)
+                except Unavailable:
+                    continue
+
+    @contextmanager
+    def _stop_at_timeout(self) -> Iterator[None]:
+        """Inside, the run's ``timeout`` interrupts the main thread as Ctrl-C does (the
+        workloads then stop and clean up through ``Aborted``) and sets ``timed_out``: a
+        SIGTERM to the main thread, which ``sigterm_as_ctrl_c`` turns into Ctrl-C."""
+        if self.timeout is None:
+            yield
+            return
+
+        main = threading.current_thread() is threading.main_thread()
+
+        def fire() -> None:
+            self.timed_out = True
+            if main:  # a real signal, which also ends a wait in a system call (fio's)
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+            else:
+                _thread.interrupt_main()
+
+        left = self.timeout - (time.monotonic() - self._started)
+        timer = threading.Timer(max(left, 0.0), fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     def results(self) -> dict[str, Any]:
         """Name -> result of every workload that ran (the bench JSON's ``results``)."""

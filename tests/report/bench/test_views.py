@@ -48,7 +48,13 @@ def test_view_of_a_gpu_run() -> None:
 def test_view_of_a_cpu_run_names_what_was_not_measured() -> None:
     lines = render_bench(fixture_doc("cpu-smoke"))
     assert "smoke sizes: these figures test the machinery, not the machine" in lines
+    assert "on the CPU (--device cpu): measured only, no GPU peak or link to hold them to" in lines
+    # a host copy, not a device copy with a PCIe link that was "not read": there is none
+    memory = lines.index("Memory  GB/s: host memory copy (no device link on the CPU)")
+    assert lines[memory + 1].split() == ["host", "6.1"]
+    assert not any("link not read" in line for line in lines)
     assert any("no published peak" in line for line in lines)
+    assert "GEMM  TFLOP/s per dtype on the CPU" in lines
     assert lines[-1].startswith("dcgm: not measured: dcgmi is not installed")
 
 

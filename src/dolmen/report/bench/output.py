@@ -9,6 +9,7 @@ where matplotlib is installed, ``<chart>.png`` and ``<chart>.svg`` per chart.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from datetime import datetime
@@ -28,12 +29,17 @@ def runs_dir() -> Path:
     return state_dir() / "bench" / "runs"
 
 
+def target(out: str | None, started: datetime) -> Path:
+    """The folder ``run_folder`` makes ready: ``--out``'s, or the run's own under runs_dir."""
+    return Path(out) if out is not None else runs_dir() / started.strftime("%Y%m%dT%H%M%SZ")
+
+
 def run_folder(out: str | None, started: datetime) -> Path:
     """The folder this run writes to, made ready now, so a run of minutes never ends in
     "cannot write there" (UsageError for a path that is no folder, EnvironmentProblem for
     a folder dolmen may not write in)."""
     if out is None:
-        folder = runs_dir() / started.strftime("%Y%m%dT%H%M%SZ")
+        folder = target(out, started)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -60,6 +66,13 @@ def run_folder(out: str | None, started: datetime) -> Path:
             hint="name a folder (a new one is created if its parent exists)",
         )
     return output_folder(folder, what="--out")
+
+
+def discard(folder: Path) -> None:
+    """Remove a run folder ``run_folder`` created when the run ended before writing into it
+    (Ctrl-C): an interrupted run leaves nothing behind. Only an empty folder goes."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def write_run(

@@ -48,6 +48,10 @@ def render_bench(doc: Mapping[str, Any]) -> list[str]:
     """The whole view of one checked ``dolmen.bench/1`` document."""
     host = printable(str(doc.get("host")))
     lines = [f"dolmen bench: {host}, {doc.get('device')}, {doc.get('wall_s', 0):.1f} s"]
+    if doc.get("device") == "cpu":
+        lines.append(
+            "on the CPU (--device cpu): measured only, no GPU peak or link to hold them to"
+        )
     if doc.get("smoke"):
         lines.append("smoke sizes: these figures test the machinery, not the machine")
     results: Mapping[str, Any] = doc.get("results", {})
@@ -62,7 +66,12 @@ def render_bench(doc: Mapping[str, Any]) -> list[str]:
 
 def _gemm(body: Mapping[str, Any]) -> list[str]:
     rows = body["gpus"]
-    lines = ["GEMM  TFLOP/s per GPU; | marks the published dense peak"]
+    on_cpu = all(r.get("gpu") is None for r in rows)
+    lines = [
+        "GEMM  TFLOP/s per dtype on the CPU"
+        if on_cpu
+        else "GEMM  TFLOP/s per GPU; | marks the published dense peak"
+    ]
     scale = max([r["tflops"] for r in rows] + [r["peak_tflops"] or 0 for r in rows] + [0])
     width = max([len(printable(r["subject"])) for r in rows] + [4])
     subjects = list(dict.fromkeys(r["subject"] for r in rows))
@@ -96,6 +105,11 @@ def _gemm(body: Mapping[str, Any]) -> list[str]:
 
 
 def _memory(body: Mapping[str, Any]) -> list[str]:
+    if all(g.get("gpu") is None for g in body["gpus"]):  # a CPU run: one host memory copy
+        lines = ["Memory  GB/s: host memory copy (no device link on the CPU)"]
+        return lines + [
+            f"  {printable(g['subject']):<14} {_num(g['d2d_gbps']):>9}" for g in body["gpus"]
+        ]
     lines = ["Memory  GB/s: device copy, host to device, device to host (published; PCIe link)"]
     for g in body["gpus"]:
         pcie = g.get("pcie")

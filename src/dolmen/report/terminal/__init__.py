@@ -51,6 +51,7 @@ class Options:
     matrix: bool = False
     statuses: frozenset[Status] | None = None
     gpu: BusId | None = None
+    undone: frozenset[int] = frozenset()  # ids of the skips that keep a verdict undecided
 
 
 def render_terminal(
@@ -78,6 +79,10 @@ def report_lines(v: Verdict, width: int | None, opts: Options | None = None) -> 
         in_matrix = {id(f) for f in per_gpu if f.status in (Status.PASS, Status.SKIP)}
         findings = [f for f in findings if id(f) not in in_matrix]
     names = labels(v.findings, v.inventory)
+    # At level full a workload that did not run is why the verdict is undecided: listed
+    # with its reason, never folded into "passed or not applicable".
+    undone = {id(f) for f in v.problems() if f.status is Status.SKIP}
+    opts = replace(opts, undone=frozenset(undone))
     blocks = [_category(c, items, names, opts, tally) for c, items in _by_category(fold(findings))]
     geo = geometry([r for b in blocks for r in b.rows], width)
     calm: list[str] = []
@@ -133,7 +138,7 @@ def _shown(item: Item, opts: Options) -> bool:
     status = item.status
     if opts.statuses is not None:
         return status in opts.statuses
-    if opts.verbose:
+    if opts.verbose or any(id(f) in opts.undone for f in _findings(item)):
         return True
     if status in (Status.PASS, Status.SKIP):
         return False
