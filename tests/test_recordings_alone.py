@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.checks.model import Level
+from dolmen.checks.model import REGISTRY, Level
 from dolmen.checks.suite import validate
 from dolmen.checks.verdict import Health, Verdict
 from dolmen.config import Config
-from dolmen.host import Host, open_host
+from dolmen.host import NOT_IN_BUNDLE, Host, open_host
 from tests.conftest import RECORDINGS
 from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases_nvsmi, today
 from tests.recordings.model import BAD, FAIL, Case, Flag
@@ -173,6 +173,21 @@ def test_absence_named(case: Case, tmp_path_factory: pytest.TempPathFactory) -> 
         f"{f.status.value} {f.check} {f.subject}: {f.summary}"
         for f in verdict.findings
         if f.status.value in ("skip", "unknown") and _ABSENCE.search(f.summary)
+    ]
+    assert not found
+
+
+@pytest.mark.parametrize("case", params("remedy_adds", CASES))
+def test_unbundled_remedy_adds(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An unknown because the bundle lacked its source says what to add, never the fix of
+    a fault nobody found (gpu.present's expected_gpus = 0, system.memory's BMC advice)."""
+    verdict = under_key(case, tmp_path_factory)
+    found = [
+        f"{f.check} {f.subject}: {f.summary} -> {f.remedy}"
+        for f in verdict.findings
+        if f.status.value == "unknown"
+        and NOT_IN_BUNDLE in f.summary
+        and f.remedy == REGISTRY[f.check].remedy
     ]
     assert not found
 
