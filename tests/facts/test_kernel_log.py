@@ -233,7 +233,8 @@ def test_peermem_errors(rel: str, count: int) -> None:
 
 
 def test_mlx5_link_downs_in_the_boot_log() -> None:
-    flaps = [e for e in scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()]
+    events = scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()
+    flaps = [e for e in events if e.kind != "driver_loaded"]
     assert [(e.interface, e.detail, e.bus_id) for e in flaps] == [
         ("enp157s0f1np1", "down", "0000:9d:00.1"),
         ("enp157s0f0np0", "down", "0000:9d:00.0"),
@@ -241,6 +242,14 @@ def test_mlx5_link_downs_in_the_boot_log() -> None:
         ("bootnet", "up", "0000:1b:00.0"),
     ]
     assert all(e.kind == "ib_flap" for e in flaps)
+
+
+def test_the_boot_log_shows_the_module_loading() -> None:
+    """NVRM's "loading NVIDIA UNIX x86_64 Kernel Module  550.90.07": the version, at its time."""
+    events = scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()
+    [load] = [e for e in events if e.kind == "driver_loaded"]
+    assert (load.detail, load.device) == ("550.90.07", "proprietary")
+    assert load.time is not None and load.time.isoformat().startswith("2025-01-17T15:36:55")
 
 
 def test_no_flap_syslog_has_no_events() -> None:
