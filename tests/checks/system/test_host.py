@@ -74,7 +74,7 @@ def test_numa_gpus_on_two_sockets(node: Path) -> None:
     assert by["gpu:00000000:97:00.0"].status is Status.WARN
     assert "GPU has no NUMA node (-1) on a host with 2 nodes" in by["gpu:00000000:97:00.0"].summary
     assert by["gpu:00000000:53:00.0"].status is Status.UNKNOWN
-    assert by["host"].summary.startswith("6 GPU/NIC function(s)")
+    assert by["host"].summary.startswith("15 GPU/NIC function(s)")  # 6 GPUs, 9 HCAs
 
 
 def test_numa_node_exporter_tree(tmp_path: Path) -> None:
