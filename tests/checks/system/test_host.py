@@ -59,7 +59,9 @@ def test_memory_recorded_meminfo_and_unreadable(tmp_path: Path) -> None:
         Status.UNKNOWN,
     }
     (f,) = run_check(make_tree(tmp_path / "e"), "system.memory")
-    assert f.status is Status.UNKNOWN and "MemTotal unreadable: not in this bundle" in f.summary
+    assert f.status is Status.UNKNOWN
+    assert f.summary == "MemTotal unreadable: not in this bundle: proc/meminfo"
+    assert f.remedy is not None and f.remedy.startswith("Give dolmen proc/meminfo")  # not the BMC
     (tmp_path / "p/proc").mkdir(parents=True)  # proc/ recorded, meminfo not: missing
     (f,) = run_check(tmp_path / "p", "system.memory")
     assert f.status is Status.UNKNOWN and "MemTotal unreadable: missing" in f.summary
