@@ -22,7 +22,7 @@ from dolmen.checks.model import REGISTRY, Level
 from dolmen.checks.suite import validate
 from dolmen.checks.verdict import Health, Verdict
 from dolmen.config import Config
-from dolmen.host import NOT_IN_BUNDLE, Host, open_host
+from dolmen.host import Host, open_host
 from tests.conftest import RECORDINGS
 from tests.recordings import bundle, cases_fabric, cases_host, cases_logs, cases_nvsmi, today
 from tests.recordings.model import BAD, FAIL, Case, Flag
@@ -186,10 +186,25 @@ def test_unbundled_remedy_adds(case: Case, tmp_path_factory: pytest.TempPathFact
         f"{f.check} {f.subject}: {f.summary} -> {f.remedy}"
         for f in verdict.findings
         if f.status.value == "unknown"
-        and NOT_IN_BUNDLE in f.summary
+        and "in this bundle" in f.summary  # "not in this bundle: X", "no GPU source in this ..."
         and f.remedy == REGISTRY[f.check].remedy
     ]
     assert not found
+
+
+def test_pasted_sys_class_infiniband_folder() -> None:
+    """A real /sys/class/infiniband copy given to --from is that part of a partial tree (it
+    was refused as 'not a host tree'): its ports are read, the rest is not in this bundle."""
+    folder = RECORDINGS / "sysfs/gpud__sys-class-infiniband-h100.0"
+    if not folder.is_dir():
+        pytest.skip(f"real recordings not available: {folder} is absent")
+    host = open_host(folder)
+    assert host.kind == "paste" and host.exists("sys/class/infiniband/mlx5_0/ports/1/state")
+    verdict = judge(host)
+    active = [f for f in verdict.findings if f.check == "interconnect.ib.port_state"]
+    assert len([f for f in active if f.status.value == "pass"]) == 8, shown(verdict)  # 8 NDR
+    [nic] = [f for f in verdict.findings if f.check == "interconnect.nic.pcie_limited"]
+    assert nic.status.value == "unknown" and "their PCI functions" in nic.summary
 
 
 def test_every_recording_has_a_case() -> None:
