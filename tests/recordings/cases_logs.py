@@ -86,7 +86,9 @@ LOG_CASES = [
         "gpud__kmsg.1.log",
         "healthy",
         "/dev/kmsg records: nvidia-nvswitch opens, IPv6 link-ups, perf notes; no Xid (the "
-        "PROVENANCE line that says Xid 48/63/94 describes the dmesg-time-format-iso file)",
+        "PROVENANCE line that says Xid 48/63/94 describes the dmesg-time-format-iso file). "
+        "The opens show the NVSwitches exist: the NVLink fabric's SXid check reads the log",
+        (Flag("gpu.sxid", PASS, "host", "no NVSwitch SXid"),),
     ),
     log("gpud__kmsg.2.peermem.log", "fault", PEERMEM, (host_rule("peermem|invalid context"),)),
     log(

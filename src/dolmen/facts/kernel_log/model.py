@@ -42,7 +42,8 @@ class KernelEvent:
     oom_kill (``pid``/``process`` the victim, ``detail`` "system" or "memcg", ``device`` the
     constraint) | segfault (``device`` the library it crashed in) | file_max (``detail``
     the limit) | driver_loaded (nvidia.ko loading at that boot: ``detail`` its version,
-    ``device`` open or proprietary). ``ib_flap`` is any link's carrier or link state,
+    ``device`` open or proprietary) | nvswitch (``device`` an NVSwitch the driver opened:
+    it exists). ``ib_flap`` is any link's carrier or link state,
     ``detail`` "down" (a loss) or "up" (gained carrier, Link up, NIC Link is Up),
     ``interface`` its name. In ``KernelLogFacts.pstore`` events, ``device`` is the pstore
     record the event came from.
