@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dolmen.checks.model import Level
+from dolmen.checks.model import REGISTRY, Level
 from dolmen.checks.suite import validate
 from dolmen.checks.verdict import Health, Verdict
 from dolmen.config import Config
@@ -175,6 +175,36 @@ def test_absence_named(case: Case, tmp_path_factory: pytest.TempPathFactory) -> 
         if f.status.value in ("skip", "unknown") and _ABSENCE.search(f.summary)
     ]
     assert not found
+
+
+@pytest.mark.parametrize("case", params("remedy_adds", CASES))
+def test_unbundled_remedy_adds(case: Case, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An unknown because the bundle lacked its source says what to add, never the fix of
+    a fault nobody found (gpu.present's expected_gpus = 0, system.memory's BMC advice)."""
+    verdict = under_key(case, tmp_path_factory)
+    found = [
+        f"{f.check} {f.subject}: {f.summary} -> {f.remedy}"
+        for f in verdict.findings
+        if f.status.value == "unknown"
+        and "in this bundle" in f.summary  # "not in this bundle: X", "no GPU source in this ..."
+        and f.remedy == REGISTRY[f.check].remedy
+    ]
+    assert not found
+
+
+def test_pasted_sys_class_infiniband_folder() -> None:
+    """A real /sys/class/infiniband copy given to --from is that part of a partial tree (it
+    was refused as 'not a host tree'): its ports are read, the rest is not in this bundle."""
+    folder = RECORDINGS / "sysfs/gpud__sys-class-infiniband-h100.0"
+    if not folder.is_dir():
+        pytest.skip(f"real recordings not available: {folder} is absent")
+    host = open_host(folder)
+    assert host.kind == "paste" and host.exists("sys/class/infiniband/mlx5_0/ports/1/state")
+    verdict = judge(host)
+    active = [f for f in verdict.findings if f.check == "interconnect.ib.port_state"]
+    assert len([f for f in active if f.status.value == "pass"]) == 8, shown(verdict)  # 8 NDR
+    [nic] = [f for f in verdict.findings if f.check == "interconnect.nic.pcie_limited"]
+    assert nic.status.value == "unknown" and "their PCI functions" in nic.summary
 
 
 def test_every_recording_has_a_case() -> None:

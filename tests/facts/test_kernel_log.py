@@ -215,8 +215,11 @@ def test_kmsg_records_are_boot_relative() -> None:
     facts = scan("kernel-logs/gpud__kmsg.1.log")
     assert facts.format == "kmsg" and facts.first_time is None and facts.last_time is None
     assert facts.first_boot_seconds == 206.764307 and facts.last_boot_seconds == 57631.398464
-    # This recording holds NVSwitch opens and netdev lines, no Xid.
-    assert facts.events == ()  # (its "link becomes ready" lines are no flap)
+    # This recording holds NVSwitch opens and netdev lines, no Xid: the opens show the
+    # switches exist (its "link becomes ready" lines are no flap).
+    assert {(e.kind, e.device) for e in facts.events or ()} == {
+        ("nvswitch", f"nvidia-nvswitch{i}") for i in range(4)
+    }
 
 
 @pytest.mark.parametrize(
@@ -233,7 +236,8 @@ def test_peermem_errors(rel: str, count: int) -> None:
 
 
 def test_mlx5_link_downs_in_the_boot_log() -> None:
-    flaps = [e for e in scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()]
+    events = scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()
+    flaps = [e for e in events if e.kind not in ("driver_loaded", "nvswitch")]
     assert [(e.interface, e.detail, e.bus_id) for e in flaps] == [
         ("enp157s0f1np1", "down", "0000:9d:00.1"),
         ("enp157s0f0np0", "down", "0000:9d:00.0"),
@@ -241,6 +245,14 @@ def test_mlx5_link_downs_in_the_boot_log() -> None:
         ("bootnet", "up", "0000:1b:00.0"),
     ]
     assert all(e.kind == "ib_flap" for e in flaps)
+
+
+def test_the_boot_log_shows_the_module_loading() -> None:
+    """NVRM's "loading NVIDIA UNIX x86_64 Kernel Module  550.90.07": the version, at its time."""
+    events = scan("kernel-logs/gpud__dmesg.decode.iso.log.1").events or ()
+    [load] = [e for e in events if e.kind == "driver_loaded"]
+    assert (load.detail, load.device) == ("550.90.07", "proprietary")
+    assert load.time is not None and load.time.isoformat().startswith("2025-01-17T15:36:55")
 
 
 def test_no_flap_syslog_has_no_events() -> None:

@@ -286,7 +286,8 @@ def test_recordings_draw_their_events() -> None:
     assert kinds("gpud__nccl_dmesg.decode.iso.log") == {"segfault"}
     assert kinds("gpud__memory_dmesg.decode.iso.log") == {"xid", "oom_kill"}
     # its mlx5 "Link up" is an up (no loss); its 21 "link becomes ready" lines are no event
-    assert kinds("gpud__pstore_7530486857247_dmesg.txt") == {"panic", "ib_flap"}
+    # and NVRM's "loading NVIDIA UNIX x86_64 Kernel Module  550.144.03": the module loaded
+    assert kinds("gpud__pstore_7530486857247_dmesg.txt") == {"panic", "ib_flap", "driver_loaded"}
     assert kinds("gpud__pstore_dmesg-erst.txt") == {"oops"}
     assert kinds("azurehpc__0flap_syslog") == set()
 

@@ -115,6 +115,13 @@ TREE_CASES = [
                 "ib:mlx5_1/1",
                 r"link_downed 255, uptime unknown.*proc/uptime",
             ),
+            # 9 mlx5 HCAs, none of their PCI functions: their links are unknown, not passed
+            Flag(
+                "interconnect.nic.pcie_limited",
+                frozenset({"unknown"}),
+                "host",
+                r"HCAs sys/class/infiniband shows \(mlx5_0.*not in this bundle: their PCI",
+            ),
         ),
         build="tree",
     ),

@@ -69,6 +69,11 @@ LOG_CASES = [
         (
             *(Flag("gpu.present", PASS, f"gpu:0000:{b}:00") for b in H100_BUSES),
             Flag("gpu.xid", PASS, "host", "no Xid"),
+            # "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07": loaded at that boot
+            Flag(
+                "stack.driver.loaded", PASS, "host", r"550\.90\.07 was loaded at 2025-01-17T15:36"
+            ),
+            Flag("stack.driver.userspace_match", frozenset({"unknown"}), "host", "550.90.07"),
         ),
     ),
     log("gpud__dmesg.peermem.log.0", "fault", PEERMEM, (host_rule("peermem|invalid context"),)),
@@ -81,7 +86,9 @@ LOG_CASES = [
         "gpud__kmsg.1.log",
         "healthy",
         "/dev/kmsg records: nvidia-nvswitch opens, IPv6 link-ups, perf notes; no Xid (the "
-        "PROVENANCE line that says Xid 48/63/94 describes the dmesg-time-format-iso file)",
+        "PROVENANCE line that says Xid 48/63/94 describes the dmesg-time-format-iso file). "
+        "The opens show the NVSwitches exist: the NVLink fabric's SXid check reads the log",
+        (Flag("gpu.sxid", PASS, "host", "no NVSwitch SXid"),),
     ),
     log("gpud__kmsg.2.peermem.log", "fault", PEERMEM, (host_rule("peermem|invalid context"),)),
     log(

@@ -186,9 +186,9 @@ def _nvidia_gpu(ctx: Context) -> str | None:
 
 
 def _nvidia_fabric(ctx: Context) -> str | None:
-    """None when a GPU is seen (``_nvidia_gpu``) or the kernel log holds NVSwitch SXid lines:
-    an NVSwitch's own errors are evidence of the NVLink fabric though no GPU is in the bundle
-    (a pasted dmesg of an HGX board at driver load)."""
+    """None when a GPU is seen (``_nvidia_gpu``) or the kernel log holds NVSwitch SXid or
+    ``nvidia-nvswitchN: open`` lines: an NVSwitch's own lines are evidence of the NVLink
+    fabric though no GPU is in the bundle (a pasted dmesg of an HGX board at driver load)."""
     reason = _nvidia_gpu(ctx)
     if reason is None:
         return None
@@ -196,7 +196,7 @@ def _nvidia_fabric(ctx: Context) -> str | None:
         log = ctx.store.get("kernel_log")
     except Exception:
         return reason
-    if any(ev.kind == "sxid" for ev in log.events or ()):
+    if any(ev.kind in ("sxid", "nvswitch") for ev in log.events or ()):
         return None
     return reason
 

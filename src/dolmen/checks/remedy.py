@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dolmen.frozen import frozen
 from dolmen.frozen.regex import pattern
+from dolmen.host import NOT_IN_BUNDLE
 from dolmen.values.busid import parse_subject
 
 if TYPE_CHECKING:
@@ -136,6 +137,26 @@ def values(
         why = f"{_UNSAFE.sub('_', check)} on {_UNSAFE.sub('_', subject)}"
         out["drain"] = site.drain(why[:80])
     return {k: v for k, v in out.items() if k == "drain" or _SAFE.fullmatch(v)}
+
+
+def unbundled(summary: str) -> str | None:
+    """The remedy of an unknown whose summary says its source was ``not in this bundle``
+    (a paste, a tree that did not record that part): what to add, never the fault's fix,
+    since nothing was found wrong. None where the summary names no missing source."""
+    if NOT_IN_BUNDLE not in summary:
+        return None
+    named: list[str] = []
+    for part in summary.split(NOT_IN_BUNDLE)[1:]:  # "...: not in this bundle: <what>; ..."
+        what = part[2:].split(";")[0].strip() if part.startswith(": ") else ""
+        while what.endswith(")") and what.count(")") > what.count("("):  # "(not in ...: x)"
+            what = what[:-1].rstrip()
+        if what and what not in named:
+            named.append(what)
+    what = "; ".join(named) if named else "what this check reads"
+    return (
+        f"Give dolmen {what}: add it to the bundle, run dolmen on the host, or take "
+        "`dolmen snapshot -o FILE` there (it holds every source) and --from that file."
+    )
 
 
 def needs_site(text: str) -> bool:

@@ -11,7 +11,7 @@ from dolmen.checks.context import PREDICATES, Context
 from dolmen.checks.deadline import CheckTimeout, RunTimeout, not_run, ran_out, timeout_finding
 from dolmen.checks.deadline import time_limit as _time_limit
 from dolmen.checks.model import CheckSpec, Finding, Level, Outcome, Status
-from dolmen.checks.remedy import Site, fill, needs_site, site_of, values
+from dolmen.checks.remedy import Site, fill, needs_site, site_of, unbundled, values
 from dolmen.errors import UsageError
 from dolmen.facts import FactError
 from dolmen.host.deadline import Deadline
@@ -169,9 +169,12 @@ def run_one(ctx: Context, spec: CheckSpec, disabled: Sequence[str] = ()) -> list
 
 
 def _finding(ctx: Context, spec: CheckSpec, o: Outcome) -> Finding:
-    """The outcome as a finding: the check's remedy where it gives none, the identity of the
-    GPU its subject names (``identity``), the remedy's fields filled in (``remedy``)."""
+    """The outcome as a finding: the check's remedy where it gives none (an unknown whose
+    source the bundle lacked: what to add, ``remedy.unbundled``), the identity of the GPU its
+    subject names (``identity``), the remedy's fields filled in (``remedy``)."""
     remedy = o.remedy
+    if remedy is None and o.status is Status.UNKNOWN:
+        remedy = unbundled(o.summary)
     if remedy is None and o.status in (Status.WARN, Status.FAIL, Status.UNKNOWN):
         remedy = spec.remedy
     device = None

@@ -152,7 +152,8 @@ def collect(host: Host) -> MemoryFacts:
         lacks = f"missing ({key} not in proc/meminfo)"
         if host.absent("proc/meminfo") == NOT_IN_BUNDLE:  # an excerpt, not the whole file
             lacks = f"{NOT_IN_BUNDLE}: {key} (the proc/meminfo it holds lacks it)"
-        unread[name] = unread.get("meminfo", lacks)
+        why = unread.get("meminfo", lacks)
+        unread[name] = f"{why}: proc/meminfo" if why == NOT_IN_BUNDLE else why  # name it
         return None
 
     thp: dict[str, str | None] = {}

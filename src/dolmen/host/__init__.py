@@ -39,8 +39,11 @@ def open_host(source: str | Path | None = None) -> Host:
             from dolmen.host.paste.sos import SosFolderHost
 
             return SosFolderHost(path)  # an extracted sosreport: read in place, partial
+        from dolmen.host.paste.ibclass import looks_like, open_ib_class
         from dolmen.host.tree import TreeHost
 
+        if not any((path / m).exists() for m in _MARKERS) and looks_like(path):
+            return open_ib_class(path)  # a pasted /sys/class/infiniband
         return _looks_like_a_host(TreeHost(path), str(path))
     if path.is_file():
         from dolmen.host.paste import is_tar, open_file

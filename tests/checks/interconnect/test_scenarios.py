@@ -54,3 +54,19 @@ def test_ib_port_down_scenario_meets_its_expectations(tmp_path: Path) -> None:
     assert down == {"ib:mlx5_7/1", "ib:mlx5_8/1"}
     problems = [p.check for p in verdict.problems() if p.status is Status.FAIL]
     assert "interconnect.ib.port_state" in problems
+
+
+def test_hcas_off_the_pci_bus_are_unknown_never_passed(tmp_path: Path) -> None:
+    """The real sys/class/infiniband of an H100 node (9 mlx5 HCAs) in a tree whose PCI bus
+    lacks their functions: their PCIe links are unknown, never "no Mellanox NIC" passed."""
+    tree = _build("h100-hgx-healthy", tmp_path / "t")
+    devices = tree / "sys/bus/pci/devices"
+    for link in devices.iterdir():
+        if (link / "vendor").read_text().strip() == "0x15b3":
+            link.unlink()
+    verdict = validate(TreeHost(tree), level=Level.QUICK, only=("interconnect.nic.pcie_limited",))
+    [f] = verdict.findings
+    assert f.status is Status.UNKNOWN, f.summary
+    assert "sys/class/infiniband shows (mlx5_0, mlx5_1, mlx5_4" in f.summary
+    assert "not in this bundle: their PCI functions" in f.summary
+    assert f.remedy is not None and f.remedy.startswith("Give dolmen their PCI functions")

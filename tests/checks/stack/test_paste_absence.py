@@ -54,10 +54,21 @@ def test_lspci_shows_the_driver_bound(tmp_path: Path) -> None:
     assert f.status is Status.UNKNOWN  # bound elsewhere (passthrough): proc/modules would tell
 
 
-def test_driver_unseen_asks_for_the_source_not_an_install(tmp_path: Path) -> None:
-    """A boot log alone: the driver 550.90.07 loads and nvidia-drm names 8 GPUs, but neither
-    proc/modules nor the driver's version file is there: unknown, and the fix is to bring them."""
+def test_boot_log_shows_the_driver_loaded_at_that_boot(tmp_path: Path) -> None:
+    """A boot log alone: NVRM's "loading NVIDIA UNIX ... Kernel Module  550.90.07" shows the
+    module loaded at that boot; the summary says when, and that now is not in the bundle."""
     log = recording("kernel-logs/gpud__dmesg.decode.iso.log.1").read_text()
+    [f] = run_check(make_tree(tmp_path / "t", commands={"dmesg": log}), "stack.driver.loaded")
+    assert f.status is Status.PASS, f.summary
+    assert "550.90.07 was loaded at 2025-01-17T15:36:55" in f.summary
+    assert "whether it is loaded now is not in this bundle" in f.summary
+
+
+def test_driver_unseen_asks_for_the_source_not_an_install(tmp_path: Path) -> None:
+    """The same log without its NVRM load line: neither proc/modules nor the driver's version
+    file is there: unknown, and the fix is to bring them."""
+    log = recording("kernel-logs/gpud__dmesg.decode.iso.log.1").read_text()
+    log = "\n".join(x for x in log.splitlines() if "NVRM: loading" not in x)
     [f] = run_check(make_tree(tmp_path / "t", commands={"dmesg": log}), "stack.driver.loaded")
     assert f.status is Status.UNKNOWN and "not in this bundle" in f.summary
     assert f.remedy is not None and "Install" not in f.remedy and "proc/modules" in f.remedy

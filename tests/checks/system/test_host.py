@@ -59,7 +59,9 @@ def test_memory_recorded_meminfo_and_unreadable(tmp_path: Path) -> None:
         Status.UNKNOWN,
     }
     (f,) = run_check(make_tree(tmp_path / "e"), "system.memory")
-    assert f.status is Status.UNKNOWN and "MemTotal unreadable: not in this bundle" in f.summary
+    assert f.status is Status.UNKNOWN
+    assert f.summary == "MemTotal unreadable: not in this bundle: proc/meminfo"
+    assert f.remedy is not None and f.remedy.startswith("Give dolmen proc/meminfo")  # not the BMC
     (tmp_path / "p/proc").mkdir(parents=True)  # proc/ recorded, meminfo not: missing
     (f,) = run_check(tmp_path / "p", "system.memory")
     assert f.status is Status.UNKNOWN and "MemTotal unreadable: missing" in f.summary
@@ -74,7 +76,7 @@ def test_numa_gpus_on_two_sockets(node: Path) -> None:
     assert by["gpu:00000000:97:00.0"].status is Status.WARN
     assert "GPU has no NUMA node (-1) on a host with 2 nodes" in by["gpu:00000000:97:00.0"].summary
     assert by["gpu:00000000:53:00.0"].status is Status.UNKNOWN
-    assert by["host"].summary.startswith("6 GPU/NIC function(s)")
+    assert by["host"].summary.startswith("15 GPU/NIC function(s)")  # 6 GPUs, 9 HCAs
 
 
 def test_numa_node_exporter_tree(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from dolmen.checks.context import Context, no_gpu_reason
 from dolmen.checks.model import Level, Outcome, check, failed, passed, unknown
+from dolmen.checks.remedy import unbundled
 from dolmen.facts import FactError
 from dolmen.facts.gpu import KERNEL_LOG, LSPCI, PCI_TREE, seen_with_log
 from dolmen.facts.reading import READ, source_state
@@ -75,7 +76,10 @@ def present(ctx: Context) -> list[Outcome]:
     bus_read = sources.get(PCI_TREE) == READ or sources.get(LSPCI) == READ
     if not bus_read:
         if all(s == NOT_IN_BUNDLE for s in states.values()):
-            return [unknown("host", f"{NO_GPU_SOURCE}: {', '.join(sources)}{also}", **ev)]
+            add = unbundled(f"{NOT_IN_BUNDLE}: {' or '.join(sources)}")  # what to add
+            return [
+                unknown("host", f"{NO_GPU_SOURCE}: {', '.join(sources)}{also}", remedy=add, **ev)
+            ]
         return [unknown("host", no_gpu_reason(sources) + also, **ev)]
     if expected == 0:
         return [passed("host", f"{NO_GPU_FOUND}, as the site expects (expected_gpus = 0)", **ev)]

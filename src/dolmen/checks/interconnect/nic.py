@@ -16,11 +16,21 @@ recorded node had ib4 down after 49 carrier losses).
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.interconnect.portinfo import uptime_reason
-from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
+from dolmen.checks.model import (
+    Level,
+    Outcome,
+    Status,
+    check,
+    failed,
+    passed,
+    skipped,
+    unknown,
+)
 from dolmen.checks.system.pcie_links import (
     describe,
     first_per_slot,
@@ -41,7 +51,7 @@ THREE_HOURS_S = 3 * 3600.0
     "interconnect.nic.pcie_limited",
     title="No Mellanox NIC is limited by its PCIe link",
     level=Level.QUICK,
-    needs=("pci", "kernel_log"),
+    needs=("pci", "kernel_log", "infiniband", "network"),
     remedy=(
         "Compare lspci -vvv -s <bdf> LnkCap and LnkSta; move the NIC to a slot with the full "
         "Gen/width, fix the riser or the BIOS bifurcation setting, and reseat the card."
@@ -88,9 +98,42 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
         # The bus was not read: "no NIC on it" is not known, only the log's silence.
         why = ctx.pci.unread["devices"]
         return [skipped("host", f"no 'limited by' in the log; the PCI devices: {why}")]
+    off_bus = _hcas_off_bus(ctx, devices)
+    if off_bus:  # their links were not read: a pass would stand on their absence
+        where = "not in sys/bus/pci"
+        if ctx.host.kind != "live":
+            where = f"{NOT_IN_BUNDLE}: their PCI functions (sys/bus/pci/devices)"
+        names = [n for n, _ in off_bus]
+        said = f"the links of the Mellanox HCAs {off_bus[0][1]} shows ({', '.join(names)}): {where}"
+        before = out.get("host")
+        if before is None or before.status is Status.UNKNOWN:
+            said = f"{before.summary}; {said}" if before else said
+            out["host"] = unknown("host", said, hcas=names)
     if not out:
         return [passed("host", "no Mellanox NIC on the PCI bus, no 'limited by' in the log")]
     return list(out.values())
+
+
+def _hcas_off_bus(ctx: Context, devices: dict[str, Any]) -> list[tuple[str, str]]:
+    """The Mellanox HCAs (name, the source that shows it) that sys/class/infiniband, ibstat
+    or a netdev bound to mlx5_core shows, whose PCI function the PCI devices read lack (an
+    HCA without a known PCI address counts where no Mellanox function was read at all)."""
+    on_bus = {bdf for bdf, d in devices.items() if is_mellanox_nic(d)}
+    seen: dict[str, str] = {}
+
+    def off(bdf: str | None) -> bool:
+        return bdf not in on_bus if bdf else not on_bus
+
+    with suppress(FactError):
+        for p in ctx.infiniband.ports:
+            if p.device.startswith("mlx") and off(p.pci_bdf):
+                where = "sys/class/infiniband" if p.source == "sysfs" else p.source
+                seen.setdefault(p.device, where)
+    with suppress(FactError):
+        for i in ctx.network.interfaces:
+            if (i.driver or "").startswith("mlx") and off(i.pci_bdf):
+                seen.setdefault(i.name, "sys/class/net")
+    return list(seen.items())
 
 
 def _events(ctx: Context) -> list[Any] | str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.checks.stack.install import LOAD_HINT, install_remedy, package_command
+from dolmen.facts import FactError
 from dolmen.facts.gpu import NO_DRIVER
 from dolmen.facts.reading import unrecorded
 
@@ -35,7 +37,7 @@ SIDE_BY_SIDE_REMEDY = (
     "stack.driver.loaded",
     title="The NVIDIA kernel module is loaded where NVIDIA GPUs are on the PCI bus",
     level=Level.QUICK,
-    needs=("stack", "gpu", "os"),
+    needs=("stack", "gpu", "os", "kernel_log"),
     when=("nvidia_gpu",),
     remedy=install_remedy(None),
     source="NVIDIA driver installation guide; /proc/driver/nvidia exists only while nvidia.ko "
@@ -90,6 +92,18 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
             )
         ]
     why = s.unread.get("driver_version", "missing")
+    booted = _boot_load(ctx)
+    if booted is not None and loaded is None and not why.startswith("missing"):
+        version, when, line = booted
+        return [
+            passed(
+                "host",
+                f"NVIDIA driver {version} was loaded {when}, as the kernel log shows (the "
+                "boot that log covers; whether it is loaded now is not in this bundle)",
+                kernel_log=line,
+                **evidence,
+            )
+        ]
     evidence["reason"] = why
     if g.error:
         evidence["nvidia_smi"] = g.error
@@ -108,6 +122,23 @@ def driver_loaded(ctx: Context) -> list[Outcome]:
     if unseen:  # the bundle lacks them: the fix is to bring them, not to install a driver
         return [unknown("host", "; ".join(dict.fromkeys(unseen)), remedy=UNSEEN, **evidence)]
     return [unknown("host", f"whether the nvidia module is loaded could not be read: {why}")]
+
+
+def _boot_load(ctx: Context) -> tuple[str, str, str] | None:
+    """The version, time and line of the last ``NVRM: loading ... Kernel Module`` in the
+    kernel log (nvidia.ko loaded at that boot: evidence of that boot, not of now), or None."""
+    with suppress(FactError):
+        loads = [e for e in ctx.kernel_log.events or () if e.kind == "driver_loaded"]
+        e = loads[-1] if loads else None
+        if e is not None and e.detail:
+            if e.time is not None:
+                when = "at " + e.time.isoformat(timespec="seconds")
+            elif e.boot_seconds is not None:
+                when = f"{e.boot_seconds:.0f} s after boot"
+            else:
+                when = f"(log line {e.line_no})"
+            return e.detail, when, e.raw.strip()
+    return None
 
 
 def _not_loaded(
@@ -153,6 +184,9 @@ def userspace_match(ctx: Context) -> list[Outcome]:
     looks for NVRM API mismatch lines in the kernel log."""
     s, g = ctx.stack, ctx.gpu
     kernel = s.driver_version or s.module_version
+    booted = None if kernel else _boot_load(ctx)
+    if booted is not None:  # the log's load line: the module of that boot, not of now
+        kernel = booted[0]
     if kernel is None:
         why = s.unread.get("driver_version", "missing")
         if unrecorded(why):
@@ -190,6 +224,17 @@ def userspace_match(ctx: Context) -> list[Outcome]:
         evidence["kernel_log"] = [e.message for e in events[-3:]]
     if nvml_error:
         evidence["nvidia_smi"] = nvml_error
+    if booted is not None and mismatched and not (events or nvml_error):
+        return [
+            unknown(
+                "host",
+                f"the kernel log shows module {kernel} loaded {booted[1]}, the userspace is "
+                + ", ".join(f"{k} {v}" for k, v in mismatched.items())
+                + ": a reboot since that boot would explain it (proc/driver/nvidia/version: "
+                "not in this bundle)",
+                **evidence,
+            )
+        ]
     if mismatched or events or nvml_error:
         what = ", ".join(f"{k} {v}" for k, v in mismatched.items()) or (
             "the kernel log reports an NVRM API mismatch" if events else f"nvidia-smi: {nvml_error}"
@@ -209,10 +254,11 @@ def userspace_match(ctx: Context) -> list[Outcome]:
         ]
     if not found:
         reasons = {k: s.unread[k] for k in ("libraries", "libcuda_version") if k in s.unread}
+        side = f"{kernel} (loaded {booted[1]}, the kernel log shows)" if booted else kernel
         return [
             unknown(
                 "host",
-                f"no userspace driver version could be read to compare with {kernel}",
+                f"no userspace driver version could be read to compare with {side}",
                 reasons=reasons,
             )
         ]

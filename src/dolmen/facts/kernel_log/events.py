@@ -22,7 +22,7 @@ from dolmen.values.busid import BusId
 NEEDLES = pattern(
     r"Xid|fallen off|peermem|arrier|Link (?:down|up)|Link is|limited by"
     r"|AER:|API mismatch|NVSwitch|I/O [Ee]rror|medium error|target error|EXT4-fs error"
-    r"|QID \d+ timeout|Initialized nvidia-drm|NVRM: GPU at|" + WORDS
+    r"|QID \d+ timeout|Initialized nvidia-drm|NVRM: GPU at|NVRM: loading|nvswitch\d+: open|" + WORDS
 )
 # Plain strings, one of which is in every text NEEDLES matches (each needle holds one): a
 # block of lines that holds none cannot hold an event, and ``in`` runs at C speed where the
@@ -30,7 +30,7 @@ NEEDLES = pattern(
 BLOCK_WORDS = (
     "Xid", "fallen off", "peermem", "arrier", "Link ", "limited by", "AER:", "API mismatch",
     "NVSwitch", "I/O ", "medium error", "target error", "EXT4-fs error", "QID ",
-    "Initialized nvidia-drm", "NVRM: GPU at", *SYSTEM_WORDS,
+    "Initialized nvidia-drm", "NVRM: GPU at", "NVRM: loading", ": open", *SYSTEM_WORDS,
 )  # fmt: skip
 
 _BDF = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
@@ -55,6 +55,15 @@ _GPU_BDF = Lazy(r"GPU (?:at )?(?:PCI:)?(" + _BDF + r")\b")
 # nvidia-drm 0.0.0 20160202 for 0000:19:00.0 on minor 1" (every GPU, display or not), and NVRM's
 # "GPU at PCI:0000:00:05: GPU-efbdfde9-..." (before a GPU's first Xid, and at probe).
 _DRIVER_GPU = Lazy(r"(?:Initialized nvidia-drm .*? for |NVRM: GPU at (?:PCI:)?)(" + _BDF + r")\b")
+# NVRM as nvidia.ko loads (nv.c, every branch): "NVRM: loading NVIDIA UNIX x86_64 Kernel Module
+# 550.90.07  Fri May 31 ..." or "... UNIX Open Kernel Module for x86_64  570.158.01  Release Build".
+_LOADING = Lazy(
+    r"NVRM: loading NVIDIA UNIX\s+(?:(Open)\s+)?(?:\S+\s+)?Kernel Module(?:\s+for\s+\S+)?"
+    r"\s+(\d+\.\d+(?:\.\d+)?)\b"
+)
+# The NVSwitch driver as a client opens a switch (fabric manager at start): "nvidia-nvswitch2:
+# open (major=510)": the switch exists, so the node has an NVLink fabric.
+_NVSWITCH_OPEN = Lazy(r"^(nvidia-nvswitch\d+): open\b")
 # Fatal / non-fatal words: SXid lines ("Non-fatal"), NVLink5 Xids 144-150 ("Nonfatal", "Fatal").
 _FATALITY = Lazy(r"\b(Non-?fatal|Fatal)\b", re.I)
 # Xid 154 (R570+): "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".
@@ -166,6 +175,15 @@ def extract_event(rec: LogRecord) -> KernelEvent | None:
         versions = dict(_VERSION.findall(m))
         detail = ", ".join(f"{k} {v}" for k, v in versions.items()) or None
         ev = {"kind": "api_mismatch", "device": "nvidia", "detail": detail}
+    if ev is None and m.startswith("nvidia-nvswitch") and ": open" in m:
+        found = _NVSWITCH_OPEN.search(m)
+        if found:
+            ev = {"kind": "nvswitch", "device": found[1]}
+    if ev is None and "NVRM: loading" in m:
+        found = _LOADING.search(m)
+        if found:
+            flavour = "open" if found[1] else "proprietary"
+            ev = {"kind": "driver_loaded", "device": flavour, "detail": found[2]}
     if ev is None:
         return None
     return KernelEvent(

@@ -41,9 +41,12 @@ class KernelEvent:
     panic (``detail`` the reason) | oops (``detail`` the "Oops: ..." or "BUG: ..." text) |
     oom_kill (``pid``/``process`` the victim, ``detail`` "system" or "memcg", ``device`` the
     constraint) | segfault (``device`` the library it crashed in) | file_max (``detail``
-    the limit). ``ib_flap`` is any link's carrier or link state, ``detail`` "down" (a loss)
-    or "up" (gained carrier, Link up, NIC Link is Up), ``interface`` its name. In
-    ``KernelLogFacts.pstore`` events, ``device`` is the pstore record the event came from.
+    the limit) | driver_loaded (nvidia.ko loading at that boot: ``detail`` its version,
+    ``device`` open or proprietary) | nvswitch (``device`` an NVSwitch the driver opened:
+    it exists). ``ib_flap`` is any link's carrier or link state,
+    ``detail`` "down" (a loss) or "up" (gained carrier, Link up, NIC Link is Up),
+    ``interface`` its name. In ``KernelLogFacts.pstore`` events, ``device`` is the pstore
+    record the event came from.
     ``xid`` holds the Xid or SXid number; ``bus_id`` the device in ``0000:38:00.0`` form;
     ``fatal`` the line's own Fatal/Non-fatal word; ``detail`` what else the line says
     (the link state "down"/"up", Xid 154's new action, the PCIe limit, the versions).
