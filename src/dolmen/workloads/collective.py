@@ -43,6 +43,9 @@ CPU_WORLD = 2
 # Past the budget before the ranks are killed: the first size of each op, which always runs,
 # and the teardown. The budget counts from the start (spawn, torch's import, the rendezvous).
 GRACE_S = 5.0
+# Across nodes the budget begins at the rendezvous (the nodes share no clock): the grace
+# there also covers srun's start, torch's import and the rendezvous itself.
+NODES_GRACE_S = 30.0
 WARMUP, ITERS = 5, 20  # nccl-tests' -w 5 -n 20
 SMOKE_WARMUP, SMOKE_ITERS = 1, 3
 
