@@ -96,3 +96,37 @@ def test_a_bad_timeout_is_refused_before_the_run(
 ) -> None:
     assert main(["validate", "--level", "quick", f"--timeout={value}", "--npd"]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_the_checks_get_what_the_workloads_left(
+    hung_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One deadline for a full run: the checks once got a fresh --timeout of their own once
+    the workloads were done, so the run outlived it and the backstop ended it. Here a real
+    GEMM on CPU torch takes about 1.5 s of a 4 s deadline, then a check waits on the hung
+    nvidia-smi: the run ends at the deadline (not 1.5 s after it), naming nvidia-smi."""
+    pytest.importorskip("torch", reason="torch is not installed (scripts/ci: torch==2.13.0+cpu)")
+    from dolmen.checks.model import Level
+    from dolmen.checks.suite import choose, validate
+    from dolmen.config import parse_config
+    from dolmen.host.deadline import Deadline
+    from dolmen.host.live import LiveHost
+    from dolmen.workloads.session import Workloads
+
+    monkeypatch.setenv("PATH", f"{hung_path}:/usr/bin:/bin")
+    config = parse_config("[workloads]\ngemm_s = 1.5\n")
+    selection = choose(config, Level.FULL, ["workload.gemm", "gpu.present"])
+    host = LiveHost()
+    deadline = Deadline(4.0)
+    t0 = time.monotonic()
+    ws = Workloads(host, config, device="cpu", deadline=deadline)
+    verdict = validate(
+        host, level=Level.FULL, config=config, timeout=deadline, selection=selection, workloads=ws
+    )
+    took = time.monotonic() - t0
+    assert ws.results()["gemm"].entries, "the GEMM did not run"
+    assert 4.0 <= took < 5.0, f"took {took:.1f} s"
+    (late,) = [f for f in verdict.findings if f.check == "run.timeout"]
+    assert late.evidence["waiting_on"].startswith("nvidia-smi"), late.evidence
+    assert late.summary.startswith("timed out after 4 s waiting on nvidia-smi")
+    assert _left(tmp_path) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.cli.lean import parse
+from dolmen.cli.main import main
 from tests.cli.test_validate import _fresh_python, _run
 from tests.hosts import scenarios
 
@@ -83,3 +84,26 @@ def test_without_a_gpu_the_workloads_run_on_the_cpu_and_say_so(
     assert chosen is not None and chosen.device == "cuda"  # the site said so: its checks
     # will say why CUDA cannot run, rather than a CPU run passing for the GPUs
     assert workloads_for(LiveHost(), Config(), "cpu", True).force  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_slurm_refuses_before_any_workload_starts(
+    lean: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--slurm once ran every workload (minutes on a GPU) and only then found scontrol
+    missing: the contract's needs are asked first, and nothing starts without them."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", str(tools))  # no scontrol here (nor anything else)
+    config = tmp_path / "dolmen.toml"
+    config.write_text("[workloads]\ngemm_s = 600\n")  # ten minutes, were it started
+    argv = ["validate", "--level", "full", "--device", "cpu", "--only", "workload.gemm"]
+    rc = main([*argv, "--slurm", "--config", str(config)], lean=lean)
+    out, err = capsys.readouterr()
+    assert rc == 3, err  # the environment refused (docs/exit-codes.md)
+    assert "full tier" not in err  # announced before the first workload: none started
+    assert (
+        err.splitlines()[0]
+        == "dolmen: error: scontrol is not installed here (scontrol not found on PATH)"
+    )
+    assert out == ""

@@ -121,6 +121,24 @@ def test_smoke_sweep_on_two_gloo_ranks() -> None:
     assert _ranks_of(os.getpid()) == []
 
 
+@pytest.mark.slow
+def test_the_full_sweep_stops_within_its_budget() -> None:
+    """The full CPU sweep (8 B .. 64 MiB) on a 6 s budget once took about 10 s: the budget
+    began at the rendezvous, after seconds of spawning and importing torch, and a size
+    started whenever the clock had not yet passed, however long it would take. The budget
+    now counts from the start and a size runs only if it would end in time."""
+    budget = 6.0
+    t0 = time.monotonic()
+    result = collective.run(Request(device="cpu", budget_s=budget))
+    took = time.monotonic() - t0
+    assert took < budget + 1.0, f"took {took:.1f} s of a {budget:g} s budget"
+    assert [r.op for r in result.runs] == ["all_reduce", "all_gather"]
+    assert all(len(r.points) >= 2 for r in result.runs)  # each op measured beyond its first
+    # what it did not reach, it names
+    assert result.stopped is not None and result.stopped.startswith("budget reached before")
+    assert _ranks_of(os.getpid()) == []
+
+
 def test_hard_deadline_ends_every_rank() -> None:
     # A budget of nothing and a grace shorter than torch's import: killed while starting.
     t0 = time.monotonic()

@@ -65,14 +65,16 @@ def run_checks(
     ctx: Context,
     specs: Iterable[CheckSpec],
     disabled: Sequence[str] = (),
-    timeout: float | None = None,
+    timeout: float | Deadline | None = None,
 ) -> list[Finding]:
     """Run each check; an exception or a timeout becomes ``error`` and the run goes on.
 
     ``timeout`` bounds the whole run (``--timeout``, checks/deadline.py): no check starts
-    once it has passed, and ``run.timeout`` says what the run was waiting on."""
+    once it has passed, and ``run.timeout`` says what the run was waiting on. A Deadline
+    already running (a full run's, which its workloads used first) gives what is left."""
     specs = list(specs)
-    before, deadline = _deadline(ctx), Deadline(timeout)
+    deadline = timeout if isinstance(timeout, Deadline) else Deadline(timeout)
+    before = _deadline(ctx)
     ctx.host.deadline = deadline  # the checks' commands and NVML reads wait no longer
     findings: list[Finding] = []
     skipped: list[str] = []

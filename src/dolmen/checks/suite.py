@@ -19,6 +19,7 @@ from dolmen.config import Config, check_thresholds
 from dolmen.errors import UsageError
 from dolmen.frozen import frozen
 from dolmen.host import Host
+from dolmen.host.deadline import Deadline
 
 if TYPE_CHECKING:
     from dolmen.baseline import Baseline
@@ -67,7 +68,7 @@ def validate(
     config: Config | None = None,
     baseline: Baseline | None = None,
     only: Sequence[str] = (),
-    timeout: float | None = None,
+    timeout: float | Deadline | None = None,
     selection: Selection | None = None,
     workloads: Workloads | None = None,
 ) -> Verdict:
@@ -76,8 +77,11 @@ def validate(
     ``choose`` gave for the same config, level and ``only`` (computed here without it).
 
     ``workloads`` (level full, live host) run first, each once, for the checks selected:
-    they take minutes, past the per-check time limit; ``Aborted`` (Ctrl-C) goes up."""
+    they take minutes, past the per-check time limit; ``Aborted`` (Ctrl-C) goes up. One
+    deadline bounds both: the checks get what the workloads left of ``timeout`` (pass the
+    Deadline the workloads stop at, ``Workloads.deadline``)."""
     config = config or Config()
+    deadline = timeout if isinstance(timeout, Deadline) else Deadline(timeout)
     chosen = selection or choose(config, level, only)
     started = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -90,7 +94,9 @@ def validate(
             for s in chosen.specs
             if s.id in WORKLOAD_OF and not matches(s.id, chosen.disabled)
         )
-    findings = run_checks(ctx, chosen.specs, chosen.disabled, timeout)
+        if deadline.expired() and deadline.cut is None:  # they left the checks no time
+            deadline.cut = "the workloads"
+    findings = run_checks(ctx, chosen.specs, chosen.disabled, deadline)
     return Verdict(
         host=host.hostname,
         level=level.name.lower(),

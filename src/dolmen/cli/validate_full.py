@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from dolmen.checks.verdict import Verdict
     from dolmen.config import Config
     from dolmen.host import Host
+    from dolmen.host.deadline import Deadline
     from dolmen.workloads.model import Aborted
     from dolmen.workloads.session import Workloads
 
@@ -39,22 +40,24 @@ def validate_full(
     config: Config,
     baseline: Baseline | None,
     selection: Selection,
-    timeout: float | None,
+    deadline: Deadline | None,
     device: str | None,
     force: bool,
 ) -> Verdict | int:
-    """The verdict of a full run, or the exit code of a Ctrl-C during its workloads."""
+    """The verdict of a full run, or the exit code of a Ctrl-C during its workloads.
+    ``deadline`` (--timeout's, started with the run) bounds the workloads and the checks
+    together: the checks get what the workloads left."""
     from dolmen.checks.suite import validate
     from dolmen.workloads.model import Aborted
 
-    workloads = workloads_for(host, config, device, force, timeout=timeout)
+    workloads = workloads_for(host, config, device, force, deadline=deadline)
     try:
         return validate(
             host,
             level=level,
             config=config,
             baseline=baseline,
-            timeout=timeout,
+            timeout=deadline,
             selection=selection,
             workloads=workloads,
         )
@@ -76,7 +79,7 @@ def workloads_for(
     *,
     smoke: bool = False,
     label: str = "full tier",
-    timeout: float | None = None,
+    deadline: Deadline | None = None,
 ) -> Workloads | None:
     """The session of a full run on the live host; None on a tree or bundle (the workload
     checks then skip: "workloads run on the live host only")."""
@@ -111,7 +114,7 @@ def workloads_for(
         scratch=[str(s) for s in config.get("workloads", "scratch", [])],
         notify=_err,
         label=label,
-        timeout=timeout,
+        deadline=deadline,
     )
 
 
@@ -137,8 +140,8 @@ def _timed_out(e: Aborted, workloads: Workloads) -> int:
     during = f" during {e.during}" if e.during else ""
     freed = "GPU memory freed" if workloads.device == "cuda" else "memory freed"
     _err(
-        f"dolmen: undecided: timed out after {workloads.timeout or 0:g} s{during}: workloads "
-        f"stopped, {freed}; no verdict (the workloads' budgets are "
+        f"dolmen: undecided: timed out after {workloads.deadline.seconds or 0:g} s{during}: "
+        f"workloads stopped, {freed}; no verdict (the workloads' budgets are "
         f"{workloads.budget_total(workloads.planned):g} s: raise --timeout above them)"
     )
     return int(ExitCode.UNDECIDED)

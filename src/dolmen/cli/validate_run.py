@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from dolmen.checks.verdict import Verdict
     from dolmen.config import Config
     from dolmen.host import Host
+    from dolmen.host.deadline import Deadline
     from dolmen.values.busid import BusId
 
 
@@ -95,13 +96,23 @@ def run_validate(
             detected = getattr(host, "detected", None)  # a pasted file, a sosreport
             if detected:
                 _echo(str(detected), err=True)
+            # One deadline for the whole run, from here: the backstop's, the workloads' and
+            # the checks' (which get what the workloads of a full run left of it), and every
+            # wait before them (the GPU list a full run reads to place its workloads).
+            deadline, before = _deadline(seconds), host.deadline
             cancel = _backstop(host, seconds, npd)
+            if deadline is not None:
+                host.deadline = deadline
             try:
+                if full and slurm:  # minutes of workloads for a contract that cannot apply?
+                    from dolmen.slurm.drain import preflight
+
+                    preflight(host)
                 if full:  # the workloads, their progress and Ctrl-C: cli/validate_full.py
                     from dolmen.cli.validate_full import validate_full
 
                     got = validate_full(
-                        host, lvl, config, baseline, selection, seconds, device, force
+                        host, lvl, config, baseline, selection, deadline, device, force
                     )
                     if isinstance(got, int):
                         return got
@@ -112,11 +123,12 @@ def run_validate(
                         level=lvl,
                         config=config,
                         baseline=baseline,
-                        timeout=seconds,
+                        timeout=deadline,
                         selection=selection,
                     )
             finally:  # an in-process caller must never meet it later
                 cancel()
+                host.deadline = before  # the drain contract's scontrol has its own limits
             slurm_action = _slurm(host, verdict) if slurm else None
         _write_side_outputs(verdict, junit_path, prom_path)
         if npd:
@@ -185,6 +197,15 @@ def run_timeout(text: str | None) -> float | None:
     from dolmen.values.duration import parse_duration
 
     return parse_duration(text, what="--timeout", bare="s", positive=True).total_seconds()
+
+
+def _deadline(seconds: float | None) -> Deadline | None:
+    """The run's Deadline under --timeout, started now; None without one."""
+    if seconds is None:
+        return None
+    from dolmen.host.deadline import Deadline
+
+    return Deadline(seconds)
 
 
 def _backstop(host: Host, seconds: float | None, npd: bool) -> Callable[[], None]:

@@ -44,6 +44,11 @@ class DiagResult:
     info: tuple[str, ...] = ()
 
 
+# Why a live host has no diagnostic to read: dolmen starts dcgmi diag only as a workload
+# (validate --level full's workload.dcgm_diag), never to collect facts.
+LIVE = "not supported on a live host (no recorded diagnostic to read)"
+
+
 @frozen
 class DcgmFacts:
     """A recorded diagnostic. ``unread["diag"]``: why there is none (not in this bundle,
@@ -59,9 +64,8 @@ class DcgmFacts:
 
 def collect(host: Host) -> DcgmFacts:
     """The diagnostic recorded in ``host``'s bundle, if any (see module docstring)."""
-    if host.kind == "live":
-        why = "not supported (dolmen does not run dcgmi diag on a live host: use the full tier)"
-        return DcgmFacts(unread={"diag": why})
+    if host.kind == "live":  # what a run at level full does is the check's to say
+        return DcgmFacts(unread={"diag": LIVE})
     first = host.run(ARGV, timeout=5)
     for res in (first, *(host.run(a, timeout=5) for a in _text_argvs(host))):
         if res.stdout.strip() and res.status in (RunStatus.OK, RunStatus.FAILED):

@@ -84,7 +84,7 @@ def plan(
     partition: str | None = None,
     python: str | None = None,
     wait_s: int = 30,
-    grace_s: float = single.GRACE_S,
+    grace_s: float = single.NODES_GRACE_S,
 ) -> Plan:
     """Pure: the srun step that runs every rank (module docstring)."""
     backend = "nccl" if device == "cuda" else "gloo"

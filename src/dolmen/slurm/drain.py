@@ -85,12 +85,7 @@ def drain_if_unhealthy(
     exit 3) when slurmctld does not answer. ``client`` says how to reach Slurm
     (default: its commands on this machine, as slurmd runs the health check).
     """
-    from dolmen.host import open_host
-    from dolmen.slurm.client import SlurmClient
-
-    if client is None:
-        client = SlurmClient(host if host.kind == "live" else open_host(None))
-    name = node or client.host.environ().get("SLURMD_NODENAME") or host.hostname
+    client, name = _target(host, node, client)
     info = client.node(name)
     if info is None:
         return f"{name} is not a node of this Slurm cluster: nothing done"
@@ -109,3 +104,31 @@ def drain_if_unhealthy(
     else:
         _, lost = events.acting(action, target, details, lambda: client.set_node(name, "resume"))
     return decision.why + (f" (not audited: {lost})" if lost else "")
+
+
+def preflight(host: Host, node: str | None = None, *, client: SlurmClient | None = None) -> None:
+    """Before a run that takes minutes (``validate --level full --slurm``): what the drain
+    contract needs at its end, asked now. Raises the one error the end would have met
+    (scontrol missing, no Slurm configuration, slurmctld not answering: exit 3), and an
+    EnvironmentProblem when Slurm does not know the node, so no workload runs for a
+    contract that could not be applied."""
+    from dolmen.errors import EnvironmentProblem
+
+    client, name = _target(host, node, client)
+    if client.node(name) is None:
+        raise EnvironmentProblem(
+            f"--slurm: {name} is not a node of this Slurm cluster, so no verdict could drain "
+            "or resume it",
+            hint="run on a node of the cluster (slurmd sets SLURMD_NODENAME) or leave out --slurm",
+        )
+
+
+def _target(host: Host, node: str | None, client: SlurmClient | None) -> tuple[SlurmClient, str]:
+    """How to reach Slurm (its commands on this machine, even for a verdict of a tree) and
+    the node the contract acts on: ``node``, else ``$SLURMD_NODENAME``, else the host's name."""
+    from dolmen.host import open_host
+    from dolmen.slurm.client import SlurmClient
+
+    if client is None:
+        client = SlurmClient(host if host.kind == "live" else open_host(None))
+    return client, node or client.host.environ().get("SLURMD_NODENAME") or host.hostname

@@ -26,8 +26,10 @@ WATCHDOG_EXIT = 3  # a rank's exit code when its watchdog ended it
 
 @frozen
 class Job:
-    """What every rank runs: the sizes per op, the sweep's budget (from the rendezvous)
-    and the hard deadline (``time.monotonic``: one clock for every process of the machine)."""
+    """What every rank runs: the sizes per op, the sweep's budget and the hard deadline
+    (``time.monotonic``: one clock for every process of the machine). ``start``: when the
+    budget began (the parent's start, so spawning, torch's import and the rendezvous are
+    inside it); None: at the rendezvous (ranks on several nodes share no clock)."""
 
     world: int
     backend: str  # "nccl" | "gloo"
@@ -39,6 +41,7 @@ class Job:
     warmup: int
     iters: int
     addr: str = "127.0.0.1"  # the rendezvous: rank 0's host (another node's name across nodes)
+    start: float | None = None
 
 
 def main(rank: int, job: Job, outbox: Any) -> None:
@@ -81,17 +84,23 @@ def _sweep(rank: int, job: Job, outbox: Any) -> str | None:
         world_size=job.world,
         timeout=timedelta(seconds=left),
     )
-    start = time.monotonic()
+    met = time.monotonic()
+    end = (met if job.start is None else job.start) + job.budget_s
     stopped: str | None = None
     try:
         for k, (op, sizes) in enumerate(job.sizes.items()):
-            # Op k of n may run until (k+1)/n of the budget: all_gather keeps its share
-            # when all_reduce uses all of its own, and gets what all_reduce left.
-            soft = start + job.budget_s * (k + 1) / len(job.sizes)
+            # Op k of n may run until (k+1)/n of what the rendezvous left of the budget:
+            # all_gather keeps its share when all_reduce uses all of its own, and gets
+            # what all_reduce left.
+            soft = met + (end - met) * (k + 1) / len(job.sizes)
+            time_us = 0.0
             for i, nbytes in enumerate(sizes):
                 # The first size of each op always runs: a budget shorter than the
-                # rendezvous (a smoke run's) still measures something.
-                if i and _past(torch, dist, device, soft):
+                # rendezvous (a smoke run's) still measures something. A later one runs
+                # only if it would end in time, at the last size's pace for its bytes
+                # (the slowest rank's: every rank computes the same figure).
+                need = time_us * 1e-6 * (job.warmup + job.iters) * nbytes / sizes[i - 1]
+                if i and _past(torch, dist, device, soft - need):
                     stopped = stopped or f"budget reached before {op} at {nbytes} bytes"
                     break
                 time_us = _time(torch, dist, device, op, nbytes, job)

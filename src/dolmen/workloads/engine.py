@@ -188,15 +188,18 @@ def timed(
     (page faults, cold caches, a GPU's clocks ramping up) the first iterations are not what
     the device does once it runs. Iterations then go in
     batches timed between synchronisations, so the clock is read only when the device is
-    idle; the batch doubles until it takes a tenth of the budget.
+    idle; the batch doubles until it takes a tenth of the budget. The warm-up is inside
+    ``seconds``, and a batch never runs past what is left of it (at the last batch's pace),
+    so the loop ends within its budget once it has ``min_iters``.
     """
-    t0, warm = CLOCK(), 0
-    while warm < WARMUP_STEPS or CLOCK() - t0 < seconds * 0.05:
+    begin, warm = CLOCK(), 0
+    while warm < WARMUP_STEPS or CLOCK() - begin < seconds * 0.05:
         step()
         synchronize(torch, device)
         warm += 1
+    measure = max(seconds - (CLOCK() - begin), 0.0)
     done, elapsed, batch = 0, 0.0, 1
-    while done < max_iters and (elapsed < seconds or done < min_iters):
+    while done < max_iters and (elapsed < measure or done < min_iters):
         t0 = CLOCK()
         for _ in range(batch):
             step()
@@ -204,9 +207,10 @@ def timed(
         took = CLOCK() - t0
         done += batch
         elapsed += took
-        progress(label, min(elapsed / seconds, 1.0) if seconds > 0 else 1.0, None)
-        if took < seconds / 10:
-            batch = min(batch * 2, max_iters - done) or 1
+        progress(label, min(elapsed / measure, 1.0) if measure > 0 else 1.0, None)
+        grown = batch * 2 if took < seconds / 10 else batch
+        fits = int((measure - elapsed) / (took / batch)) if took > 0 else grown
+        batch = max(min(grown, fits, max_iters - done), 1)
     return done, elapsed
 
 

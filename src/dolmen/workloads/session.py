@@ -12,13 +12,13 @@ import _thread
 import importlib
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from dolmen.config import Config
 from dolmen.host import Host
+from dolmen.host.deadline import Deadline
 from dolmen.workloads import RUNNERS
 from dolmen.workloads.engine import sigterm_as_ctrl_c
 from dolmen.workloads.model import Aborted, Progress, Request, Unavailable, no_progress
@@ -52,7 +52,7 @@ class Workloads:
         scratch: Iterable[str] = (),
         notify: Callable[[str], None] | None = None,
         label: str = "full tier",
-        timeout: float | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {device!r}")
@@ -67,16 +67,16 @@ class Workloads:
         self.scratch = tuple(scratch)
         self.notify = notify or (lambda line: None)
         self.label = label  # what the announce line calls the run ("full tier", "bench")
-        # The run's --timeout (seconds from now): the workloads stop at it as at Ctrl-C,
-        # and ``timed_out`` says that is why (validate's backstop would otherwise end the
-        # process in the middle of one, fio writing on in its own session).
-        self.timeout = timeout
+        # The run's --timeout: the workloads stop at it as at Ctrl-C, and ``timed_out``
+        # says that is why (validate's backstop would otherwise end the process in the
+        # middle of one, fio writing on in its own session). The same Deadline then bounds
+        # the checks, which get what the workloads left of it (checks/suite.py).
+        self.deadline = deadline or Deadline()
         self.timed_out = False
         self._done: dict[str, Any] = {}
         self._aborted: Aborted | None = None
         self._order = list(RUNNERS)
         self._plan: list[str] = []  # what prepare() runs, in order (for the tier's ETA)
-        self._started = time.monotonic()
 
     @property
     def planned(self) -> tuple[str, ...]:
@@ -205,10 +205,11 @@ class Workloads:
 
     @contextmanager
     def _stop_at_timeout(self) -> Iterator[None]:
-        """Inside, the run's ``timeout`` interrupts the main thread as Ctrl-C does (the
+        """Inside, the run's ``deadline`` interrupts the main thread as Ctrl-C does (the
         workloads then stop and clean up through ``Aborted``) and sets ``timed_out``: a
         SIGTERM to the main thread, which ``sigterm_as_ctrl_c`` turns into Ctrl-C."""
-        if self.timeout is None:
+        left = self.deadline.remaining()
+        if left is None:
             yield
             return
 
@@ -221,8 +222,7 @@ class Workloads:
             else:
                 _thread.interrupt_main()
 
-        left = self.timeout - (time.monotonic() - self._started)
-        timer = threading.Timer(max(left, 0.0), fire)
+        timer = threading.Timer(left, fire)
         timer.daemon = True
         timer.start()
         try:

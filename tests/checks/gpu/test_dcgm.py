@@ -70,3 +70,27 @@ def test_a_cut_table_that_passed_what_it_shows_is_unknown_naming_the_cut(tmp_pat
     (f,) = run(make_tree(tmp_path / "c", commands={"dcgmi diag -r 3": cut}), "gpu.dcgm_diag")
     assert f.status.value == "unknown" and "passed the 2 tests read" in f.summary
     assert "cut off" in f.summary
+
+
+def test_a_live_host_says_where_its_diagnostic_is_at_each_level() -> None:
+    """The live host holds no recorded diagnostic; the skip once said "use the full tier"
+    during a full run too. Standard: the full tier runs one; full: its own workload does."""
+    from dolmen.checks import load_registry
+    from dolmen.checks.context import Context
+    from dolmen.checks.runner import run_one
+    from dolmen.host.live import LiveHost
+    from dolmen.workloads.session import Workloads
+
+    spec = load_registry()["gpu.dcgm_diag"]
+    host = LiveHost()
+    (standard,) = run_one(Context(host), spec)
+    assert standard.status.value == "skip"
+    assert standard.summary == (
+        "no DCGM diagnostic: not supported on a live host (no recorded diagnostic to read); "
+        "dolmen validate --level full runs dcgmi diag (workload.dcgm_diag)"
+    )
+    (full,) = run_one(Context(host, workloads=Workloads(host, device="cpu", smoke=True)), spec)
+    assert full.status.value == "skip" and "--level full" not in full.summary
+    assert full.summary.endswith(
+        "; workload.dcgm_diag reports the one this full run starts, or why none runs"
+    )

@@ -102,6 +102,23 @@ def test_compare_notes_what_differs() -> None:
     assert said[-1].startswith("note: B has no dcgm: dcgmi is not installed")
 
 
+def test_compare_says_which_workloads_a_run_left_out() -> None:
+    """A run with --only has neither results nor errors for the rest: its "-" rows once
+    came with no note, where a failed workload's come with its reason."""
+    a = fixture_doc("h100x8")
+    b = fixture_doc("h100x8")
+    for name in ("storage", "collective"):
+        b["results"].pop(name, None)
+        b["errors"].pop(name, None)
+    said = notes(a, b)
+    assert "note: B has no collective: not run (--only)" in said
+    assert "note: B has no storage: not run (--only)" in said
+    assert not any(n.startswith("note: A has no") for n in said)
+    lines = render_compare(a, b)
+    assert "note: B has no storage: not run (--only)" in lines
+    assert not any("not run" in n for n in notes(a, a))
+
+
 def test_a_zero_is_no_ratio() -> None:
     a = fixture_doc("cpu-smoke")
     a["results"]["gemm"]["gpus"][0]["tflops"] = 0.0

@@ -15,7 +15,7 @@ from typing import Any
 from dolmen.checks.context import Context
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown, warned
 from dolmen.facts import FactError
-from dolmen.facts.dcgm import DcgmFacts, DiagResult
+from dolmen.facts.dcgm import LIVE, DcgmFacts, DiagResult
 from dolmen.host.command import NOT_IN_BUNDLE
 from dolmen.host.gpu import Gpu
 from dolmen.values.busid import gpu_subject
@@ -44,7 +44,7 @@ def dcgm_diag(ctx: Context) -> list[Outcome]:
     why = facts.unread.get("diag")
     if why is not None:
         if why.startswith(_SKIP_REASONS):
-            return [skipped("host", f"no DCGM diagnostic: {why}", reason=why)]
+            return [skipped("host", f"no DCGM diagnostic: {why}{_on_live(ctx, why)}", reason=why)]
         return [unknown("host", f"the recorded DCGM diagnostic could not be read: {why}")]
     if facts.runtime_error:
         return [
@@ -59,6 +59,16 @@ def dcgm_diag(ctx: Context) -> list[Outcome]:
     except FactError:
         gpus = ()
     return judge_results(facts, gpus)
+
+
+def _on_live(ctx: Context, why: str) -> str:
+    """Where a live host's diagnostic is, true at each level: this full run's own
+    ``workload.dcgm_diag``, or the full tier a standard run can be raised to."""
+    if why != LIVE:
+        return ""
+    if ctx.workloads is not None:
+        return "; workload.dcgm_diag reports the one this full run starts, or why none runs"
+    return "; dolmen validate --level full runs dcgmi diag (workload.dcgm_diag)"
 
 
 def judge_results(facts: DcgmFacts, gpus: Sequence[Gpu]) -> list[Outcome]:

@@ -113,8 +113,8 @@ def _dolmen_workloads_collective_task_TaskSpec(_type_nodes, _type_per_node, _typ
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
-def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gpus, _type_port, _type_sizes, _type_budget_s, _type_hard, _type_warmup, _type_iters, _type_addr, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_addr, _return_type, cls, FrozenInstanceError):
-    def __init__(self,world:_type_world,backend:_type_backend,gpus:_type_gpus,port:_type_port,sizes:_type_sizes,budget_s:_type_budget_s,hard:_type_hard,warmup:_type_warmup,iters:_type_iters,addr:_type_addr=_dflt_addr)->_return_type:
+def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gpus, _type_port, _type_sizes, _type_budget_s, _type_hard, _type_warmup, _type_iters, _type_addr, _type_start, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_addr, _dflt_start, _return_type, cls, FrozenInstanceError):
+    def __init__(self,world:_type_world,backend:_type_backend,gpus:_type_gpus,port:_type_port,sizes:_type_sizes,budget_s:_type_budget_s,hard:_type_hard,warmup:_type_warmup,iters:_type_iters,addr:_type_addr=_dflt_addr,start:_type_start=_dflt_start)->_return_type:
         __dataclass_builtins_object__.__setattr__(self,'world',world)
         __dataclass_builtins_object__.__setattr__(self,'backend',backend)
         __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
@@ -125,22 +125,23 @@ def _dolmen_workloads_collective_worker_Job(_type_world, _type_backend, _type_gp
         __dataclass_builtins_object__.__setattr__(self,'warmup',warmup)
         __dataclass_builtins_object__.__setattr__(self,'iters',iters)
         __dataclass_builtins_object__.__setattr__(self,'addr',addr)
+        __dataclass_builtins_object__.__setattr__(self,'start',start)
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(world={self.world!r}, backend={self.backend!r}, gpus={self.gpus!r}, port={self.port!r}, sizes={self.sizes!r}, budget_s={self.budget_s!r}, hard={self.hard!r}, warmup={self.warmup!r}, iters={self.iters!r}, addr={self.addr!r})"
+        return self.__class__.__qualname__ + f"(world={self.world!r}, backend={self.backend!r}, gpus={self.gpus!r}, port={self.port!r}, sizes={self.sizes!r}, budget_s={self.budget_s!r}, hard={self.hard!r}, warmup={self.warmup!r}, iters={self.iters!r}, addr={self.addr!r}, start={self.start!r})"
     def __eq__(self,other):
         if other.__class__ is self.__class__:
-            return (self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,)==(other.world,other.backend,other.gpus,other.port,other.sizes,other.budget_s,other.hard,other.warmup,other.iters,other.addr,)
+            return (self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,self.start,)==(other.world,other.backend,other.gpus,other.port,other.sizes,other.budget_s,other.hard,other.warmup,other.iters,other.addr,other.start,)
         return NotImplemented
     def __setattr__(self,name,value):
-        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr',):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr','start',):
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
     def __delattr__(self,name):
-        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr',):
+        if type(self) is cls or name in ('world','backend','gpus','port','sizes','budget_s','hard','warmup','iters','addr','start',):
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
     def __hash__(self):
-        return hash((self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,))
+        return hash((self.world,self.backend,self.gpus,self.port,self.sizes,self.budget_s,self.hard,self.warmup,self.iters,self.addr,self.start,))
     return (__init__, __repr__, __eq__, __setattr__, __delattr__, __hash__,)
 
 
@@ -420,7 +421,7 @@ RECORDS = {
     'dolmen.workloads.collective.Point': ('order=False;post_init=False;bytes:int:False;time_us:float:False;algbw_gbps:float:False;busbw_gbps:float:False', _dolmen_workloads_collective_Point, ('_type_bytes', '_type_time_us', '_type_algbw_gbps', '_type_busbw_gbps', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.collective.Run': ('order=False;post_init=False;op:str:False;world:int:False;backend:str:False;points:tuple[Point, ...]:False', _dolmen_workloads_collective_Run, ('_type_op', '_type_world', '_type_backend', '_type_points', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.collective_task.TaskSpec': ('order=False;post_init=False;nodes:tuple[str, ...]:False;per_node:int:False;backend:str:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;grace_s:float:False;warmup:int:False;iters:int:False', _dolmen_workloads_collective_task_TaskSpec, ('_type_nodes', '_type_per_node', '_type_backend', '_type_sizes', '_type_budget_s', '_type_grace_s', '_type_warmup', '_type_iters', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
-    'dolmen.workloads.collective_worker.Job': ('order=False;post_init=False;world:int:False;backend:str:False;gpus:tuple[int, ...]:False;port:int:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;hard:float:False;warmup:int:False;iters:int:False;addr:str:True', _dolmen_workloads_collective_worker_Job, ('_type_world', '_type_backend', '_type_gpus', '_type_port', '_type_sizes', '_type_budget_s', '_type_hard', '_type_warmup', '_type_iters', '_type_addr', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_addr', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
+    'dolmen.workloads.collective_worker.Job': ('order=False;post_init=False;world:int:False;backend:str:False;gpus:tuple[int, ...]:False;port:int:False;sizes:Mapping[str, list[int]]:False;budget_s:float:False;hard:float:False;warmup:int:False;iters:int:False;addr:str:True;start:float | None:True', _dolmen_workloads_collective_worker_Job, ('_type_world', '_type_backend', '_type_gpus', '_type_port', '_type_sizes', '_type_budget_s', '_type_hard', '_type_warmup', '_type_iters', '_type_addr', '_type_start', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_addr', '_dflt_start', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.dcgm.DcgmResult': ('order=False;post_init=False;level:int:False;facts:DcgmFacts:False;rc:int | None:True', _dolmen_workloads_dcgm_DcgmResult, ('_type_level', '_type_facts', '_type_rc', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_rc', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.gemm.GemmEntry': ('order=False;post_init=False;gpu:int | None:False;subject:str:False;dtype:str:False;tflops:float:False;peak_tflops:float | None:False;median_tflops:float:False;samples:Mapping[str, tuple[float, ...]]:field(False, True, True, True, True, None, None);throttled:bool | None:True;n:int:True;iterations:int:True;seconds:float:True;sampler:str:True', _dolmen_workloads_gemm_GemmEntry, ('_type_gpu', '_type_subject', '_type_dtype', '_type_tflops', '_type_peak_tflops', '_type_median_tflops', '_type_samples', '_type_throttled', '_type_n', '_type_iterations', '_type_seconds', '_type_sampler', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_samples', '_dflt_throttled', '_dflt_n', '_dflt_iterations', '_dflt_seconds', '_dflt_sampler', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),
     'dolmen.workloads.gemm.GemmResult': ('order=False;post_init=False;device:str:False;entries:tuple[GemmEntry, ...]:False;skipped:tuple[tuple[int | None, str, str], ...]:True;models:Mapping[int, str]:field(False, True, True, True, True, None, None)', _dolmen_workloads_gemm_GemmResult, ('_type_device', '_type_entries', '_type_skipped', '_type_models', 'MISSING', '_HAS_DEFAULT_FACTORY', '__dataclass_builtins_object__', '_dflt_skipped', '_dflt_models', '_return_type', 'cls', 'FrozenInstanceError'), ('__init__', '__repr__', '__eq__', '__setattr__', '__delattr__', '__hash__')),

@@ -61,10 +61,19 @@ def notes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
         )
     if a.get("smoke") or b.get("smoke"):
         out.append("note: smoke sizes in at least one run: its figures test the machinery only")
-    for side, doc in (("A", a), ("B", b)):
+    for side, doc, other in (("A", a, b), ("B", b, a)):
         for name, why in sorted(doc.get("errors", {}).items()):
             out.append(f"note: {side} has no {printable(name)}: {printable(why)}")
+        # Every workload a run asks for ends in its results or its errors: one in neither
+        # was left out of the run (--only), which its "-" rows would not say.
+        for name in sorted(_workloads(other) - _workloads(doc)):
+            out.append(f"note: {side} has no {printable(name)}: not run (--only)")
     return out
+
+
+def _workloads(doc: Mapping[str, Any]) -> set[str]:
+    """The workloads a run ran: measured (``results``) or failed (``errors``)."""
+    return {*doc.get("results", {}), *doc.get("errors", {})}
 
 
 def render_compare(
