@@ -12,7 +12,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from dolmen.errors import DolmenError, EnvironmentProblem, UsageError
@@ -169,6 +169,23 @@ def kind_of(mode: int) -> str:
         if test(mode):
             return kind
     return "a symbolic link" if stat.S_ISLNK(mode) else "a regular file"
+
+
+def missing_folders(folder: Path, top: Path) -> list[Path]:
+    """``folder`` and those of its parents below ``top`` that do not exist yet, deepest
+    first: what a ``mkdir(parents=True)`` makes, and what a failed write takes back."""
+    missing: list[Path] = []
+    while folder != top and not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove each folder if it is empty (deepest first), silently keeping any other."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def not_a_file(path: Path | str, what: str) -> str:
