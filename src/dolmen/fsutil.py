@@ -103,8 +103,14 @@ def write_failure(what: str, e: OSError, folder: Path, left: str) -> DolmenError
             f"{what}: could not write: {folder} cannot hold new files ({e.strerror})",
             hint=f"name a path in an ordinary folder (not /proc or /sys); {left}",
         )
-    cause, hint = _CAUSES.get(e.errno or 0, (e.strerror or str(e), "see the cause above"))
+    cause, hint = write_cause(e)
     return EnvironmentProblem(f"{what}: could not write ({cause})", hint=f"{hint}; {left}")
+
+
+def write_cause(e: OSError) -> tuple[str, str]:
+    """A failed write's cause in words a user can act on ("the disk is full") and the
+    hint that fits; the system's own words for any other errno."""
+    return _CAUSES.get(e.errno or 0, (e.strerror or str(e), "see the cause above"))
 
 
 def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
@@ -186,6 +192,20 @@ def remove_empty(folders: Iterable[Path]) -> None:
     for folder in folders:
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+def not_regular(paths: Iterable[Path]) -> tuple[Path, str] | None:
+    """The first of ``paths`` that is there and is not a regular file, and what it is
+    (``a FIFO``; a link included, for writers that never follow one, such as the audit
+    log's); None when each is a regular file or absent."""
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:  # absent (the writer makes it), or its write says why
+            continue
+        if not stat.S_ISREG(mode):
+            return path, kind_of(mode)
+    return None
 
 
 def not_a_file(path: Path | str, what: str) -> str:

@@ -106,7 +106,7 @@ def test_disk_full_fails_closed_with_a_hint(audit_env: AuditSettings, small_tmpf
     fill_disk(small_tmpfs / "filler")
     with pytest.raises(AuditUnavailable) as info:
         record_event("tune.apply", "x", details={"pad": "y" * 8192})
-    assert "No space left" in info.value.message
+    assert "(the disk is full)" in info.value.message
     assert info.value.hint and "free space" in info.value.hint
     assert log.read_bytes() == before  # nothing half-written stays behind
     (small_tmpfs / "filler").unlink()
