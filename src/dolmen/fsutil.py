@@ -177,6 +177,12 @@ def kind_of(mode: int) -> str:
     return "a symbolic link" if stat.S_ISLNK(mode) else "a regular file"
 
 
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """A decode failure in a user's words, ``not UTF-8 text (byte 12)``: never Python's
+    codec text ("'utf-8' codec can't decode byte 0xff in position 12: ...")."""
+    return f"not UTF-8 text (byte {e.start})"
+
+
 def missing_folders(folder: Path, top: Path) -> list[Path]:
     """``folder`` and those of its parents below ``top`` that do not exist yet, deepest
     first: what a ``mkdir(parents=True)`` makes, and what a failed write takes back."""

@@ -211,6 +211,41 @@ def test_fleet_collect_on_a_full_disk_leaves_no_empty_folder(
     assert not existing or list(store.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("argv", "what", "hint"),
+    [
+        (["validate", "--config"], "the configuration file", "save the configuration file as"),
+        (["net", "plan", "--policy"], "the network policy", "save the network policy as"),
+        (["jobs", "submit", "--file"], "the job file", "save the job file as UTF-8"),
+        (["stack", "diff"], "the stack lock", "write it again: dolmen stack lock"),
+    ],
+)
+def test_a_file_that_is_not_utf8_says_so_in_words_with_a_hint(
+    argv: list[str],
+    what: str,
+    hint: str,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Python's codec text ("'utf-8' codec can't decode byte 0xff in position 5: invalid
+    start byte") leaked into the line, and the config reader gave no hint."""
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'x = "\xff"\n')
+    rc, err = _run([*argv, str(bad)], capsys)
+    first, second = err.splitlines()[:2]
+    assert rc == 2 and first == f"dolmen: error: {bad}: cannot read {what}: not UTF-8 text (byte 5)"
+    assert second.startswith(f"hint: {hint}") and "codec" not in err
+
+
+def test_a_missing_config_file_has_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, err = _run(["validate", "--config", str(tmp_path / "nope.toml")], capsys)
+    assert rc == 2 and "no such configuration file" in err
+    assert "hint: check the path of the configuration file" in err
+
+
 def test_a_fifo_given_as_a_file_or_folder_is_named_not_missing(
     fifo: Path, dolmen_dirs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
