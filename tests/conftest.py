@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,35 @@ def dolmen_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DOLMEN_CONFIG_DIR", str(config))
     monkeypatch.delenv("DOLMEN_TUNE_CRASH_AT", raising=False)
     return state
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB tmpfs (root only; skipped where mounting is refused), unmounted after:
+    a disk that fills for real (``fill_disk``), not a mocked ENOSPC."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill_disk(path: Path) -> None:
+    """Write zeros to ``path`` until its file system is full (ENOSPC)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

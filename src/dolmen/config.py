@@ -50,7 +50,7 @@ from typing import Any
 from dolmen.errors import ConfigError
 from dolmen.frozen import frozen
 from dolmen.frozen.regex import pattern
-from dolmen.fsutil import read_regular
+from dolmen.fsutil import not_utf8, read_regular
 from dolmen.paths import config_dir
 
 # The workloads of dolmen.workloads.RUNNERS (config sits below it and cannot import it;
@@ -407,11 +407,21 @@ def read_text(path: Path, what: str) -> str:
         # Regular files only, and bounded: `--file /dev/zero` once filled the machine.
         return read_regular(path, MAX_TEXT_BYTES).decode("utf-8")
     except FileNotFoundError as e:
-        raise ConfigError(f"no such {what}", path=str(path)) from e
+        raise ConfigError(
+            f"no such {what}", path=str(path), hint=f"check the path of the {what}"
+        ) from e
     except OSError as e:
-        raise ConfigError(f"cannot read the {what}: {e.strerror or e}", path=str(path)) from e
+        raise ConfigError(
+            f"cannot read the {what}: {e.strerror or e}",
+            path=str(path),
+            hint=f"name a regular file this user may read as the {what}",
+        ) from e
     except UnicodeDecodeError as e:
-        raise ConfigError(f"cannot read the {what}: {e}", path=str(path)) from e
+        raise ConfigError(
+            f"cannot read the {what}: {not_utf8(e)}",
+            path=str(path),
+            hint=f"save the {what} as UTF-8 text (iconv -t UTF-8)",
+        ) from e
 
 
 def parse_toml(text: str, path: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from dolmen.errors import DolmenError, EnvironmentProblem, UsageError
@@ -103,8 +103,14 @@ def write_failure(what: str, e: OSError, folder: Path, left: str) -> DolmenError
             f"{what}: could not write: {folder} cannot hold new files ({e.strerror})",
             hint=f"name a path in an ordinary folder (not /proc or /sys); {left}",
         )
-    cause, hint = _CAUSES.get(e.errno or 0, (e.strerror or str(e), "see the cause above"))
+    cause, hint = write_cause(e)
     return EnvironmentProblem(f"{what}: could not write ({cause})", hint=f"{hint}; {left}")
+
+
+def write_cause(e: OSError) -> tuple[str, str]:
+    """A failed write's cause in words a user can act on ("the disk is full") and the
+    hint that fits; the system's own words for any other errno."""
+    return _CAUSES.get(e.errno or 0, (e.strerror or str(e), "see the cause above"))
 
 
 def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
@@ -169,6 +175,43 @@ def kind_of(mode: int) -> str:
         if test(mode):
             return kind
     return "a symbolic link" if stat.S_ISLNK(mode) else "a regular file"
+
+
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """A decode failure in a user's words, ``not UTF-8 text (byte 12)``: never Python's
+    codec text ("'utf-8' codec can't decode byte 0xff in position 12: ...")."""
+    return f"not UTF-8 text (byte {e.start})"
+
+
+def missing_folders(folder: Path, top: Path) -> list[Path]:
+    """``folder`` and those of its parents below ``top`` that do not exist yet, deepest
+    first: what a ``mkdir(parents=True)`` makes, and what a failed write takes back."""
+    missing: list[Path] = []
+    while folder != top and not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove each folder if it is empty (deepest first), silently keeping any other."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def not_regular(paths: Iterable[Path]) -> tuple[Path, str] | None:
+    """The first of ``paths`` that is there and is not a regular file, and what it is
+    (``a FIFO``; a link included, for writers that never follow one, such as the audit
+    log's); None when each is a regular file or absent."""
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:  # absent (the writer makes it), or its write says why
+            continue
+        if not stat.S_ISREG(mode):
+            return path, kind_of(mode)
+    return None
 
 
 def not_a_file(path: Path | str, what: str) -> str:

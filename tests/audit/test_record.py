@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +12,7 @@ from dolmen.audit.event import GENESIS, parse_line
 from dolmen.audit.settings import AuditSettings
 from dolmen.errors import AuditUnavailable, ExitCode
 from tests.audit.conftest import log_lines, write_config
+from tests.conftest import fill_disk
 
 
 def test_events_are_chained_with_ecs_names(audit_env: AuditSettings) -> None:
@@ -100,43 +97,16 @@ def test_fail_open_by_config(audit_env: AuditSettings, capsys: pytest.CaptureFix
     assert "NOT audited" in capsys.readouterr().err
 
 
-def _fill(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as e:
-        assert e.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-
-
-@pytest.fixture
-def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 KiB tmpfs (root only; skipped where mounting is refused), unmounted after."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def test_disk_full_fails_closed_with_a_hint(audit_env: AuditSettings, small_tmpfs: Path) -> None:
     write_config(audit_env, f'path = "{small_tmpfs}/audit/audit.log"\n')
     (small_tmpfs / "audit").mkdir()
     record_event("tune.apply", "before")  # the log and its head exist, then the disk fills
     log = small_tmpfs / "audit" / "audit.log"
     before = log.read_bytes()
-    _fill(small_tmpfs / "filler")
+    fill_disk(small_tmpfs / "filler")
     with pytest.raises(AuditUnavailable) as info:
         record_event("tune.apply", "x", details={"pad": "y" * 8192})
-    assert "No space left" in info.value.message
+    assert "(the disk is full)" in info.value.message
     assert info.value.hint and "free space" in info.value.hint
     assert log.read_bytes() == before  # nothing half-written stays behind
     (small_tmpfs / "filler").unlink()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dolmen.cli.main import main
+from tests.conftest import fill_disk
 
 pytestmark = pytest.mark.timeout(60)  # a FIFO read that blocks fails here, not at 600 s
 
@@ -190,6 +191,59 @@ def test_fleet_collect_into_a_broken_link_is_named(
     verdict.write_bytes(b"\xff junk")
     rc, err = _run(["fleet", "collect", str(verdict), "-o", str(store)], capsys)
     assert rc == 2 and f"{store} is a symbolic link to nothing (or a link loop)" in err
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new-store", "store"])
+def test_fleet_collect_on_a_full_disk_leaves_no_empty_folder(
+    existing: bool, small_tmpfs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It left an empty rejected/ (and the store's own folder) behind: a failed write takes
+    back the folders it made, and says the disk is full, exit 3."""
+    store = small_tmpfs / "store"
+    if existing:
+        store.mkdir()
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(b"<html>gateway timeout</html>" * 200)  # kept under rejected/
+    fill_disk(small_tmpfs / "filler")
+    rc, err = _run(["fleet", "collect", str(junk), "-o", str(store)], capsys)
+    assert rc == 3 and "could not write (the disk is full)" in err, err
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == ["filler", "store"][: 1 + existing]
+    assert not existing or list(store.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "what", "hint"),
+    [
+        (["validate", "--config"], "the configuration file", "save the configuration file as"),
+        (["net", "plan", "--policy"], "the network policy", "save the network policy as"),
+        (["jobs", "submit", "--file"], "the job file", "save the job file as UTF-8"),
+        (["stack", "diff"], "the stack lock", "write it again: dolmen stack lock"),
+    ],
+)
+def test_a_file_that_is_not_utf8_says_so_in_words_with_a_hint(
+    argv: list[str],
+    what: str,
+    hint: str,
+    tmp_path: Path,
+    dolmen_dirs: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Python's codec text ("'utf-8' codec can't decode byte 0xff in position 5: invalid
+    start byte") leaked into the line, and the config reader gave no hint."""
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'x = "\xff"\n')
+    rc, err = _run([*argv, str(bad)], capsys)
+    first, second = err.splitlines()[:2]
+    assert rc == 2 and first == f"dolmen: error: {bad}: cannot read {what}: not UTF-8 text (byte 5)"
+    assert second.startswith(f"hint: {hint}") and "codec" not in err
+
+
+def test_a_missing_config_file_has_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, err = _run(["validate", "--config", str(tmp_path / "nope.toml")], capsys)
+    assert rc == 2 and "no such configuration file" in err
+    assert "hint: check the path of the configuration file" in err
 
 
 def test_a_fifo_given_as_a_file_or_folder_is_named_not_missing(

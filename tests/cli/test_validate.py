@@ -101,6 +101,35 @@ def test_only_takes_a_comma_separated_list_as_repeated_flags(
     assert "unknown check 'gpu.eccc'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "said", "forms"),
+    [
+        (["--only", ""], "--only '' names no check", "hint: give a check id, a category"),
+        (["--only", ","], "--only ',' names no check", "dolmen validate --list"),
+        (["--only", "gpu", "--only", " "], "--only ' ' names no check", "--only gpu.ecc,pcie"),
+        (["--status", ""], "--status: unknown status ''", "valid: fail, error, unknown"),
+        (["--status", ","], "--status: unknown status ','", "valid: fail, error, unknown"),
+        (["--gpu", ""], "--gpu: '' is neither a GPU index nor a PCI bus id", "hint: give the"),
+    ],
+)
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "click"])
+def test_an_empty_selector_is_a_usage_error(
+    tree: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    said: str,
+    forms: str,
+    lean: bool,
+) -> None:
+    """``--only ''`` dropped its one empty name, left no selector and ran every check, exit
+    0: a health check that asked for one check got the whole run. An empty --only, --status
+    or --gpu is a usage error, exit 2, naming the forms they take."""
+    args = ["validate", "--level", "quick", "--from", str(tree), *argv]
+    assert main(args, lean=lean) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and said in err and forms in err and "Traceback" not in err
+
+
 def test_site_disable_names_real_checks(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tree.parent / "disable.toml"
     conf.write_text('[validate]\ndisable = ["tuning.thpp"]\n')

@@ -52,8 +52,10 @@ def test_resolve_with_driver(capsys: pytest.CaptureFixture[str]) -> None:
         capsys, "containers", "resolve", "pytorch", "--driver", "450.80.02", "--no-datacenter"
     )
     assert rc == 1 and "older than every pytorch release" in err
-    rc, out, err = _run(capsys, "containers", "resolve", "pytorch", "--driver", "x")
-    assert rc == 2
+    for bad in ("x", "", " "):  # an empty one read the host's driver instead, quietly
+        rc, out, err = _run(capsys, "containers", "resolve", "pytorch", "--driver", bad)
+        assert rc == 2 and out == "" and f"--driver {bad!r} is not a driver version" in err
+        assert "hint: give the version nvidia-smi prints" in err
     rc, _, err = _run(capsys, "containers", "resolve", "mxnet", "--driver", "580.65.06")
     assert rc == 2 and "mxnet" in err
     rc, _, err = _run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -291,6 +292,22 @@ def test_collect_junk_port_files(tmp_path: Path) -> None:
     assert port.counters == {"symbol_error": 12}
     assert facts.unread["mlx5_0/1.counters"].startswith("malformed")
     assert facts.unread["mlx5_0.fw_version"] == "missing"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_link_layer_that_is_not_a_file_is_unread_not_infiniband(
+    h100_tree: Path, kind: str
+) -> None:
+    """A FIFO at the RoCE port's link_layer read as no link layer, and so as InfiniBand:
+    interconnect.ib.rate then held the Ethernet port to the InfiniBand capability (warn)."""
+    layer = h100_tree / "sys/class/infiniband/mlx5_bond_0/ports/1/link_layer"
+    layer.unlink()
+    (os.mkfifo if kind == "fifo" else os.mkdir)(layer)
+    facts = ib.collect(TreeHost(h100_tree))
+    bond = next(p for p in facts.ports if p.device == "mlx5_bond_0")
+    assert bond.link_layer is None and bond.state == "ACTIVE"
+    assert facts.unread["mlx5_bond_0/1.link_layer"].startswith("unreadable (")
+    assert "mlx5_1/1.link_layer" not in facts.unread  # read ones are not listed
 
 
 def test_live_smoke() -> None:

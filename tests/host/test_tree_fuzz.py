@@ -3,7 +3,9 @@ devices, link loops and huge sparse files put at random paths of a scenario tree
 
 ``validate --from`` always ends within a time bound, never crashes, and never invents
 a fault: a finding that fails on the fuzzed tree fails on the clean tree too (what
-cannot be read is unknown or skip). Trials: ``DOLMEN_FUZZ_TRIALS`` (default 12).
+cannot be read is unknown or skip). Trials: ``DOLMEN_FUZZ_TRIALS`` (default 12). The
+draws are random: a failure prints the ``@reproduce_failure`` that replays it, and each
+fault it found has a test of its own below, which runs every time.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def _files(tree: Path) -> list[str]:
 @settings(
     max_examples=TRIALS,
     deadline=None,
+    print_blob=True,  # a failure prints @reproduce_failure(...): paste it to rerun that draw
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
@@ -130,3 +133,19 @@ def test_a_snapshot_description_behind_a_bad_link_is_refused(
     _plant(tree / META, kind)
     done = _validate(tree)
     assert done.returncode == 2 and done.stderr.startswith("dolmen: error:"), done.stderr
+
+
+def test_a_fifo_at_a_link_layer_makes_its_port_unknown_not_warned(
+    clean: tuple[Path, dict[tuple[str, str], str]], tmp_path: Path
+) -> None:
+    """Found by the fuzz above: a FIFO at the RoCE port's link_layer read as InfiniBand, and
+    interconnect.ib.rate warned that the Ethernet port ran below InfiniBand's capability."""
+    tree = tmp_path / "t"
+    shutil.copytree(clean[0], tree, symlinks=True)
+    _plant(tree / "sys/class/infiniband/mlx5_bond_0/ports/1/link_layer", "fifo")
+    done = _validate(tree)
+    after = _statuses(json.loads(done.stdout))
+    for check in ("interconnect.ib.rate", "interconnect.roce"):
+        assert after[(check, "ib:mlx5_bond_0/1")] == "unknown", after
+    invented = {k: s for k, s in after.items() if s in ("fail", "warn") and clean[1].get(k) != s}
+    assert not invented, invented

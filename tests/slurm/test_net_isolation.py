@@ -20,6 +20,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from ipaddress import ip_address
+from pathlib import Path
 
 import pytest
 
@@ -171,20 +172,26 @@ def _events(c: SlurmCluster, key: str) -> list[tuple[str, str]]:
     ]
 
 
+def _submit_waiting(c: SlurmCluster, nodes: str, flag: Path) -> str:
+    """Submit a job whose step runs on the two ``nodes`` until ``flag`` exists; its id.
+
+    Without PrologFlags=Alloc, a node's prolog runs when the job's first step lands
+    there: the batch script on the first node, the srun step on both."""
+    wait = f"while [ ! -e {flag} ]; do sleep 0.2; done"
+    sub = c.sl(
+        "sbatch", "--parsable", "-N2", "-w", nodes, "-o", str(c.lab / "out" / "net-%j.out"),
+        "--wrap", f"srun -N2 -n2 sh -c '{wait}'",
+    )  # fmt: skip
+    return sub.stdout.strip().split(";")[0]
+
+
 def test_a_two_node_job_is_isolated_by_its_prologs_and_released_by_its_epilogs(
     isolated: tuple[SlurmCluster, Policy, list[str]],
 ) -> None:
     c, policy, tables = isolated
     flag = c.lab / "out" / "net-isolation.done"
     flag.unlink(missing_ok=True)
-    # Without PrologFlags=Alloc, a node's prolog runs when the job's first step lands
-    # there: the batch script on n1, the srun step on both.
-    wait = f"while [ ! -e {flag} ]; do sleep 0.2; done"
-    sub = c.sl(
-        "sbatch", "--parsable", "-N2", "-w", "n1,n2", "-o", str(c.lab / "out" / "net-%j.out"),
-        "--wrap", f"srun -N2 -n2 sh -c '{wait}'",
-    )  # fmt: skip
-    job_id = sub.stdout.strip().split(";")[0]
+    job_id = _submit_waiting(c, "n1,n2", flag)
     key = job_key("slurm", job_id)
     hosts = {n: NetnsHost(_ns(c, n)) for n in c.node_names}
     try:
@@ -294,12 +301,7 @@ def test_a_dolmen_job_rendezvouses_across_the_isolation_on_a_port_a_second_job_c
         mine = _access(policy, first, [node_addr(1), node_addr(2)])
         port = mine.ports.tcp[0].first
         assert _slot_ports(hosts["n1"], job_key("slurm", first)) == [f"tcp {port}", *SHARED]
-        wait = f"while [ ! -e {flag} ]; do sleep 0.2; done"
-        sub = c.sl(
-            "sbatch", "--parsable", "-N2", "-w", "n1,n3", "-o", str(c.lab / "out" / "net-%j.out"),
-            "--wrap", f"srun -N2 -n2 sh -c '{wait}'",
-        )  # fmt: skip
-        second = sub.stdout.strip().split(";")[0]
+        second = _submit_waiting(c, "n1,n3", flag)
         theirs = _access(policy, second, [node_addr(1), node_addr(3)])
         other = theirs.ports.tcp[0].first
         assert other != port  # ids 1 to 3 apart: ports of their own

@@ -17,6 +17,7 @@ from dolmen.tune.journal import State, open_journal, tune_dir
 from dolmen.tune.model import Action
 from dolmen.tune.planner import plan_profile
 from dolmen.tune.profile import load_profile
+from tests.conftest import fill_disk
 from tests.report.contract import assert_valid
 from tests.tune.trees import add_nvme_irqs, snapshot
 
@@ -210,6 +211,40 @@ def test_audit_unwritable_refuses_before_any_change(
     before = snapshot(host_tree)
     rc, _, err = run(capsys, "tune", "apply", "workstation", "--root", str(host_tree), "--yes")
     assert rc == 4, err
+    assert snapshot(host_tree) == before
+    assert open_journal(tune_dir(TreeHost(host_tree))) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("fifo", "audit.log: it is a FIFO, not a regular file"),
+        ("head-fifo", "audit.log: audit.log.head beside it is a FIFO, not a regular file"),
+        ("full", "(the disk is full)"),
+    ],
+)
+def test_an_audit_log_that_takes_no_event_is_named_not_invalid_argument(
+    kind: str,
+    said: str,
+    host_tree: Path,
+    dolmen_dirs: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A FIFO audit log (or head file) said "Invalid argument" (fdatasync) or "Illegal seek"
+    (pread); a full disk the system's words. Each is named, and nothing is changed: exit 4."""
+    folder = request.getfixturevalue("small_tmpfs") if kind == "full" else tmp_path
+    log = folder / "audit.log"
+    (dolmen_dirs / "dolmen.toml").write_text(f'[audit]\npath = "{log}"\n')
+    if kind == "full":
+        fill_disk(folder / "filler")
+    else:
+        os.mkfifo(log if kind == "fifo" else log.with_name("audit.log.head"))
+    before = snapshot(host_tree)
+    rc, _, err = run(capsys, "tune", "apply", "workstation", "--root", str(host_tree), "--yes")
+    assert rc == 4 and said in err.splitlines()[0] and "hint: " in err, err
+    assert "Invalid argument" not in err and "Illegal seek" not in err and "Traceback" not in err
     assert snapshot(host_tree) == before
     assert open_journal(tune_dir(TreeHost(host_tree))) is None
 

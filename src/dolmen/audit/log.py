@@ -42,7 +42,7 @@ from dolmen.audit.segments import (
 )
 from dolmen.compat import UTC
 from dolmen.errors import AuditUnavailable
-from dolmen.fsutil import fsync_dir
+from dolmen.fsutil import fsync_dir, not_regular, write_cause
 
 LOCK_TIMEOUT = 30.0
 # (sequence, hash of the event at that sequence) -> the checkpoint event to append after it
@@ -91,6 +91,15 @@ class AuditLog:
         periodic checkpoint is a warning: the events it would have covered are committed
         anyway. ``checkpoint_now`` appends one after the batch, and its failure raises.
         """
+        odd = not_regular((self.path, head_path(self.path), torn_path(self.path)))
+        if odd:  # a FIFO's fdatasync says "Invalid argument", its pread "Illegal seek"
+            path, kind = odd
+            which = "it" if path == self.path else f"{path.name} beside it"
+            raise AuditUnavailable(
+                f"cannot write the audit log {self.path}: {which} is {kind}, not a regular file",
+                hint="move it aside (dolmen makes the log, its .head and .torn files), or set "
+                "[audit] path in dolmen.toml to a file of its own",
+            )
         try:
             with self.locked() as head_fd:
                 return self._append_locked(
@@ -275,8 +284,9 @@ class AuditLog:
 
 
 def unavailable(path: Path, e: OSError) -> AuditUnavailable:
-    """The one-line error for a log that cannot be written, with a hint that fits the cause."""
-    reason = e.strerror or str(e)
+    """The one-line error for a log that cannot be written: its cause in the words of every
+    failed write (``fsutil.write_cause``), with a hint that fits the cause."""
+    reason, _ = write_cause(e)
     if e.errno == errno.ENOSPC:
         hint = f"free space on the file system of {path.parent}"
     elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -284,7 +294,7 @@ def unavailable(path: Path, e: OSError) -> AuditUnavailable:
     else:
         hint = "set [audit] path in dolmen.toml to a writable place"
     hint += " (or, to allow changes without an audit trail, set [audit] fail_open = true)"
-    return AuditUnavailable(f"cannot write the audit log {path}: {reason}", hint=hint)
+    return AuditUnavailable(f"cannot write the audit log {path} ({reason})", hint=hint)
 
 
 def _write_all(fd: int, data: bytes) -> None:

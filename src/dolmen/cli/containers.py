@@ -58,8 +58,16 @@ def resolve(
     """The newest NGC FRAMEWORK release this host's driver runs, and what it ships."""
     from dolmen.cli.main import exit_with
     from dolmen.containers.resolve import resolve as resolve_release
+    from dolmen.errors import UsageError
     from dolmen.kb import load_kb
+    from dolmen.kb.cuda import DriverVersion
 
+    # Before any read: an empty --driver was falsy, and the host's driver stood in for it.
+    if driver is not None and DriverVersion.parse(driver) is None:
+        raise UsageError(
+            f"--driver {driver!r} is not a driver version; expected digits and dots like 535.54.03",
+            hint="give the version nvidia-smi prints, or leave --driver out to read the host's",
+        )
     gpus: tuple[str, ...] = ()
     why = "the driver version could not be read"
     if driver is None or datacenter is None:

@@ -48,8 +48,7 @@ def run_validate(
     force: bool = False,
 ) -> int:
     """Validate the host (or tree), print the verdict, return the exit code (0, 1, 2)."""
-    # --only a,b is --only a --only b (as `dolmen bench --only` and `--status` take lists)
-    only = tuple(name.strip() for item in only for name in item.split(",") if name.strip())
+    only = only_names(only)
     if level == "quick":
         defer_imports(DEFERRED)
     with collector_off(level == "quick"):
@@ -150,6 +149,23 @@ def run_validate(
         if slurm_action:
             _echo(slurm_action, err=True)
         return int(verdict.health.exit_code)
+
+
+def only_names(only: tuple[str, ...]) -> tuple[str, ...]:
+    """--only's names: ``--only a,b`` is ``--only a --only b`` (as ``dolmen bench --only``
+    and ``--status`` take lists). An ``--only`` that names nothing (``''``, ``,``) is a
+    usage error: dropped, it would leave no selector and run every check."""
+    names: list[str] = []
+    for item in only:
+        words = [w.strip() for w in item.split(",") if w.strip()]
+        if not words:
+            raise UsageError(
+                f"--only {item!r} names no check",
+                hint="give a check id, a category or an id prefix, comma-separated "
+                "(--only gpu, --only gpu.ecc,pcie); every id: dolmen validate --list",
+            )
+        names += words
+    return tuple(names)
 
 
 def _check_view(statuses: str | None, gpu: str | None, machine: bool) -> None:

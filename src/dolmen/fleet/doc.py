@@ -16,6 +16,7 @@ from typing import Any
 
 from dolmen.checks.model import Finding, Status
 from dolmen.checks.verdict import Verdict
+from dolmen.fsutil import not_utf8
 
 SCHEMA = "dolmen.verdict/1"
 # A node name becomes a folder name in the store: plain names only (no "/", no "..").
@@ -42,7 +43,7 @@ def parse_verdict(data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise NotAVerdict(f"not UTF-8 text (byte {e.start})") from None
+        raise NotAVerdict(not_utf8(e)) from None
     if not text.strip():
         raise NotAVerdict("empty")
     try:

@@ -26,7 +26,13 @@ from typing import Any
 from dolmen.compat import UTC
 from dolmen.errors import InputError
 from dolmen.fleet.doc import NotAVerdict, node_name_problem, parse_verdict
-from dolmen.fsutil import atomic_write, read_regular, write_failure
+from dolmen.fsutil import (
+    atomic_write,
+    missing_folders,
+    read_regular,
+    remove_empty,
+    write_failure,
+)
 
 MAX_VERDICT_BYTES = 64 << 20  # a verdict is ~200 KB; a store file over this is not one
 MANIFEST = "dolmen.fleet.collection/1"
@@ -67,10 +73,12 @@ class FleetStore:
             )
         if self.root.exists() and not self.root.is_dir():
             raise InputError(f"{self.root} is not a folder", hint="give a folder as FLEETDIR")
+        made = missing_folders(path.parent, self.root.parent)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
         except OSError as e:
+            remove_empty(made)  # a full disk left an empty rejected/ (or nodes/<node>/)
             folder = self.root if self.root.is_dir() else self.root.parent
             left = "the verdicts stored before are kept"
             raise write_failure(f"fleet store {path}", e, folder, left) from None

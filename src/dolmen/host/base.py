@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dolmen.fsutil import atomic_write, fsync_dir, iter_regular, read_regular
+from dolmen.fsutil import atomic_write, fsync_dir, iter_regular, missing_folders, read_regular
 from dolmen.host.command import CommandResult
 from dolmen.host.deadline import Deadline
 
@@ -111,6 +111,13 @@ class Host(ABC):
         """The real path of ``rel`` with its last component not followed."""
         parent, _, name = rel.strip("/").rpartition("/")
         return (self.path(parent) if parent else self.root) / name
+
+    def missing_folders(self, rel: str) -> list[str]:
+        """The folders a write of ``rel`` creates, deepest first, host-relative as the write
+        resolves them: a tree's ``etc`` that links to ``/elsewhere/etc`` has the write make
+        ``elsewhere/etc`` inside the tree, and a rollback must remove that, not the link."""
+        made = missing_folders(self.path(rel).parent, self.root)
+        return [str(folder.relative_to(self.root)) for folder in made]
 
     def glob(self, pattern: str) -> list[str]:
         """Host-relative paths matching a shell pattern, component by component, sorted."""

@@ -56,6 +56,7 @@ from typing import Any
 
 from dolmen.config import check_keys, line_of, parse_toml
 from dolmen.errors import ConfigError, UsageError
+from dolmen.fsutil import not_utf8
 from dolmen.jobs.kubernetes.options import PodOptions
 from dolmen.jobs.slurm.extra import check_extra
 from dolmen.jobs.spec import JobSpec
@@ -159,7 +160,11 @@ def read_jobfile(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"cannot read the job file: not UTF-8 text ({e})", path=str(path)) from e
+        raise ConfigError(
+            f"cannot read the job file: {not_utf8(e)}",
+            path=str(path),
+            hint="save the job file as UTF-8 text (iconv -t UTF-8)",
+        ) from e
 
 
 def parse_jobfile(text: str, path: str = "<job file>") -> JobFile:

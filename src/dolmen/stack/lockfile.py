@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dolmen.errors import InputError
-from dolmen.fsutil import read_regular
+from dolmen.fsutil import not_utf8, read_regular
 from dolmen.stack.model import KINDS, SCHEMA, Component, FileHash, Lock, Package
 
 MAX_LOCK_BYTES = 4 << 20  # a lock of 100 components is ~40 KiB
@@ -96,7 +96,11 @@ def load(path: Path) -> Lock:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text: {e}", path=str(path)) from None
+        raise InputError(
+            f"cannot read the stack lock: {not_utf8(e)}",
+            path=str(path),
+            hint="write it again: dolmen stack lock -o FILE",
+        ) from None
     return loads(text, str(path))
 
 

@@ -23,6 +23,7 @@ from dolmen.checks.interconnect.portinfo import (
     evidence,
     ignored,
     is_infiniband,
+    layer_unread,
     missing_rail,
     rate_text,
     unread_reason,
@@ -101,6 +102,13 @@ def _state(ctx: Context, p: IbPort) -> Outcome:
     if p.state == "ACTIVE" and p.phys_state in ("LinkUp", None):
         shown = p.phys_state or f"LinkUp (implied: {p.source} gives no physical state)"
         return passed(p.subject, f"ACTIVE, {shown}, {rate_text(p)}", **ev)
+    if layer := layer_unread(ctx, p):  # a RoCE port set down is unused, an IB port down fails
+        return unknown(
+            p.subject,
+            f"port is {p.state}/{p.phys_state or 'unread'}; link layer {layer}: an InfiniBand "
+            "rail down or a RoCE port not in use is unknown",
+            **ev,
+        )
     if p.phys_state is None:
         why = unread_reason(ctx, p, "phys_state")
         return failed(

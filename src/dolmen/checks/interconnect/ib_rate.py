@@ -29,6 +29,7 @@ from dolmen.checks.interconnect.portinfo import (
     group,
     ignored,
     is_infiniband,
+    layer_unread,
     netdevs,
     rate_text,
     unread_reason,
@@ -64,7 +65,7 @@ def rate(ctx: Context) -> list[Outcome]:
         site, origin = ctx.limit("expected_gbps"), "the site's expected rate"
     peers: dict[Any, list[float]] = {}
     for p in ports:
-        if p.state == "ACTIVE" and p.rate_gbps is not None:
+        if p.state == "ACTIVE" and p.rate_gbps is not None and not layer_unread(ctx, p):
             peers.setdefault(group(p), []).append(p.rate_gbps)
     speeds = netdevs(ctx)
     if not ports:  # a vanished device alone: interconnect.ib.port_state's
@@ -79,6 +80,9 @@ def rate(ctx: Context) -> list[Outcome]:
         elif p.rate_gbps is None:
             why = unread_reason(ctx, p, "rate_gbps")
             out.append(unknown(p.subject, f"rate unreadable: {why}", **ev))
+        elif layer := layer_unread(ctx, p):  # InfiniBand or RoCE: whose rate applies is unknown
+            said = f"{rate_text(p)}; link layer {layer}: which fabric's rate applies is unknown"
+            out.append(unknown(p.subject, said, **ev))
         else:
             wants: list[tuple[float, str]] = []
             if site is not None and is_infiniband(p):

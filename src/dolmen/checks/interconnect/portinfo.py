@@ -36,6 +36,12 @@ def unread_reason(ctx: Context, port: IbPort, field: str) -> str:
     return ctx.infiniband.unread.get(f"{port.device}/{port.port}.{field}", "not reported")
 
 
+def layer_unread(ctx: Context, port: IbPort) -> str | None:
+    """Why the port's link layer could not be read (a FIFO at ``link_layer``, a bundle
+    without it), or None when it was read or the kernel has no such file (InfiniBand)."""
+    return ctx.infiniband.unread.get(f"{port.device}/{port.port}.link_layer")
+
+
 def group(port: IbPort) -> Group:
     """The sibling group of a port: HCA model and link layer."""
     return (port.hca_type, (port.link_layer or "InfiniBand").lower())

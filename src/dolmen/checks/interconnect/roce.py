@@ -16,7 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from dolmen.checks.context import Context
-from dolmen.checks.interconnect.portinfo import ignored, missing_rail, netdevs, unread_reason
+from dolmen.checks.interconnect.portinfo import (
+    ignored,
+    layer_unread,
+    missing_rail,
+    netdevs,
+    unread_reason,
+)
 from dolmen.checks.model import Level, Outcome, check, failed, passed, skipped, unknown
 from dolmen.facts.infiniband import IbPort
 
@@ -41,10 +47,15 @@ from dolmen.facts.infiniband import IbPort
 def roce(ctx: Context) -> list[Outcome]:
     """Reads state/phys_state of Ethernet link-layer ports and their netdev (same PCI address)."""
     ports = [p for p in ctx.infiniband.ports if (p.link_layer or "").lower() == "ethernet"]
+    unread = [
+        unknown(p.subject, f"link layer {why}: RoCE or InfiniBand is unknown")
+        for p in ctx.infiniband.ports
+        if (why := layer_unread(ctx, p))
+    ]
     if not ports:
-        return [skipped("host", "no RoCE (Ethernet link-layer) port")]
+        return unread or [skipped("host", "no RoCE (Ethernet link-layer) port")]
     by_bdf = netdevs(ctx)
-    return [_port(ctx, p, [n for n, _ in by_bdf.get(p.pci_bdf or "", [])]) for p in ports]
+    return unread + [_port(ctx, p, [n for n, _ in by_bdf.get(p.pci_bdf or "", [])]) for p in ports]
 
 
 def _port(ctx: Context, p: IbPort, names: list[str]) -> Outcome:

@@ -100,6 +100,9 @@ def _sysfs_port(
     ):
         if value is None:
             unread[f"{key}.{name}"] = r.reason or malformed(r.text or "")
+    layer = vals["link_layer"]
+    if layer.text is None and layer.reason != "missing":  # a FIFO, a folder, not recorded
+        unread[f"{key}.link_layer"] = layer.reason  # not "InfiniBand" by default: unknown
     lid = parse_hex(vals["lid"].text)
     if lid is None and vals["lid"].reason != "missing":
         unread[f"{key}.lid"] = vals["lid"].reason or malformed(vals["lid"].text or "")

@@ -154,12 +154,7 @@ def capture_file(host: Host, rel: str) -> dict[str, Any]:
     try:
         raw = host.read_bytes(rel)
     except FileNotFoundError:
-        missing = []
-        folder = rel.rpartition("/")[0]
-        while folder and not host.exists(folder):
-            missing.append(folder)
-            folder = folder.rpartition("/")[0]
-        return {"path": rel, "absent": True, "missing_dirs": missing}
+        return {"path": rel, "absent": True, "missing_dirs": host.missing_folders(rel)}
     return {
         "path": rel,
         "b64": base64.b64encode(raw).decode(),
