@@ -70,3 +70,17 @@ def test_hcas_off_the_pci_bus_are_unknown_never_passed(tmp_path: Path) -> None:
     assert "sys/class/infiniband shows (mlx5_0, mlx5_1, mlx5_4" in f.summary
     assert "not in this bundle: their PCI functions" in f.summary
     assert f.remedy is not None and f.remedy.startswith("Give dolmen their PCI functions")
+
+
+def test_aer_of_hcas_off_the_pci_bus_is_unknown_never_passed(tmp_path: Path) -> None:
+    """The same tree: with no non-GPU device's AER counters read, the HCAs that
+    sys/class/infiniband shows make system.pcie.aer unknown, never "no AER counters"."""
+    tree = _build("h100-hgx-healthy", tmp_path / "t")
+    devices = tree / "sys/bus/pci/devices"
+    for link in devices.iterdir():
+        if (link / "vendor").read_text().strip() == "0x15b3":
+            link.unlink()
+    verdict = validate(TreeHost(tree), level=Level.QUICK, only=("system.pcie.aer",))
+    [f] = verdict.findings
+    assert f.status is Status.UNKNOWN, f.summary
+    assert "the AER counters of the Mellanox HCAs sys/class/infiniband shows" in f.summary

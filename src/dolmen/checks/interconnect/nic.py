@@ -98,7 +98,7 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
         # The bus was not read: "no NIC on it" is not known, only the log's silence.
         why = ctx.pci.unread["devices"]
         return [skipped("host", f"no 'limited by' in the log; the PCI devices: {why}")]
-    off_bus = _hcas_off_bus(ctx, devices)
+    off_bus = hcas_off_bus(ctx, devices)
     if off_bus:  # their links were not read: a pass would stand on their absence
         where = "not in sys/bus/pci"
         if ctx.host.kind != "live":
@@ -114,7 +114,7 @@ def pcie_limited(ctx: Context) -> list[Outcome]:
     return list(out.values())
 
 
-def _hcas_off_bus(ctx: Context, devices: dict[str, Any]) -> list[tuple[str, str]]:
+def hcas_off_bus(ctx: Context, devices: dict[str, Any]) -> list[tuple[str, str]]:
     """The Mellanox HCAs (name, the source that shows it) that sys/class/infiniband, ibstat
     or a netdev bound to mlx5_core shows, whose PCI function the PCI devices read lack (an
     HCA without a known PCI address counts where no Mellanox function was read at all)."""

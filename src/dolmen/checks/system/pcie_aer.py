@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from dolmen.checks.context import Context
+from dolmen.checks.interconnect.nic import hcas_off_bus
 from dolmen.checks.model import Level, Outcome, Status, check, failed, passed, unknown, warned
 from dolmen.checks.system.log_window import worst
 from dolmen.checks.system.pcie_links import slot
@@ -37,7 +38,7 @@ MINUTE_S = 60.0
     "system.pcie.aer",
     title="No uncorrectable PCIe errors, and few correctable ones, on non-GPU devices",
     level=Level.QUICK,
-    needs=("pci", "kernel_log", "os"),
+    needs=("pci", "kernel_log", "os", "infiniband", "network"),
     remedy=(
         "Find the device (lspci -s <bdf>) and its link (lspci -vvv: LnkSta, the AER status "
         "registers); reseat it or its riser/cable, update its firmware, and replace it if "
@@ -69,6 +70,10 @@ def aer(ctx: Context) -> list[Outcome]:
     why = ctx.pci.unread.get("devices")
     if not out and unrecorded(why):  # the log alone proves nothing of the counters
         return [unknown("host", f"no AER line in the log, but the AER counters are {why}")]
+    if not out and (off_bus := hcas_off_bus(ctx, devices)):  # a pass would stand on absence
+        names = ", ".join(n for n, _ in off_bus)
+        said = f"the AER counters of the Mellanox HCAs {off_bus[0][1]} shows ({names})"
+        return [unknown("host", f"{said}: their PCI functions were not read", hcas=names)]
     return out or [passed("host", "no AER counters on non-GPU devices, no AER line in the log")]
 
 
